@@ -1,0 +1,48 @@
+"""``python -m attention_lab COMMAND ...``: the lab's command line.
+
+Each command lives in its own module and exposes ``main(argv) -> int``; this file only dispatches,
+so ``python -m attention_lab --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {
+    "submit": ("attention_lab.exercises.submit", "run an exercise notebook and write a file to hand in"),
+    "grade": ("attention_lab.exercises.grading", "grade a folder of submissions into a CSV and a JSON"),
+    "train": ("attention_lab.toy.train", "train the toy reversal model (seeded, CPU)"),
+    "demo": ("attention_lab.demo", "launch the lecture demo (Voila) on 127.0.0.1"),
+    "bench": ("benchmarks.run", "print the benchmark table (run from a checkout)"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = ["usage: python -m attention_lab COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "python -m attention_lab COMMAND --help shows a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    module_name = COMMANDS[name][0]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        print(f"the command {name!r} is not available: {exc}", file=sys.stderr)
+        return 2
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

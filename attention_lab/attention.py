@@ -1,0 +1,148 @@
+"""``attend``: the numpy reference of attention, one query or a batch.
+
+For one query ``q`` (D_k,), keys ``K`` (S, D_k) and values ``V`` (S, D_v):
+
+    e = score(q, K)                       scores, (S,)
+    alpha = softmax(e / tau, over eligible keys)   weights, (S,)
+    c = alpha^T V                         context, (D_v,)
+
+For a batch ``Q`` (..., T, D_k) the scores and weights are (..., T, S) and the context is
+(..., T, D_v): every target position t has its own distribution over the S source positions.
+Softmax always runs over the key axis, -1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _validate as V
+from ._validate import shape_str
+from .masks import padding_mask
+from .scores import compute_scores
+from .softmax import entropy as _entropy
+from .softmax import softmax
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    """What one attention call computed. Arrays have the query's leading shape.
+
+    scores       e, before temperature and mask, (S,) or (..., T, S)
+    weights      alpha, (S,) or (..., T, S); 0 at masked keys; rows sum to 1 unless all-masked
+    context      c = alpha V, (D_v,) or (..., T, D_v)
+    mask         the eligibility actually applied (True = eligible), broadcast to the scores' shape
+    masked_mass  sum of the weights on masked keys per row: () or (..., T). The library keeps it at 0;
+                 it is here so that audits can show it
+    empty_rows   rows with no eligible key, () or (..., T)
+    """
+
+    scores: np.ndarray
+    weights: np.ndarray
+    context: np.ndarray
+    mask: np.ndarray
+    masked_mass: np.ndarray
+    empty_rows: np.ndarray
+    temperature: float = 1.0
+    score: str = "dot"
+    empty: str = "zeros"
+    extras: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def entropy(self) -> np.ndarray:
+        """Entropy of each weight row in nats (0 for one-hot, log(n) for uniform over n keys)."""
+        return _entropy(self.weights)
+
+    @property
+    def row_sums(self) -> np.ndarray:
+        return self.weights.sum(axis=-1)
+
+    def __repr__(self) -> str:
+        with np.printoptions(precision=3, suppress=True):
+            return (f"AttentionResult(score={self.score!r}, temperature={self.temperature:g}, "
+                    f"scores {shape_str(self.scores.shape)}, weights={self.weights}, "
+                    f"context={self.context})")
+
+
+def attend(query, keys, values, *, score: str = "dot", mask=None, lengths=None,
+           temperature: float = 1.0, empty: str = "zeros", scale: float | None = None,
+           W=None, W_q=None, W_k=None, v=None, b=None) -> AttentionResult:
+    """Attention of ``query`` over ``keys``/``values``: scores, masked softmax, weighted sum.
+
+    Parameters
+    ----------
+    query : (D_q,) or (..., T, D_q)
+    keys : (S, D_k) or (..., S, D_k)
+    values : (S, D_v) or (..., S, D_v); D_v may differ from D_k
+    score : "dot" (``q^T k``, the chapter's default, optional ``scale``), "scaled_dot"
+        (``q^T k / sqrt(D_k)``), "bilinear" (``q^T W k``, needs ``W``) or "additive"
+        (``v^T tanh(W_q q + W_k k + b)``, needs ``W_q``, ``W_k``, ``v``; ``b`` optional)
+    mask : bool, True = eligible, broadcastable to the scores (S,) or (..., T, S)
+    lengths : valid source lengths; a padding mask ``j < length`` is added. A number for one query;
+        one length per batch item (shape of the batch dims) for a batch
+    temperature : tau > 0; the scores are divided by it before softmax
+    empty : what a row without eligible keys returns: "zeros" (default), "nan", or "raise"
+
+    All inputs must be finite (``ValueError`` otherwise).
+    """
+    params = {k: val for k, val in dict(scale=scale, W=W, W_q=W_q, W_k=W_k, v=v, b=b).items()
+              if val is not None}
+    e = compute_scores(score, query, keys, **params)
+    vals = V.real_array(values, "values", min_ndim=2)
+    S = np.shape(keys)[-2]
+    if vals.shape[-2] != S:
+        raise ValueError(
+            f"values has {vals.shape[-2]} rows (shape {shape_str(vals.shape)}) but keys has S={S} "
+            f"(shape {shape_str(np.shape(keys))}); every key needs exactly one value"
+        )
+    return _finish(e, vals, mask=mask, lengths=lengths, temperature=temperature, empty=empty,
+                   score=score)
+
+
+def attend_scores(scores, values, *, mask=None, lengths=None, temperature: float = 1.0,
+                  empty: str = "zeros") -> AttentionResult:
+    """Attention from given scores ``e`` (S,) or (..., T, S) and values (S, D_v) or (..., S, D_v)."""
+    e = V.real_array(scores, "scores", min_ndim=1)
+    if e.shape[-1] == 0:
+        raise ValueError("scores has no keys (S=0): the key set is empty")
+    vals = V.real_array(values, "values", min_ndim=2)
+    if vals.shape[-2] != e.shape[-1]:
+        raise ValueError(
+            f"values has {vals.shape[-2]} rows (shape {shape_str(vals.shape)}) but the scores have "
+            f"S={e.shape[-1]} keys; every key needs exactly one value"
+        )
+    return _finish(e, vals, mask=mask, lengths=lengths, temperature=temperature, empty=empty,
+                   score="given")
+
+
+def _finish(e, vals, *, mask, lengths, temperature, empty, score) -> AttentionResult:
+    tau = V.temperature(temperature)
+    V.empty_policy(empty)
+    S = e.shape[-1]
+    eligible = np.ones(e.shape, dtype=bool)
+    if mask is not None:
+        eligible = eligible & V.mask_for(mask, e.shape)
+    if lengths is not None:
+        pad = padding_mask(lengths, S)
+        if e.ndim > 1:
+            pad = pad[..., None, :]  # lengths index batch items: add the query axis T
+        eligible = eligible & V.mask_for(pad, e.shape, "padding mask from lengths")
+    if e.ndim == 1 and vals.ndim != 2:
+        raise ValueError(
+            f"values has shape {shape_str(vals.shape)}; a single query takes values (S, D_v)"
+        )
+    try:
+        np.broadcast_shapes(e.shape[:-2], vals.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"values batch dimensions {shape_str(vals.shape[:-2])} do not broadcast with the "
+            f"scores {shape_str(e.shape)}"
+        ) from None
+    weights = softmax(e, temperature=tau, mask=eligible, empty=empty)
+    context = weights @ vals
+    empty_rows = ~eligible.any(axis=-1)
+    masked_mass = np.where(eligible, 0.0, np.nan_to_num(weights)).sum(axis=-1)
+    return AttentionResult(scores=e, weights=weights, context=context, mask=eligible,
+                           masked_mass=masked_mass, empty_rows=empty_rows, temperature=tau,
+                           score=score, empty=empty)

@@ -1,0 +1,119 @@
+"""The chapter's fixed data: the running example and the seeded examples of Levels 2-3.
+
+Every function returns fresh copies, so a notebook that edits an array cannot change what the next
+cell (or the next explorer) receives.
+
+The running example (Level 2): one decoder query ``q`` (D_k = 3), five source keys ``K`` (S = 5) and
+five values ``V`` (D_v = 3), plus the bilinear matrix ``W`` of the "general" score ``e_i = q^T W k_i``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+QUERY = (0.8, -0.3, 0.5)
+KEYS = (
+    (0.2, 0.7, -0.1),
+    (0.9, -0.2, 0.4),
+    (0.1, 0.3, 0.8),
+    (-0.6, 0.2, 0.5),
+    (0.4, -0.8, -0.2),
+)
+VALUES = (
+    (1.0, 0.0, 0.2),
+    (0.7, 0.4, 0.1),
+    (0.2, 0.9, 0.3),
+    (0.1, 0.3, 0.8),
+    (0.4, 0.2, 1.0),
+)
+BILINEAR_W = (
+    (1.0, 0.1, 0.0),
+    (0.0, 0.8, 0.2),
+    (0.2, 0.0, 1.0),
+)
+#: The chapter's padding example: the first three sources are real, the last two are padding.
+VALID = (True, True, True, False, False)
+
+#: A second query over the same sources whose weight mass sits on the later positions (4 and 5),
+#: for the "two queries, one source" comparison (ours; the chapter's heatmap uses illustrative rows).
+LATER_QUERY = (-1.0, -0.8, -0.3)
+
+#: The chapter's illustrative weight rows for its two-query heatmap (Level 1 figure).
+ILLUSTRATIVE_TWO_QUERY_WEIGHTS = (
+    (0.05, 0.48, 0.36, 0.08, 0.03),
+    (0.03, 0.05, 0.10, 0.37, 0.45),
+)
+
+#: The chapter's convex-hull figure (Level 3): three 2-D values and two weight vectors.
+HULL_VALUES = ((0.0, 0.0), (2.6, 0.25), (0.55, 2.1))
+HULL_WEIGHTS = ((0.6, 0.3, 0.1), (0.15, 0.25, 0.6))
+
+#: Temperatures of the chapter's three-panel figure.
+CHAPTER_TEMPERATURES = (0.5, 1.0, 2.0)
+
+
+@dataclass(frozen=True)
+class RunningExample:
+    """``query`` (D_k,), ``keys`` (S, D_k), ``values`` (S, D_v), bilinear ``W`` (D_k, D_k), ``valid`` (S,)."""
+
+    query: np.ndarray
+    keys: np.ndarray
+    values: np.ndarray
+    W: np.ndarray
+    valid: np.ndarray
+
+
+def running_example() -> RunningExample:
+    """The chapter's running example as fresh float64 arrays."""
+    return RunningExample(
+        query=np.array(QUERY),
+        keys=np.array(KEYS),
+        values=np.array(VALUES),
+        W=np.array(BILINEAR_W),
+        valid=np.array(VALID),
+    )
+
+
+@dataclass(frozen=True)
+class AdditiveExample:
+    """Additive-attention example with different widths: ``q`` (4,), ``source`` (5, 6),
+    ``W_q`` (5, 4), ``W_h`` (5, 6), ``v_a`` (5,); alignment width A = 5."""
+
+    q: np.ndarray
+    source: np.ndarray
+    W_q: np.ndarray
+    W_h: np.ndarray
+    v_a: np.ndarray
+
+
+def additive_example(seed: int = 19) -> AdditiveExample:
+    """The chapter's Level 3 additive example, drawn from ``numpy.random.default_rng(seed)``.
+
+    The draws happen in the chapter's order (q, source, W_q, W_h, v_a), so ``seed=19`` reproduces its
+    weights ``[0.012 0.073 0.498 0.26 0.157]``.
+    """
+    rng = np.random.default_rng(seed)
+    query_width, source_width, alignment_width = 4, 6, 5
+    q = rng.normal(size=query_width)
+    source = rng.normal(size=(5, source_width))
+    W_q = rng.normal(size=(alignment_width, query_width))
+    W_h = rng.normal(size=(alignment_width, source_width))
+    v_a = rng.normal(size=alignment_width)
+    return AdditiveExample(q=q, source=source, W_q=W_q, W_h=W_h, v_a=v_a)
+
+
+def tensor_example(seed: int = 19, dtype=None):
+    """The chapter's batched example: ``Q`` (2, 3, 4), ``K`` (2, 5, 4), ``V`` (2, 5, 6) from
+    ``torch.manual_seed(seed)`` (B=2, T=3, S=5, D_k=4, D_v=6). Imports torch."""
+    import torch
+
+    torch.manual_seed(seed)
+    B, T, S, D_k, D_v = 2, 3, 5, 4, 6
+    Q = torch.randn(B, T, D_k)
+    K = torch.randn(B, S, D_k)
+    V = torch.randn(B, S, D_v)
+    if dtype is not None:
+        Q, K, V = Q.to(dtype), K.to(dtype), V.to(dtype)
+    return Q, K, V

@@ -1,0 +1,119 @@
+"""Boolean eligibility masks. Convention everywhere: ``True`` = the key may be attended to.
+
+This is the convention of ``torch.nn.functional.scaled_dot_product_attention``. The
+``key_padding_mask`` of ``torch.nn.MultiheadAttention`` is the opposite (True = ignore): convert
+with ``~mask``.
+
+Shapes: masks broadcast against scores of shape (..., T, S); the last axis indexes source
+positions (keys), the one before it target positions (queries).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import _validate as V
+from ._validate import shape_str
+
+CAUSAL_ALIGNMENTS = ("upper_left", "lower_right")
+
+
+def _count(n, name: str, *, allow_zero: bool = False) -> int:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(n).__name__} {n!r}")
+    if n < 0 or (n == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {n}")
+    return int(n)
+
+
+def padding_mask(lengths, S: int) -> np.ndarray:
+    """Mask of shape ``lengths.shape + (S,)``: position j is eligible when ``j < lengths[b]``.
+
+    ``padding_mask([5, 3, 1], 5)`` is the chapter's exercise batch. A length of 0 gives an all-masked
+    row. To use the mask with scores (B, T, S), add the query axis: ``mask[:, None, :]`` (or pass
+    ``lengths=`` to :func:`attention_lab.attend`, which does it for you).
+    """
+    S = _count(S, "S")
+    arr = np.asarray(lengths)
+    if arr.dtype == bool or arr.dtype.kind not in "iuf":
+        raise TypeError(f"lengths must be integers, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
+            raise TypeError(f"lengths must be whole numbers, got {arr.tolist()}")
+        arr = arr.astype(np.int64)
+    if (arr < 0).any():
+        raise ValueError(f"lengths must be >= 0, got {arr.tolist()}")
+    if (arr > S).any():
+        raise ValueError(f"lengths must be <= S={S} (the number of source positions), got {arr.tolist()}")
+    return np.arange(S) < arr[..., None]
+
+
+def causal_mask(T: int, S: int | None = None, *, align: str = "upper_left") -> np.ndarray:
+    """(T, S) mask letting target position t see source positions up to its own.
+
+    ``align="upper_left"`` (the default, SDPA's ``is_causal``): ``tril(ones(T, S))``, query t sees
+    keys ``j <= t``. ``align="lower_right"``: the last query lines up with the last key, query t sees
+    ``j <= t + S - T`` (the convention of incremental decoding with a cache). They agree when T = S.
+    """
+    T = _count(T, "T")
+    S = T if S is None else _count(S, "S")
+    if align not in CAUSAL_ALIGNMENTS:
+        raise ValueError(f"align must be one of {CAUSAL_ALIGNMENTS}, got {align!r}")
+    offset = 0 if align == "upper_left" else S - T
+    return np.tril(np.ones((T, S), dtype=bool), k=offset)
+
+
+def local_mask(centres, half_width: float, S: int) -> np.ndarray:
+    """Window mask: key j is eligible when ``|j - p_t| <= half_width`` (Luong's window [p_t-D, p_t+D]).
+
+    ``centres`` is one centre (gives an (S,) mask) or one centre per query (gives (T, S)); centres
+    may be real numbers (local-p: a predicted position) and may lie outside ``[0, S)``, in which case
+    the window may hold no key at all. Positions are 0-based.
+    """
+    S = _count(S, "S")
+    p = V.real_array(centres, "centres")
+    if p.ndim > 1:
+        raise ValueError(f"centres has shape {shape_str(p.shape)}; expected a number or a vector (T,)")
+    D = V.real_array(half_width, "half_width")
+    if D.ndim != 0:
+        raise ValueError(f"half_width must be a single number, got shape {shape_str(D.shape)}")
+    if D < 0:
+        raise ValueError(f"half_width must be >= 0, got {float(D)}")
+    positions = np.arange(S)
+    return np.abs(positions - p[..., None]) <= D + 1e-12
+
+
+def local_m_mask(T: int, S: int, half_width: float) -> np.ndarray:
+    """Luong's local-m window: monotonic centres ``p_t = t``; shape (T, S)."""
+    T = _count(T, "T")
+    return local_mask(np.arange(T, dtype=float), half_width, S)
+
+
+def combine_masks(*masks) -> np.ndarray:
+    """Keys eligible under every mask (logical AND), broadcast together.
+
+    ``combine_masks(padding_mask(lengths, S)[:, None, :], causal_mask(T, S))`` has shape (B, T, S).
+    """
+    if not masks:
+        raise ValueError("combine_masks needs at least one mask")
+    arrays = [V.bool_mask(m, f"masks[{i}]") for i, m in enumerate(masks)]
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        shapes = ", ".join(shape_str(a.shape) for a in arrays)
+        raise ValueError(f"masks of shapes {shapes} do not broadcast together") from None
+    out = np.ones(shape, dtype=bool)
+    for a in arrays:
+        out &= a
+    return out
+
+
+def describe(mask) -> str:
+    """One line for a mask: shape, eligible fraction, and how many rows have no eligible key."""
+    m = V.bool_mask(mask)
+    rows = m.reshape(-1, m.shape[-1]) if m.ndim else m.reshape(1, 1)
+    empty = int((~rows.any(axis=-1)).sum())
+    return (f"mask {shape_str(m.shape)}: {m.mean():.0%} of query-key pairs eligible, "
+            f"{empty} all-masked row(s)")

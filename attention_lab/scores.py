@@ -1,0 +1,148 @@
+"""Score functions: how well one query matches each key.
+
+A score ``e_i`` is an unnormalised compatibility value: it can be negative and has no fixed scale.
+Shapes: a single query ``q`` (D_q,) against keys ``K`` (S, D_k) gives scores (S,); a batch of
+queries ``Q`` (..., T, D_q) against ``K`` (..., S, D_k) gives (..., T, S). Leading batch dimensions
+broadcast.
+
+* dot:         ``e_i = scale * q^T k_i``  (the chapter's score is unscaled: ``scale = 1``)
+* scaled dot:  ``e_i = q^T k_i / sqrt(D_k)``  (Transformer scaling, a separate, named option)
+* bilinear:    ``e_i = q^T W k_i``  with ``W`` (D_q, D_k) (Luong's "general" score)
+* additive:    ``e_i = v^T tanh(W_q q + W_k k_i + b)``  with ``W_q`` (A, D_q), ``W_k`` (A, D_k),
+  ``v`` (A,), ``b`` (A,) (Bahdanau's "concat" score); D_q and D_k may differ.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _validate as V
+from ._validate import shape_str
+
+SCORE_KINDS = ("dot", "scaled_dot", "bilinear", "additive")
+
+
+def _query_keys(query, keys, *, same_width: bool):
+    q = V.real_array(query, "query", min_ndim=1)
+    k = V.real_array(keys, "keys", min_ndim=2)
+    if k.shape[-2] == 0:
+        raise ValueError(f"keys has shape {shape_str(k.shape)}: the key set is empty (S=0)")
+    if same_width and q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"query has width D_k={q.shape[-1]} (shape {shape_str(q.shape)}) but keys have width "
+            f"{k.shape[-1]} (shape {shape_str(k.shape)}); dot-product scores need equal widths "
+            f"(bilinear or additive scores allow different widths)"
+        )
+    try:
+        np.broadcast_shapes(q.shape[:-2] if q.ndim > 1 else (), k.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"query batch dimensions {shape_str(q.shape[:-2])} do not broadcast with keys batch "
+            f"dimensions {shape_str(k.shape[:-2])}"
+        ) from None
+    return q, k
+
+
+def _apply(q: np.ndarray, k: np.ndarray, M=None) -> np.ndarray:
+    """``q M k^T`` for one query (returns (S,)) or a batch (returns (..., T, S))."""
+    single = q.ndim == 1
+    Q = q[None, :] if single else q
+    if M is not None:
+        Q = Q @ M
+    e = Q @ np.swapaxes(k, -1, -2)
+    return e[..., 0, :] if single else e
+
+
+def dot_scores(query, keys, *, scale: float = 1.0) -> np.ndarray:
+    """Dot-product scores ``e_i = scale * q^T k_i``; the chapter's form has ``scale = 1``.
+
+    >>> dot_scores([1.0, 0.0], [[2.0, 5.0], [-1.0, 3.0]])
+    array([ 2., -1.])
+    """
+    q, k = _query_keys(query, keys, same_width=True)
+    scale = V.temperature(scale, "scale")
+    e = _apply(q, k)
+    return e * scale if scale != 1.0 else e
+
+
+def scaled_dot_scores(query, keys) -> np.ndarray:
+    """Scaled dot-product scores ``e_i = q^T k_i / sqrt(D_k)``."""
+    k_width = np.shape(keys)[-1] if np.ndim(keys) else 0
+    return dot_scores(query, keys, scale=1.0 / math.sqrt(max(k_width, 1)))
+
+
+def bilinear_scores(query, keys, W) -> np.ndarray:
+    """Bilinear ("general") scores ``e_i = q^T W k_i`` with ``W`` of shape (D_q, D_k)."""
+    q, k = _query_keys(query, keys, same_width=False)
+    W = V.real_array(W, "W")
+    if W.shape != (q.shape[-1], k.shape[-1]):
+        raise ValueError(
+            f"W has shape {shape_str(W.shape)}; for a query of width {q.shape[-1]} and keys of "
+            f"width {k.shape[-1]} it must be (D_q, D_k) = ({q.shape[-1]}, {k.shape[-1]})"
+        )
+    return _apply(q, k, W)
+
+
+def additive_scores(query, keys, W_q, W_k, v, b=None) -> np.ndarray:
+    """Additive (Bahdanau, "concat") scores ``e_i = v^T tanh(W_q q + W_k k_i + b)``.
+
+    ``W_q`` (A, D_q) and ``W_k`` (A, D_k) map query and keys into a shared alignment width A, so the
+    query and key widths may differ. Vectorised: the projected query is broadcast against every
+    projected key, giving an (..., T, S, A) intermediate, then reduced by ``v``.
+    """
+    q, k = _query_keys(query, keys, same_width=False)
+    W_q = V.real_array(W_q, "W_q")
+    W_k = V.real_array(W_k, "W_k")
+    v = V.real_array(v, "v")
+    if v.ndim != 1:
+        raise ValueError(f"v has shape {shape_str(v.shape)}; expected a vector (A,)")
+    A = v.shape[0]
+    if W_q.shape != (A, q.shape[-1]):
+        raise ValueError(
+            f"W_q has shape {shape_str(W_q.shape)}; expected (A, D_q) = ({A}, {q.shape[-1]}) "
+            f"for v of length A={A} and a query of width D_q={q.shape[-1]}"
+        )
+    if W_k.shape != (A, k.shape[-1]):
+        raise ValueError(
+            f"W_k has shape {shape_str(W_k.shape)}; expected (A, D_k) = ({A}, {k.shape[-1]}) "
+            f"for v of length A={A} and keys of width D_k={k.shape[-1]}"
+        )
+    if b is None:
+        b = np.zeros(A)
+    b = V.real_array(b, "b")
+    if b.shape != (A,):
+        raise ValueError(f"b has shape {shape_str(b.shape)}; expected (A,) = ({A},)")
+    single = q.ndim == 1
+    Q = q[None, :] if single else q
+    projected_q = Q @ W_q.T  # (..., T, A)
+    projected_k = k @ W_k.T  # (..., S, A)
+    hidden = np.tanh(projected_q[..., :, None, :] + projected_k[..., None, :, :] + b)
+    e = hidden @ v  # (..., T, S)
+    return e[..., 0, :] if single else e
+
+
+def compute_scores(kind: str, query, keys, **params) -> np.ndarray:
+    """Dispatch by name: ``kind`` is one of ``SCORE_KINDS``; ``params`` go to that function
+    (``scale`` for dot, ``W`` for bilinear, ``W_q, W_k, v, b`` for additive)."""
+    functions = {
+        "dot": dot_scores,
+        "scaled_dot": scaled_dot_scores,
+        "bilinear": bilinear_scores,
+        "additive": additive_scores,
+    }
+    if kind not in functions:
+        raise ValueError(f"score must be one of {SCORE_KINDS}, got {kind!r}")
+    allowed = {"dot": {"scale"}, "scaled_dot": set(), "bilinear": {"W"},
+               "additive": {"W_q", "W_k", "v", "b"}}[kind]
+    unused = sorted(set(params) - allowed)
+    if unused:
+        raise TypeError(
+            f"score={kind!r} takes parameters {sorted(allowed) or 'none'}; got unexpected {unused}"
+        )
+    required = {"bilinear": {"W"}, "additive": {"W_q", "W_k", "v"}}.get(kind, set())
+    missing = sorted(required - set(params))
+    if missing:
+        raise TypeError(f"score={kind!r} needs the parameter(s) {missing}")
+    return functions[kind](query, keys, **params)

@@ -1,0 +1,63 @@
+"""Shared helpers for the benchmark modules: timing, peak memory, and the table row format."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Row:
+    """One line of the benchmark table.
+
+    ``value`` is the measured figure of ``what`` in ``unit``; ``baseline`` is the comparison measured
+    in the same run (or None); ``ratio`` = value / baseline; ``goal`` a human-readable target and
+    ``ok`` whether it was met (None when there is no goal).
+    """
+
+    group: str
+    what: str
+    value: float
+    unit: str
+    baseline: float | None = None
+    baseline_what: str = ""
+    goal: str = ""
+    ok: bool | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline in (None, 0):
+            return None
+        return self.value / self.baseline
+
+
+def median_time(fn, *, repeat: int = 21, warmup: int = 3, number: int = 1) -> float:
+    """Median wall time of ``fn()`` in seconds over ``repeat`` runs (each of ``number`` calls)."""
+    for _ in range(warmup):
+        fn()
+    gc.collect()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - t0) / number)
+    return statistics.median(times)
+
+
+def interleaved_medians(fns: dict, *, repeat: int = 21, warmup: int = 3) -> dict:
+    """Median time of each function, measured interleaved (a, b, a, b, ...) so that both see the
+    same machine load; returns {name: seconds}."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in fns}
+    gc.collect()
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}

@@ -1,0 +1,84 @@
+"""Print the benchmark table: ``python -m benchmarks.run [GROUP ...] [--quick]``.
+
+Every ``benchmarks/bench_*.py`` module defines ``GROUP`` (a short name) and ``run(quick) -> list[Row]``.
+All figures of one table come from one run on one machine; ratios compare measurements taken side by
+side in that run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import platform
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE.parent) not in sys.path:
+    sys.path.insert(0, str(HERE.parent))
+
+
+def modules():
+    found = []
+    for info in pkgutil.iter_modules([str(HERE)]):
+        if info.name.startswith("bench_"):
+            found.append(importlib.import_module(f"benchmarks.{info.name}"))
+    return sorted(found, key=lambda m: getattr(m, "ORDER", 50))
+
+
+def fmt(x: float | None, unit: str = "") -> str:
+    if x is None:
+        return ""
+    if unit == "s":
+        if x < 1e-3:
+            return f"{x * 1e6:.0f} µs"
+        if x < 1:
+            return f"{x * 1e3:.2f} ms"
+        return f"{x:.2f} s"
+    if unit == "MiB":
+        return f"{x:.1f} MiB"
+    return f"{x:.3g} {unit}".strip()
+
+
+def table(rows) -> str:
+    header = ["group", "measured", "value", "baseline (same run)", "ratio", "goal", "met"]
+    lines = [header]
+    for r in rows:
+        base = f"{fmt(r.baseline, r.unit)} {r.baseline_what}".strip() if r.baseline is not None else ""
+        ratio = f"{r.ratio:.2f}x" if r.ratio is not None else ""
+        met = {True: "yes", False: "NO", None: ""}[r.ok]
+        lines.append([r.group, r.what, fmt(r.value, r.unit), base, ratio, r.goal, met])
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    out = []
+    for n, line in enumerate(lines):
+        out.append("| " + " | ".join(str(c).ljust(w) for c, w in zip(line, widths)) + " |")
+        if n == 0:
+            out.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    parser.add_argument("groups", nargs="*", help="only these groups (default: all)")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    args = parser.parse_args(argv)
+    mods = modules()
+    known = {m.GROUP for m in mods}
+    unknown = set(args.groups) - known
+    if unknown:
+        parser.error(f"unknown group(s) {sorted(unknown)}; known: {sorted(known)}")
+    rows = []
+    for m in mods:
+        if args.groups and m.GROUP not in args.groups:
+            continue
+        print(f"running {m.GROUP} ...", file=sys.stderr, flush=True)
+        rows.extend(m.run(quick=args.quick))
+    import os
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

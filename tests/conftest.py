@@ -1,0 +1,33 @@
+"""Shared pytest configuration."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests: deterministic (derandomized) and bounded, so the suite is reproducible and fast.
+settings.register_profile(
+    "lab", max_examples=int(os.environ.get("HYPOTHESIS_MAX_EXAMPLES", 60)), derandomize=True,
+    deadline=None, suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("lab")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "allow_numpy_warnings: do not turn numpy floating-point warnings into errors")
+
+
+@pytest.fixture(autouse=True)
+def _no_numpy_warnings_leak(request):
+    """Overflow, invalid-value and divide-by-zero warnings from numpy inside the package are bugs
+    (a student would see them in a notebook): turn them into errors in tests."""
+    if request.node.get_closest_marker("allow_numpy_warnings"):
+        yield
+        return
+    import numpy as np
+
+    with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+        yield
