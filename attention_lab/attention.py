@@ -133,12 +133,14 @@ def _finish(e, vals, *, mask, lengths, temperature, empty, score) -> AttentionRe
             f"values has shape {shape_str(vals.shape)}; a single query takes values (S, D_v)"
         )
     try:
-        np.broadcast_shapes(e.shape[:-2], vals.shape[:-2])
+        ok = np.broadcast_shapes(e.shape[:-2], vals.shape[:-2]) == e.shape[:-2]
     except ValueError:
+        ok = False
+    if not ok:
         raise ValueError(
-            f"values batch dimensions {shape_str(vals.shape[:-2])} do not broadcast with the "
-            f"scores {shape_str(e.shape)}"
-        ) from None
+            f"values batch dimensions {shape_str(vals.shape[:-2])} do not match the batch "
+            f"dimensions {shape_str(e.shape[:-2])} of the scores {shape_str(e.shape)}"
+        )
     weights = softmax(e, temperature=tau, mask=eligible, empty=empty)
     context = weights @ vals
     empty_rows = ~eligible.any(axis=-1)

@@ -133,7 +133,12 @@ def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align=
     if lengths is not None:
         pad = padding_mask(lengths, S, device=Q.device)
         pad = pad[..., None, :]
-        if pad.dim() > len(scores_shape) or torch.broadcast_shapes(pad.shape, scores_shape) != scores_shape:
+        try:
+            ok = (pad.dim() <= len(scores_shape)
+                  and torch.broadcast_shapes(pad.shape, scores_shape) == scores_shape)
+        except RuntimeError:
+            ok = False
+        if not ok:
             raise ValueError(f"lengths has shape {shape_str(pad.shape[:-2])}; expected one length "
                              f"per batch item of the scores {shape_str(scores_shape)}")
         out = pad if out is None else out & pad

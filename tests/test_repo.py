@@ -1,0 +1,107 @@
+"""Repository-level promises: the README's commands, CI, packaging, lazy imports, notebook pairs."""
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def readme_commands():
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```bash\n(.+?)\n```", section)
+
+
+def test_readme_gives_exactly_two_commands_and_ci_runs_the_test_one():
+    commands = readme_commands()
+    assert len(commands) == 2, commands
+    open_cmd, test_cmd = commands
+    assert "jupyter lab" in open_cmd and "pip install -r requirements.txt" in open_cmd
+    assert "pytest" in test_cmd and "pip install -r requirements.txt" in test_cmd
+    ci_lines = [ln.strip() for ln in (ROOT / ".ci/run").read_text().splitlines()]
+    assert test_cmd in ci_lines, "the README's test command must appear verbatim in .ci/run"
+    assert ci_lines[-1] == test_cmd, ".ci/run must end with the README's test command"
+
+
+def test_requirements_pin_the_tested_versions():
+    lines = [ln.split("#")[0].strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()]
+    pins = dict(ln.split("==") for ln in lines if "==" in ln)
+    for name in ["jupyterlab", "ipywidgets", "ipympl", "matplotlib", "numpy", "torch", "jupytext",
+                 "nbval", "nbclient", "pytest", "hypothesis", "tqdm"]:
+        assert name in pins, f"{name} is not pinned in requirements.txt"
+    assert pins["torch"] == "2.13.0"  # the CPU build on this machine's disk; never an open range
+    assert pins["jupyterlab"].startswith("4.") and pins["ipywidgets"].startswith("8.")
+    assert "-e ." in lines
+    open_ranges = [ln for ln in lines if ln.startswith("torch") and "==" not in ln]
+    assert not open_ranges
+
+
+def test_pyproject_ranges_and_environment_yml():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = meta["optional-dependencies"]
+    assert {"torch", "notebooks", "grading", "test"} <= set(extras)
+    torch_req = extras["torch"][0]
+    assert "<" in torch_req, "an open torch range can pull a multi-GB CUDA build"
+    env = (ROOT / "environment.yml").read_text()
+    assert "- -e ." in env  # repo2docker ignores requirements.txt when environment.yml exists
+    assert "download.pytorch.org/whl/cpu" in env and "torch==2.13.0" in env
+    pins = set(re.findall(r"^([\w-]+)==", (ROOT / "requirements.txt").read_text(), re.M))
+    env_pins = set(re.findall(r"^\s+- ([\w-]+)==", env, re.M))
+    assert pins == env_pins, f"environment.yml and requirements.txt differ: {pins ^ env_pins}"
+
+
+def test_import_is_lazy_and_fast():
+    code = ("import sys, time; t = time.perf_counter(); import attention_lab; "
+            "dt = time.perf_counter() - t; "
+            "heavy = [m for m in ('torch', 'matplotlib', 'ipywidgets') if m in sys.modules]; "
+            "print(heavy); print(dt)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout.splitlines()
+    assert out[0] == "[]", f"import attention_lab imported {out[0]}"
+
+
+def test_core_modules_do_not_import_heavy_libraries_at_top_level():
+    heavy = re.compile(r"^(import|from) (torch|matplotlib|ipywidgets)\b", re.M)
+    core = ["__init__", "_validate", "examples", "scores", "softmax", "masks", "attention", "cost"]
+    for name in core:
+        src = (ROOT / "attention_lab" / f"{name}.py").read_text()
+        assert not heavy.search(src), f"attention_lab/{name}.py imports a heavy library at top level"
+
+
+def test_every_notebook_pair_is_in_sync():
+    from attention_lab.nbtools import pair_problems, pairs
+
+    found = pairs(ROOT / "notebooks")
+    problems = [p for ipynb, py in found for p in pair_problems(ipynb, py)]
+    assert not problems, "\n".join(problems)
+
+
+def test_pair_check_detects_a_stale_notebook(tmp_path):
+    from attention_lab.nbtools import pair_problems
+
+    (tmp_path / "a.py").write_text("# %%\nx = 1\n\n# %%\nprint(x)\n")
+    import jupytext
+    import nbformat
+
+    nb = jupytext.read(tmp_path / "a.py")
+    nbformat.write(nb, tmp_path / "a.ipynb")
+    problems = pair_problems(tmp_path / "a.ipynb", tmp_path / "a.py")
+    assert any("no stored outputs" in p for p in problems)
+    (tmp_path / "a.py").write_text("# %%\nx = 2\n\n# %%\nprint(x)\n")
+    assert any("cell 0 differs" in p for p in pair_problems(tmp_path / "a.ipynb", tmp_path / "a.py"))
+
+
+def test_cli_lists_commands():
+    out = subprocess.run([sys.executable, "-m", "attention_lab", "--help"], capture_output=True,
+                         text=True, cwd=ROOT)
+    assert out.returncode == 0
+    for name in ("submit", "grade", "train", "demo"):
+        assert name in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "attention_lab", "frobnicate"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
