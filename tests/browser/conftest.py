@@ -62,30 +62,35 @@ def scratch(tmp_path_factory):
     assert not changed, f"the browser tests changed files under notebooks/: {changed[:5]}"
 
 
-def _serve(server: H.Server):
-    server.start()
+@pytest.fixture(scope="session")
+def servers(scratch):
+    """JupyterLab and the Voila demo, launched side by side (they start in parallel); stopped at
+    the end of the session with every process they started, also after a failure or Ctrl-C."""
+    work, folder = scratch
+    launched = {}
     try:
-        yield server
+        if not H.browser_unavailable_reason():
+            launched["lab"] = H.jupyter_lab(folder, work / "lab").launch()
+        if (folder / "demo.ipynb").exists():
+            launched["demo"] = H.voila_demo(folder / "demo.ipynb", work / "voila").launch()
+        yield launched
     finally:
-        survivors = server.stop()
-        assert not survivors, f"{server.name} left processes behind: {survivors}"
+        survivors = H.stop_servers(list(launched.values()))
+        assert not survivors, f"servers left processes behind: {survivors}"
 
 
 @pytest.fixture(scope="session")
-def lab_server(chromium, scratch):
+def lab_server(chromium, servers):
     """JupyterLab on 127.0.0.1, random port and token, serving the scratch copy."""
-    work, folder = scratch
-    yield from _serve(H.jupyter_lab(folder, work / "lab"))
+    return servers["lab"].wait_ready()
 
 
 @pytest.fixture(scope="session")
-def demo_server(scratch):
+def demo_server(servers):
     """The lecture demo launched by its command line on the scratch copy of demo.ipynb."""
-    work, folder = scratch
-    notebook = folder / "demo.ipynb"
-    if not notebook.exists():
+    if "demo" not in servers:
         pytest.fail("notebooks/demo.ipynb is missing", pytrace=False)
-    yield from _serve(H.voila_demo(notebook, work / "voila"))
+    return servers["demo"].wait_ready()
 
 
 class Steps:
@@ -113,21 +118,28 @@ class Steps:
         (folder / "log.txt").write_text("\n".join(lines))
 
 
-@pytest.fixture
-def browser_page(request, chromium):
-    """A fresh browser context and page (local requests only) and its step recorder."""
-    folder = ARTIFACTS / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid.split("::", 1)[-1])
-    shutil.rmtree(folder, ignore_errors=True)
+def _new_page(chromium):
     context = chromium.new_context(viewport=H.VIEWPORT)
     H.local_only(context)
     page = context.new_page()
     page.set_default_timeout(30_000)
+    return context, page
+
+
+def _record(request, page):
+    """Steps of one test on ``page``; on failure, written with a last screenshot and the logs."""
+    folder = ARTIFACTS / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid.split("::", 1)[-1])
+    shutil.rmtree(folder, ignore_errors=True)
     steps = Steps(page)
-    page.on("console", lambda m: steps.console.append(f"{m.type}: {m.text}"))
-    page.on("pageerror", lambda e: steps.page_errors.append(str(e)))
+    on_console = lambda m: steps.console.append(f"{m.type}: {m.text}")  # noqa: E731
+    on_error = lambda e: steps.page_errors.append(str(e))  # noqa: E731
+    page.on("console", on_console)
+    page.on("pageerror", on_error)
     try:
-        yield page, steps
+        yield steps
     finally:
+        page.remove_listener("console", on_console)
+        page.remove_listener("pageerror", on_error)
         reports = [getattr(request.node, f"rep_{w}", None) for w in ("setup", "call")]
         failed = [r for r in reports if r is not None and r.failed]
         if failed:
@@ -136,4 +148,32 @@ def browser_page(request, chromium):
             except Exception:
                 pass
             steps.save(folder, failed[-1].longreprtext[-4000:])
+
+
+@pytest.fixture
+def browser_page(request, chromium):
+    """A fresh browser context and page (local requests only) and its step recorder."""
+    context, page = _new_page(chromium)
+    try:
+        for steps in _record(request, page):
+            yield page, steps
+    finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def lab_app(chromium, lab_server):
+    """One JupyterLab page shared by a module's notebook runs (JupyterLab loads once)."""
+    context, page = _new_page(chromium)
+    try:
+        yield H.LabApp(page, lab_server).start()
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def lab_steps(request, lab_app):
+    """The step recorder of one test on the shared JupyterLab page."""
+    for steps in _record(request, lab_app.page):
+        steps.servers.append(lab_app.server)
+        yield steps

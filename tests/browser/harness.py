@@ -126,7 +126,8 @@ class Server:
         self.seen_pids: set[int] = set()
 
     # lifecycle
-    def start(self) -> "Server":
+    def launch(self) -> "Server":
+        """Start the process and return at once (see :meth:`wait_ready`)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
@@ -134,11 +135,25 @@ class Server:
             stdin=subprocess.DEVNULL, start_new_session=True,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         Server._running.append(self)
+        self.ready = False
+        return self
+
+    def start(self) -> "Server":
+        """Launch and wait until ready; on any failure (also Ctrl-C) the server is stopped."""
+        self.launch()
         try:
-            self._wait_ready()
+            self.wait_ready()
         except BaseException:
             self.stop()
             raise
+        return self
+
+    def wait_ready(self) -> "Server":
+        if self.proc is None:
+            raise ServerError(f"{self.name} was never launched")
+        if not self.ready:
+            self._wait_ready()
+            self.ready = True
         return self
 
     def _wait_ready(self) -> None:
@@ -214,8 +229,7 @@ class Server:
     @classmethod
     def stop_all(cls) -> None:
         """Stop every server still running (atexit safety net, e.g. after Ctrl-C)."""
-        for server in list(cls._running):
-            server.stop()
+        stop_servers(list(cls._running))
 
     # access
     def url(self, path: str = "/", **query) -> str:
@@ -230,6 +244,19 @@ class Server:
         except OSError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
+
+
+def stop_servers(servers: list[Server]) -> list[int]:
+    """Stop several servers at the same time; returns the pids that survived (should be [])."""
+    import threading
+
+    survivors: list[int] = []
+    threads = [threading.Thread(target=lambda s=s: survivors.extend(s.stop())) for s in servers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return survivors
 
 
 import atexit  # noqa: E402
@@ -457,11 +484,22 @@ _PANEL = "window.jupyterapp && window.jupyterapp.shell.currentWidget"
 _KERNEL = f"({_PANEL}).sessionContext.session.kernel"
 
 _READY_JS = f"""
-() => {{
+(path) => {{
   const w = {_PANEL};
   if (!w || !w.content || !w.context || !w.context.isReady || !w.sessionContext) return false;
+  if (path && w.context.path !== path) return false;
   const s = w.sessionContext.session;
   return !!(s && s.kernel && s.kernel.status === 'idle');
+}}
+"""
+
+_CLOSE_JS = f"""
+async () => {{
+  const w = {_PANEL};
+  if (!w || !w.sessionContext) return;
+  await w.sessionContext.shutdown();
+  w.context.model.dirty = false;
+  w.dispose();
 }}
 """
 
@@ -507,17 +545,38 @@ _ERRORS_JS = f"""
 """
 
 
-class LabNotebook:
-    """One notebook open in JupyterLab (its own workspace, so pages never share a layout)."""
+class LabApp:
+    """JupyterLab in one page (its own empty workspace), in which notebooks are opened one after
+    the other: loading JupyterLab once saves seconds per notebook."""
 
-    def __init__(self, page, server: Server, path: str):
-        self.page, self.server, self.path = page, server, path
+    def __init__(self, page, server: Server):
+        self.page, self.server = page, server
 
-    def open(self, timeout: float = 90) -> "LabNotebook":
+    def start(self, timeout: float = 90) -> "LabApp":
         workspace = f"t{uuid.uuid4().hex[:10]}"
-        self.page.goto(self.server.url(f"/lab/workspaces/{workspace}/tree/{self.path}", reset=None))
-        self.page.wait_for_function(_READY_JS, timeout=timeout * 1000)
+        self.page.goto(self.server.url(f"/lab/workspaces/{workspace}", reset=None))
+        self.page.wait_for_function("() => !!(window.jupyterapp && window.jupyterapp.shell "
+                                    "&& document.querySelector('.jp-DirListing'))",
+                                    timeout=timeout * 1000)
         return self
+
+    def open(self, path: str, timeout: float = 90) -> "LabNotebook":
+        """Open ``path`` (relative to the server root) and wait for its idle kernel."""
+        self.page.evaluate("(p) => { window.jupyterapp.commands.execute('docmanager:open', "
+                           "{path: p, factory: 'Notebook'}); }", path)
+        self.page.wait_for_function(_READY_JS, arg=path, timeout=timeout * 1000)
+        return LabNotebook(self.page, path)
+
+
+class LabNotebook:
+    """The notebook open in the current JupyterLab tab."""
+
+    def __init__(self, page, path: str):
+        self.page, self.path = page, path
+
+    def close(self) -> None:
+        """Shut its kernel down and close it without saving (no dialog)."""
+        self.page.evaluate(_CLOSE_JS)
 
     def run_all(self, timeout: float = 180) -> dict:
         """Clear the outputs, run all cells, wait until every code cell ran (or one failed) and the

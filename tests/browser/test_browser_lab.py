@@ -16,22 +16,24 @@ NOTEBOOKS = H.repo_notebooks()
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.as_posix() for p in NOTEBOOKS])
-def test_notebook_runs_in_jupyterlab_without_errors(chromium, lab_server, browser_page, notebook):
-    page, steps = browser_page
-    steps.servers.append(lab_server)
-    nb = H.LabNotebook(page, lab_server, notebook.as_posix()).open()
-    steps(f"opened {notebook}")
-    progress = nb.run_all()
-    steps("ran all cells")
-    assert nb.errors() == [], f"{notebook}: cells show errors"
-    assert progress["pending"] == 0, f"{notebook}: cells did not run: {progress}"
-    assert steps.page_errors == [], f"uncaught errors in the page: {steps.page_errors}"
+def test_notebook_runs_in_jupyterlab_without_errors(lab_app, lab_steps, notebook):
+    steps = lab_steps
+    nb = lab_app.open(notebook.as_posix())
+    try:
+        steps(f"opened {notebook}")
+        progress = nb.run_all()
+        steps("ran all cells")
+        assert nb.errors() == [], f"{notebook}: cells show errors"
+        assert progress["pending"] == 0, f"{notebook}: cells did not run: {progress}"
+        assert steps.page_errors == [], f"uncaught errors in the page: {steps.page_errors}"
+    finally:
+        nb.close()
 
 
 def test_explorer_controls_drive_the_figure_in_jupyterlab(chromium, lab_server, browser_page):
     page, steps = browser_page
     steps.servers.append(lab_server)
-    nb = H.LabNotebook(page, lab_server, f"{H.FIXTURE_FOLDER}/explorer.ipynb").open()
+    nb = H.LabApp(page, lab_server).start().open(f"{H.FIXTURE_FOLDER}/explorer.ipynb")
     nb.run_all()
     assert nb.errors() == []
     root = page.locator(".al-standin").first
@@ -50,3 +52,18 @@ def test_explorer_controls_drive_the_figure_in_jupyterlab(chromium, lab_server, 
     ex.choose_score("bilinear  qᵀWk", "bilinear")  # dropdown
     ex.choose_score("scaled dot  q·k/√3", "scaled_dot")
     assert steps.page_errors == []
+
+
+def test_error_check_reports_the_failing_cell(lab_app, lab_steps):
+    """The notebook check itself can fail: an unexpected error is reported with its cell, a cell
+    tagged raises-exception is not, and the cells after the failure count as not run."""
+    nb = lab_app.open(f"{H.FIXTURE_FOLDER}/broken.ipynb")
+    try:
+        progress = nb.run_all()
+        lab_steps("ran the broken notebook")
+        errors = nb.errors()
+        assert len(errors) == 1 and "ZeroDivisionError" in errors[0], errors
+        assert errors[0].startswith("cell 3:"), errors
+        assert progress["pending"] == 1, progress
+    finally:
+        nb.close()
