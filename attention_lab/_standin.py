@@ -17,6 +17,8 @@ and ``reset()``. Callbacks never print.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .attention import AttentionResult, attend
@@ -138,7 +140,9 @@ def ipympl_figure(figsize, dpi: int = 100):
 
     fig = Figure(figsize=figsize, dpi=dpi, layout="constrained")
     canvas = Canvas(fig)
-    FigureManager(canvas, num=id(fig))
+    with warnings.catch_warnings():  # ipympl's own toolbar construction warns (traitlets 4.2 API)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        FigureManager(canvas, num=id(fig))
     canvas.header_visible = False
     canvas.footer_visible = False
     canvas.toolbar_visible = False
