@@ -76,6 +76,19 @@ def wait_figure_equal(root, expected: dict, timeout: float = 15.0) -> dict:
     return now
 
 
+def control_state(root) -> dict:
+    """What every control under ``root`` shows: slider readouts, checkbox and toggle states,
+    dropdown choices, text inputs (compared before and after a reset)."""
+    return root.evaluate("""(root) => ({
+      sliders: [...root.querySelectorAll('.widget-slider .widget-readout')].map(e => e.textContent.trim()),
+      checkboxes: [...root.querySelectorAll('input[type=checkbox]')].map(e => e.checked),
+      toggles: [...root.querySelectorAll('.widget-toggle-button, .widget-toggle-buttons button')]
+                 .map(e => e.classList.contains('mod-active')),
+      selects: [...root.querySelectorAll('select')].map(e => e.value),
+      texts: [...root.querySelectorAll('input[type=text], input[type=number]')].map(e => e.value),
+    })""")
+
+
 class Explorer:
     """The stand-in explorer under ``root`` and the control values the page should show."""
 

@@ -22,7 +22,8 @@ if H.browser_unavailable_reason() and not H.browser_required():
 
 from playwright.sync_api import expect  # noqa: E402
 
-from interactions import Explorer, figure, wait_drawn, wait_figure_equal  # noqa: E402
+from interactions import (Explorer, control_state, figure, wait_drawn,  # noqa: E402
+                          wait_figure_equal)
 
 
 def open_demo(page, server, steps):
@@ -66,11 +67,12 @@ def test_demo_shows_tabs_large_and_no_code(chromium, demo_server, browser_page):
 def test_demo_controls_and_reset_button(chromium, demo_server, browser_page):
     page, steps = browser_page
     demo = open_demo(page, demo_server, steps)
-    start, labels = {}, {}
+    start, labels, controls = {}, {}, {}
     for title in TABS:
         root = tab(page, demo, title)
         start[title] = figure(root)
         labels[title] = root.locator(".al-readout").inner_text()
+        controls[title] = control_state(root)
 
     query = Explorer(tab(page, demo, "Query"), steps)
     query.check_label()
@@ -95,11 +97,11 @@ def test_demo_controls_and_reset_button(chromium, demo_server, browser_page):
         root = tab(page, demo, title)
         expect(root.locator(".al-readout")).to_have_text(labels[title])
         wait_figure_equal(root, start[title])
-        for row in root.locator(".widget-slider").all():
-            assert row.locator(".widget-readout").inner_text().strip() in ("0.00", "1.00")
-        for box in root.locator(".widget-checkbox input").all():
-            assert box.is_checked()
-        for select in root.locator("select").all():
-            assert select.input_value() == SCORE_LABELS["dot"]
+        assert control_state(root) == controls[title], f"tab {title}: controls not reset"
         steps(f"tab {title} after reset")
+    # and the starting values are the explorers' defaults
+    assert controls["Query"]["sliders"] == ["0.00"]
+    assert controls["Query"]["selects"] == [SCORE_LABELS["dot"]]
+    assert controls["Temperature"]["sliders"] == ["1.00"]
+    assert controls["Mask"]["checkboxes"] == [True] * 5
     assert steps.page_errors == []
