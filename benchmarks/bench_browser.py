@@ -111,7 +111,6 @@ class Probe:
 def _measure(H, browser, server, env: str, paths: dict, presses: int) -> dict:
     """Median seconds per probe name; the probes are pressed in turn, press by press."""
     context = browser.new_context(viewport=H.VIEWPORT)
-    H.local_only(context)
     try:
         probes = {name: Probe(H, context, server, env, path, slider)
                   for name, (path, slider) in paths.items()}

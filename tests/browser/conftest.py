@@ -120,7 +120,6 @@ class Steps:
 
 def _new_page(chromium):
     context = chromium.new_context(viewport=H.VIEWPORT)
-    H.local_only(context)
     page = context.new_page()
     page.set_default_timeout(30_000)
     return context, page
@@ -152,7 +151,7 @@ def _record(request, page):
 
 @pytest.fixture
 def browser_page(request, chromium):
-    """A fresh browser context and page (local requests only) and its step recorder."""
+    """A fresh browser context and page and its step recorder."""
     context, page = _new_page(chromium)
     try:
         for steps in _record(request, page):

@@ -10,7 +10,8 @@ Used by the browser tests (``tests/browser``) and the browser benchmark
 - :func:`scratch_notebooks` copies ``notebooks/`` (and the fixture notebooks) to a scratch folder:
   servers never see the repository's files, so autosave cannot touch them.
 - :func:`launch_chromium` starts headless ``/usr/bin/chromium`` (Playwright's own browser download
-  is not used); Playwright gives every launch a new, empty temporary profile.
+  is not used); Playwright gives every launch a new, empty temporary profile, and no host name
+  but localhost resolves, so pages never reach the internet.
 - :class:`LabNotebook` opens a notebook in JupyterLab, runs all cells, waits for the kernel and
   lists error outputs; :data:`CANVAS_JS`, :data:`REPAINT_HOOK_JS` read the ipympl canvas.
 """
@@ -40,6 +41,8 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-dev-shm-usage", "--disable-renderer-backgrounding",
     "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
+    # no name resolves except localhost: pages never reach the internet (e.g. Voila's icon font CDN)
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
 ]
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -396,19 +399,6 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 def launch_chromium(playwright):
     """Headless Debian Chromium (a new, empty temporary profile per launch)."""
     return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-
-
-def local_only(context) -> None:
-    """Abort every request that does not go to 127.0.0.1 (tests never depend on the internet;
-    e.g. Voila's icon font from a CDN simply does not load)."""
-    def handle(route):
-        url = route.request.url
-        if url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:")):
-            route.continue_()
-        else:
-            route.abort()
-
-    context.route("**/*", handle)
 
 
 #: Pixels of the first ipympl canvas under a root element: size, a hash, how many pixels are inked
