@@ -186,6 +186,20 @@ class Server:
         self.seen_pids.update(pids)
         return pids
 
+    def listening(self) -> set[str]:
+        """The addresses the server (or a process it started) listens on at its port."""
+        import psutil
+
+        found = set()
+        for pid in [self.proc.pid, *self.descendants()]:
+            try:
+                conns = psutil.Process(pid).net_connections(kind="inet")
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            found |= {c.laddr.ip for c in conns
+                      if c.status == psutil.CONN_LISTEN and c.laddr.port == self.port}
+        return found
+
     def stop(self, timeout: float = 15.0) -> list[int]:
         """Stop the server and all it started; returns the pids that survived (should be [])."""
         if self.proc is None:

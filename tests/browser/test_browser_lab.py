@@ -31,6 +31,7 @@ def test_notebook_runs_in_jupyterlab_without_errors(lab_app, lab_steps, notebook
 
 
 def test_explorer_controls_drive_the_figure_in_jupyterlab(chromium, lab_server, browser_page):
+    assert lab_server.listening() == {"127.0.0.1"}
     page, steps = browser_page
     steps.servers.append(lab_server)
     nb = H.LabApp(page, lab_server).start().open(f"{H.FIXTURE_FOLDER}/explorer.ipynb")
