@@ -1,0 +1,76 @@
+"""The server harness leaves nothing behind: not on a normal stop, not when the body raises
+(KeyboardInterrupt included), not when the server ignores SIGTERM, not for children in their own
+session (as Jupyter starts kernels). No browser needed."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+import harness as H
+
+FAKE_SERVER = r"""
+import http.server, os, signal, subprocess, sys
+if os.environ.get("IGNORE_TERM"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                       start_new_session=True)  # like a Jupyter kernel: its own session
+print("kernel", kid.pid, flush=True)
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])),
+                       http.server.SimpleHTTPRequestHandler).serve_forever()
+"""
+
+
+def fake(tmp_path, **env) -> H.Server:
+    port = H.free_port()
+    return H.Server("fake", [sys.executable, "-c", FAKE_SERVER, str(port)], port=port,
+                    token="t", env={**H._isolated_env(tmp_path), **env}, cwd=tmp_path,
+                    log=tmp_path / "fake.log", timeout=30,
+                    ready=lambda s: H.http_status(f"http://127.0.0.1:{s.port}/") == 200)
+
+
+def kernel_pid(server: H.Server) -> int:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in server.log_path.read_text().splitlines():
+            if line.startswith("kernel "):
+                return int(line.split()[1])
+        time.sleep(0.05)
+    raise AssertionError(server.log_tail())
+
+
+def test_stop_kills_the_server_and_its_session_children(tmp_path):
+    with fake(tmp_path) as server:
+        pids = [server.proc.pid, kernel_pid(server)]
+        assert H.alive(pids) == pids
+    assert H.alive(pids) == []
+    assert server.stop() == []  # idempotent
+
+
+def test_keyboard_interrupt_in_the_body_still_stops_everything(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        with fake(tmp_path) as server:
+            pids = [server.proc.pid, kernel_pid(server)]
+            raise KeyboardInterrupt
+    assert H.alive(pids) == []
+    assert server not in H.Server._running
+
+
+def test_a_server_that_ignores_sigterm_is_killed(tmp_path):
+    server = fake(tmp_path, IGNORE_TERM="1").start()
+    pids = [server.proc.pid, kernel_pid(server)]
+    t0 = time.monotonic()
+    assert server.stop(timeout=1) == []
+    assert H.alive(pids) == [] and time.monotonic() - t0 < 10
+
+
+def test_a_server_that_dies_at_start_reports_its_log(tmp_path):
+    server = H.Server("broken", [sys.executable, "-c", "print('cannot start: port taken'); "
+                                 "raise SystemExit(3)"],
+                      port=H.free_port(), token="t", env=H._isolated_env(tmp_path), cwd=tmp_path,
+                      log=tmp_path / "broken.log", ready=lambda s: False, timeout=20)
+    with pytest.raises(H.ServerError, match="exited with code 3(.|\n)*cannot start: port taken"):
+        server.start()
+    assert server.stop() == []
