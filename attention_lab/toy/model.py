@@ -27,6 +27,8 @@ attention to a local window ``|j - centre| <= half_width`` (the chapter's global
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -37,6 +39,31 @@ from .. import tensor as T
 from . import data
 
 SCORES = ("additive", "dot")
+
+
+@contextlib.contextmanager
+def single_thread():
+    """Run torch on one thread inside the block (restored after).
+
+    The toy model's operations are tiny; on a shared machine a second OpenMP thread that gets
+    descheduled stalls every one of them (milliseconds each), so one thread is many times faster
+    and its results do not depend on the machine's core count.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def one_thread(fn):
+    """Decorator form of :func:`single_thread`."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with single_thread():
+            return fn(*args, **kwargs)
+    return wrapper
 
 
 @dataclass(frozen=True)
@@ -120,9 +147,13 @@ class ReversalModel(nn.Module):
         self.W_o = nn.Linear(c.hidden, c.n_symbols)
 
     # --- the pieces -----------------------------------------------------------------------
-    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor):
-        """-> keys (B, L, attn), values (B, L, emb), encoder states (B, L, 2*hidden)."""
-        emb = self.src_emb(tokens)
+    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, embedded=None):
+        """-> keys (B, L, attn), values (B, L, emb), encoder states (B, L, 2*hidden).
+
+        ``embedded`` (B, L, emb) replaces the source embeddings (for gradients with respect to
+        them); they feed both the encoder (keys) and the values.
+        """
+        emb = self.src_emb(tokens) if embedded is None else embedded
         packed = nn.utils.rnn.pack_padded_sequence(emb, lengths.cpu(), batch_first=True,
                                                    enforce_sorted=False)
         out, _ = self.encoder(packed)
@@ -149,15 +180,16 @@ class ReversalModel(nn.Module):
 
     # --- training ---------------------------------------------------------------------------
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor,
-                targets: torch.Tensor) -> torch.Tensor:
+                targets: torch.Tensor, embedded=None) -> torch.Tensor:
         """Teacher-forced logits (B, T, n_symbols) for the reversal ``targets``, T = max length.
 
-        Without teacher forcing nothing in the decoder depends on the attention, so the decoder
-        states of all steps come from one GRU call and all steps attend at once.
+        With teacher forcing nothing in the decoder's recurrence depends on the attention, so the
+        decoder states of all steps come from one GRU call and all steps attend at once.
+        ``embedded``: see :meth:`encode`.
         """
         B, L = tokens.shape
         steps = int(lengths.max())
-        keys, values, _ = self.encode(tokens, lengths)
+        keys, values, _ = self.encode(tokens, lengths, embedded)
         mask = (torch.arange(L)[None, :] < lengths[:, None])[:, None, :].expand(B, steps, L)
         prev = torch.cat([torch.zeros(B, 1, dtype=torch.long), targets[:, :steps - 1]], dim=1)
         h, _ = self.decoder(self.tgt_emb(prev), self.h0.expand(1, B, -1).contiguous())
@@ -166,6 +198,7 @@ class ReversalModel(nn.Module):
 
     # --- inference ----------------------------------------------------------------------------
     @torch.no_grad()
+    @one_thread
     def decode(self, tokens, lengths, *, temperature: float = 1.0, window=None,
                extra_mask=None, force=None) -> Decoded:
         """Greedy decoding of a batch (numpy or torch ``tokens`` (B, L), ``lengths`` (B,)).
@@ -261,6 +294,7 @@ def window_mask(window, L: int) -> np.ndarray:
     return local_mask(float(centre), float(half), L)
 
 
+@one_thread
 def evaluate(model: ReversalModel, tokens, lengths, *, batch: int = 1000, **kwargs) -> dict:
     """Exact-sequence accuracy, per-symbol accuracy and alignment accuracy on a labelled set.
 
