@@ -217,12 +217,17 @@ def gradient_importance(fn, x) -> np.ndarray:
     """Per-position gradient norm ``||d fn(x) / d x_j||`` for ``x`` (S, D) and scalar ``fn``.
 
     ``fn`` takes a float tensor (S, D) that requires grad and returns a scalar tensor (e.g. the
-    log-probability of the predicted symbol). Imports torch.
+    log-probability of the predicted symbol). A tensor ``x`` keeps its dtype; an array becomes
+    torch's default dtype (float32). Imports torch.
     """
     import torch
 
-    xt = torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x.detach())
-    xt = xt.clone().to(torch.float64 if xt.dtype == torch.float64 else torch.float32)
+    if isinstance(x, torch.Tensor):
+        xt = x.detach().clone()
+        if not xt.dtype.is_floating_point:
+            xt = xt.to(torch.get_default_dtype())
+    else:  # numpy / lists: torch's default dtype (float32), like model parameters
+        xt = torch.as_tensor(np.asarray(x, dtype=float), dtype=torch.get_default_dtype())
     if xt.dim() != 2:
         raise ValueError(f"x must have shape (S, D), got {tuple(xt.shape)}")
     xt.requires_grad_(True)
