@@ -118,6 +118,6 @@ class AttentionCost:
         ]
         if self.chunk is not None:
             label = f"streaming, chunk {self.chunk}"
-            lines.append(f"{label:<20}{_human_bytes(self.streaming_bytes)} of scores at a time "
+            lines.append(f"{label:<19} {_human_bytes(self.streaming_bytes)} of scores at a time "
                          f"instead of {_human_bytes(self.bytes)}")
         return "\n".join(lines)
