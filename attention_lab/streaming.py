@@ -209,3 +209,50 @@ def peak_chunk_bytes(T: int, chunk_size: int, D_v: int, *, batch: int = 1,
     """The working set streaming needs beyond its inputs, as an estimate: two T x C buffers for the
     chunk's scores and exponentials, plus the running state (m, l and the T x D_v accumulator)."""
     return batch * dtype_bytes * (2 * T * chunk_size + T * (D_v + 2))
+
+
+def compare(sizes=(256, 1024, 4096, 16384), *, T: int = 64, D: int = 32,
+            chunk_size: int | None = 256, repeat: int = 5, seed: int = 0) -> dict:
+    """Materialised attention, streaming attention and SDPA side by side at small sizes.
+
+    ``chunk_size`` is small by default so that several chunks fit even at the smallest size.
+    Returns ``{"sizes", "max_diff" (streaming vs materialised), "seconds" {method: [...]},
+    "peak_bytes" {method: [...]}, "largest_numel" {method: [...]}}``. Times are medians of
+    ``repeat`` interleaved runs on one thread (they vary from run to run); the memory figures are the peak of the
+    tensors torch operators allocate (see :mod:`attention_lab._memory`), deterministic, and blind
+    to scratch space inside fused kernels such as SDPA's. For the large sizes and the process's
+    real peak memory, run ``python -m benchmarks.run streaming``.
+    """
+    import statistics
+    import time
+
+    from ._memory import tensor_memory
+    from ._threads import single_thread
+
+    fns = {
+        "materialised": lambda q, k, v: _T.attention(q, k, v).context,
+        "streaming": lambda q, k, v: streaming_attention(q, k, v, chunk_size=chunk_size),
+        "sdpa": lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                                 scale=1.0),
+    }
+    out = {"sizes": list(sizes), "max_diff": [], "seconds": {k: [] for k in fns},
+           "peak_bytes": {k: [] for k in fns}, "largest_numel": {k: [] for k in fns}}
+    g = torch.Generator().manual_seed(seed)
+    with torch.inference_mode(), single_thread():
+        for S in sizes:
+            Q, K, V = (torch.randn(n, D, generator=g) for n in (T, S, S))
+            ref = fns["materialised"](Q, K, V)
+            out["max_diff"].append(float((fns["streaming"](Q, K, V) - ref).abs().max()))
+            times = {k: [] for k in fns}
+            for _ in range(repeat):
+                for k, fn in fns.items():
+                    t0 = time.perf_counter()
+                    fn(Q, K, V)
+                    times[k].append(time.perf_counter() - t0)
+            for k, fn in fns.items():
+                out["seconds"][k].append(statistics.median(times[k]))
+                with tensor_memory() as mem:
+                    fn(Q, K, V)
+                out["peak_bytes"][k].append(mem.peak_bytes)
+                out["largest_numel"][k].append(mem.largest_numel)
+    return out

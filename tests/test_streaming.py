@@ -190,3 +190,15 @@ def test_non_finite_input_is_reported():
     V[2, 0] = float("inf")
     with pytest.raises(ValueError, match="V contains non-finite"):
         streaming_attention(Q, K, V, chunk_size=2)
+
+
+def test_small_comparison_for_the_notebook():
+    from attention_lab.streaming import compare
+
+    r = compare(sizes=(64, 512), T=8, D=4, chunk_size=32, repeat=1)
+    assert r["sizes"] == [64, 512]
+    assert max(r["max_diff"]) < 1e-5
+    assert r["largest_numel"]["materialised"] == [8 * 64, 8 * 512]
+    assert r["largest_numel"]["streaming"] == [8 * 32, 8 * 32]  # one chunk of scores
+    assert r["peak_bytes"]["streaming"][1] < r["peak_bytes"]["materialised"][1]
+    assert all(t > 0 for ts in r["seconds"].values() for t in ts)

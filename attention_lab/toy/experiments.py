@@ -123,13 +123,16 @@ def gradients_of_sequence(model: ReversalModel, tokens, lengths, b: int) -> np.n
 def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: int = 100,
                       seed: int = 0, gradients: bool = True) -> dict:
     """Every intervention on every valid step of the given sequences; arrays with one entry per
-    step (sequence b, step t)."""
+    step (sequence b, step t): the maximum weight, the median permutation TVD, the TVDs of the
+    uniform baseline and of replacing the top value by the control value (and whether they
+    change the predicted symbol), Kendall tau of leave-one-out and gradient importance against
+    the weights, and whether each importance's top position is the attention's."""
     tokens, lengths = np.asarray(tokens), np.asarray(lengths)
     d = decode_forced(model, tokens, lengths)
     d.source = tokens
     control = control_value(model)
     cols = {k: [] for k in ("b", "t", "length", "max_weight", "perm_median", "uniform",
-                            "replace", "replace_changed", "tau_loo", "tau_gradient",
+                            "replace", "replace_changed", "uniform_changed", "tau_loo", "tau_gradient",
                             "top1_loo", "top1_gradient")}
     for b in range(len(tokens)):
         grads = gradients_of_sequence(model, tokens, lengths, b) if gradients else None
@@ -147,9 +150,29 @@ def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: 
             cols["uniform"].append(r.uniform.tvd)
             cols["replace"].append(r.replace.tvd)
             cols["replace_changed"].append(r.replace.prediction_changed)
+            cols["uniform_changed"].append(r.uniform.prediction_changed)
             cols["tau_loo"].append(r.tau_loo)
             cols["top1_loo"].append(int(np.argmax(w)) == int(np.nanargmax(r.loo)))
             cols["tau_gradient"].append(np.nan if grad is None else r.tau_gradient)
             cols["top1_gradient"].append(grad is not None and
                                          int(np.argmax(w)) == int(np.argmax(grad)))
     return {k: np.array(v) for k, v in cols.items()}
+
+
+def summarise(tab: dict) -> dict:
+    """The explanation table's headline numbers (medians and fractions over steps), rounded."""
+    def r(x):
+        return round(float(x), 3)
+    return {
+        "steps": int(len(tab["b"])),
+        "median max weight": r(np.median(tab["max_weight"])),
+        "median TVD, permuted weights": r(np.median(tab["perm_median"])),
+        "median TVD, uniform weights": r(np.median(tab["uniform"])),
+        "median TVD, top value replaced": r(np.median(tab["replace"])),
+        "share of steps whose symbol changes, top value replaced": r(tab["replace_changed"].mean()),
+        "share of steps whose symbol changes, uniform weights": r(tab["uniform_changed"].mean()),
+        "median Kendall tau, attention vs leave-one-out": r(np.nanmedian(tab["tau_loo"])),
+        "median Kendall tau, attention vs gradient": r(np.nanmedian(tab["tau_gradient"])),
+        "share of steps, same top position as leave-one-out": r(tab["top1_loo"].mean()),
+        "share of steps, same top position as gradient": r(tab["top1_gradient"].mean()),
+    }

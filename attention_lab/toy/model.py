@@ -27,8 +27,6 @@ attention to a local window ``|j - centre| <= half_width`` (the chapter's global
 
 from __future__ import annotations
 
-import contextlib
-import functools
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -36,34 +34,10 @@ import torch
 from torch import nn
 
 from .. import tensor as T
+from .._threads import one_thread, single_thread  # noqa: F401  (re-exported for the toy modules)
 from . import data
 
 SCORES = ("additive", "dot")
-
-
-@contextlib.contextmanager
-def single_thread():
-    """Run torch on one thread inside the block (restored after).
-
-    The toy model's operations are tiny; on a shared machine a second OpenMP thread that gets
-    descheduled stalls every one of them (milliseconds each), so one thread is many times faster
-    and its results do not depend on the machine's core count.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def one_thread(fn):
-    """Decorator form of :func:`single_thread`."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with single_thread():
-            return fn(*args, **kwargs)
-    return wrapper
 
 
 @dataclass(frozen=True)
