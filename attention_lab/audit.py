@@ -176,7 +176,9 @@ def audit(target=None, Q=None, K=None, V=None, *, mask=None, lengths=None,
     """
     import torch
 
-    if target is not None and target.__class__.__name__ == "ReversalModel":
+    from .toy.model import ReversalModel
+
+    if isinstance(target, ReversalModel):
         return _audit_model(target, source=source, window=window, temperature=temperature,
                             repeat=repeat, title=title)
     for name, x in (("Q", Q), ("K", K), ("V", V)):

@@ -218,10 +218,10 @@ def compare(sizes=(256, 1024, 4096, 16384), *, T: int = 64, D: int = 32,
     ``chunk_size`` is small by default so that several chunks fit even at the smallest size.
     Returns ``{"sizes", "max_diff" (streaming vs materialised), "seconds" {method: [...]},
     "peak_bytes" {method: [...]}, "largest_numel" {method: [...]}}``. Times are medians of
-    ``repeat`` interleaved runs on one thread (they vary from run to run); the memory figures are the peak of the
-    tensors torch operators allocate (see :mod:`attention_lab._memory`), deterministic, and blind
-    to scratch space inside fused kernels such as SDPA's. For the large sizes and the process's
-    real peak memory, run ``python -m benchmarks.run streaming``.
+    ``repeat`` interleaved runs on one thread (they vary from run to run); the memory figures are
+    the peak of the tensors torch operators allocate (see :mod:`attention_lab._memory`),
+    deterministic, and blind to scratch space inside fused kernels such as SDPA's. For the large
+    sizes and the process's real peak memory, run ``python -m benchmarks.run streaming``.
     """
     import statistics
     import time

@@ -232,9 +232,9 @@ figures.permutation_plot(table)
 # *Figure: left, one dot per decoder step: the largest attention weight (x) against the median
 # output TVD over 100 permutations of the weights (y). Almost every dot sits near the top, at
 # TVD close to 1, across the whole range of maximum weights; a few steps sit at 0 (typically a
-# source whose symbols repeat, so that shuffled weights still retrieve the same symbol). Right, box plots of the TVD under
-# the three interventions: replacing the top value and permuting give TVDs near 1; uniform
-# weights give a wide spread.*
+# source whose symbols repeat, so that shuffled weights still retrieve the same symbol). Right,
+# box plots of the TVD under the three interventions: replacing the top value and permuting
+# give TVDs near 1; uniform weights give a wide spread.*
 
 # %%
 figures.tau_plot(table)
@@ -317,8 +317,8 @@ figures.streaming_plot(cmp["sizes"], cmp["seconds"],
 # %% [markdown]
 # *Figure: left, latency in milliseconds against source length (log scale) for materialised
 # attention, streaming attention and torch's SDPA, within a small factor of each other at these
-# sizes (the exact values vary from run to run). Right, peak tensor memory: the materialised path grows
-# in proportion to S, the streaming path stays flat at one chunk of scores.*
+# sizes (the exact values vary from run to run). Right, peak tensor memory: the materialised
+# path grows in proportion to S, the streaming path stays flat at one chunk of scores.*
 #
 # The memory column counts the tensors torch allocates during the call (deterministic, but blind
 # to scratch space inside fused kernels, which is why SDPA is left out of it). The benchmark

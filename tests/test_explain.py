@@ -170,9 +170,8 @@ def test_toy_readout_step_reproduces_the_model(model):
 
     tok, ln = ex.study_set(model, 4)
     d = ex.decode_forced(model, tok, ln)
-    d.source = tok
     for b, t in [(0, 0), (1, 2), (3, 4)]:
-        step = ex.readout_step(model, d, b, t)
+        step = ex.readout_step(model, d, tok, b, t)
         S = int(ln[b])
         assert np.allclose(step.weights, d.weights[b, t, :S], atol=1e-5)
         probs = torch.softmax(torch.from_numpy(d.logits[b, t]).double(), -1).numpy()

@@ -76,12 +76,14 @@ def control_value(model: ReversalModel) -> np.ndarray:
     return model.src_emb.weight[1:].detach().double().mean(0).numpy()
 
 
-def readout_step(model: ReversalModel, d: Decoded, b: int, t: int) -> explain.ReadoutStep:
-    """Step t of sequence b of a decoding as a ReadoutStep (query and downstream layers fixed)."""
+def readout_step(model: ReversalModel, d: Decoded, tokens, b: int, t: int) -> explain.ReadoutStep:
+    """Step t of sequence b of a decoding ``d`` of ``tokens`` (B, L) as a ReadoutStep: its scores,
+    its values (the source symbols' embeddings), its mask, and the layers after the context with
+    the decoder state held fixed."""
     S = int(d.lengths[b])
     h = torch.from_numpy(d.queries[b, t]).float()
-    tokens = torch.as_tensor(d.source[b, :S]) if hasattr(d, "source") else None
-    values = model.src_emb(tokens).detach().double().numpy() if tokens is not None else None
+    src = torch.as_tensor(np.asarray(tokens)[b, :S])
+    values = model.src_emb(src).detach().double().numpy()
 
     def readout(contexts):
         with torch.no_grad():
@@ -129,7 +131,6 @@ def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: 
     the weights, and whether each importance's top position is the attention's."""
     tokens, lengths = np.asarray(tokens), np.asarray(lengths)
     d = decode_forced(model, tokens, lengths)
-    d.source = tokens
     control = control_value(model)
     cols = {k: [] for k in ("b", "t", "length", "max_weight", "perm_median", "uniform",
                             "replace", "replace_changed", "uniform_changed", "tau_loo", "tau_gradient",
@@ -137,7 +138,7 @@ def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: 
     for b in range(len(tokens)):
         grads = gradients_of_sequence(model, tokens, lengths, b) if gradients else None
         for t in range(int(lengths[b])):
-            step = readout_step(model, d, b, t)
+            step = readout_step(model, d, tokens, b, t)
             grad = None if grads is None else grads[t]
             r = explain.explain_step(step, control, n_permutations=n_permutations,
                                      seed=seed + 1000 * b + t, gradient=grad)
