@@ -150,3 +150,8 @@ def test_display_text_is_a_short_description(ex, monkeypatch):
     ex._ipython_display_()
     assert shown[0]["text/plain"] == ("ModelExplorer(additive model): source 'abcdefghij' -> "
                                       "'jihgfedcba', temperature 1, window off")
+
+
+def test_typed_capitals_are_read_as_symbols(ex):
+    ex.controls["source"].value = " CAFE "
+    assert ex.state["error"] == "" and ex.state["source"] == "cafe"

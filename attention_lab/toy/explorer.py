@@ -78,7 +78,7 @@ class ModelExplorer:
         """Decode the current source with the current settings into ``self.state``."""
         c = self.model.config
         v = {k: w.value for k, w in self.controls.items()}
-        text = str(v["source"]).strip()
+        text = str(v["source"]).strip().lower()
         try:
             toks = data.encode(text, c.n_symbols, c.max_len, c.min_len)
         except (ValueError, TypeError) as exc:
