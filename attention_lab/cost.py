@@ -54,3 +54,70 @@ def attention_flops(target: int, source: int, d_k: int, d_v: int, batch: int = 1
     dk, dv = _positive(d_k, "d_k"), _positive(d_v, "d_v")
     B, H = _positive(batch, "batch"), _positive(heads, "heads")
     return 2 * B * H * T * S * (dk + dv)
+
+
+def multiply_adds(target: int, source: int, d_k: int, d_v: int, batch: int = 1,
+                  heads: int = 1) -> int:
+    """B*H * T*S*(D_k + D_v): the multiply-adds of the scores (T*S*D_k) and of the weighted sum
+    of values (T*S*D_v). Its order is the chapter's O(T S (D_k + D_v))."""
+    return attention_flops(target, source, d_k, d_v, batch, heads) // 2
+
+
+def _human_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n:,} B"
+
+
+class AttentionCost:
+    """The calculator: every cost figure of one attention configuration, with a readable ``str``.
+
+    >>> print(AttentionCost(batch=8, target=64, source=512, heads=4).elements)
+    1048576
+    """
+
+    def __init__(self, *, batch: int = 1, target: int, source: int, heads: int = 1,
+                 d_k: int = 64, d_v: int | None = None, dtype: str = "float32",
+                 chunk: int | None = None):
+        self.batch, self.target, self.source, self.heads = (
+            _positive(batch, "batch"), _positive(target, "target"), _positive(source, "source"),
+            _positive(heads, "heads"))
+        self.d_k = _positive(d_k, "d_k")
+        self.d_v = self.d_k if d_v is None else _positive(d_v, "d_v")
+        self.dtype = str(dtype).replace("torch.", "")
+        self.chunk = None if chunk is None else _positive(chunk, "chunk")
+        self.shape = score_matrix_shape(self.batch, self.target, self.source, self.heads)
+        self.elements = score_matrix_elements(self.batch, self.target, self.source, self.heads)
+        self.bytes = score_matrix_bytes(self.batch, self.target, self.source, self.heads,
+                                        self.dtype)
+        self.multiply_adds = multiply_adds(self.target, self.source, self.d_k, self.d_v,
+                                           self.batch, self.heads)
+        self.flops = 2 * self.multiply_adds
+        itemsize = BYTES_PER_ELEMENT[self.dtype]
+        c = min(self.chunk or self.source, self.source)
+        # streaming keeps one chunk of scores per (batch, head) instead of the whole row
+        self.streaming_bytes = self.batch * self.heads * self.target * c * itemsize
+
+    def __repr__(self) -> str:
+        return (f"AttentionCost(batch={self.batch}, target={self.target}, source={self.source}, "
+                f"heads={self.heads}, d_k={self.d_k}, d_v={self.d_v}, dtype={self.dtype!r})")
+
+    def __str__(self) -> str:
+        B, H, T, S = self.batch, self.heads, self.target, self.source
+        lines = [
+            f"score matrix shape  {self.shape}  (batch, {'heads, ' if H > 1 else ''}target, "
+            f"source)",
+            f"elements            {B} x {H} x {T} x {S} = {self.elements:,}",
+            f"{'bytes (' + self.dtype + ')':<20}{self.bytes:,} ({_human_bytes(self.bytes)}) for the "
+            f"scores; the weights need as much again",
+            f"multiply-adds       B*H * T*S*(D_k + D_v) = {B * H} x {T * S:,} x "
+            f"({self.d_k} + {self.d_v}) = {self.multiply_adds:,}",
+            f"order               O(T S (D_k + D_v)) per batch item and head; "
+            f"storage O(T S)",
+        ]
+        if self.chunk is not None:
+            label = f"streaming, chunk {self.chunk}"
+            lines.append(f"{label:<19} {_human_bytes(self.streaming_bytes)} of scores at a time "
+                         f"instead of {_human_bytes(self.bytes)}")
+        return "\n".join(lines)

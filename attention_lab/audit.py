@@ -1,0 +1,533 @@
+"""The chapter's attention audit as a function: ``audit(...)`` returns a readable report.
+
+    audit(None, Q, K, V, lengths=...)          # the package's torch attention on these inputs
+    audit(my_attention, Q, K, V, mask=...)     # any attention function (a black box)
+    audit(model, source=["abc", "abcdefgh"])   # the trained toy model's attention
+
+A function under audit is called as ``fn(Q, K, V, mask)`` with the combined boolean eligibility
+(True = eligible, broadcast to (..., T, S)) and must return ``(context, weights)``,
+``(context, weights, scores)`` or an object with ``.context`` and ``.weights`` (and optionally
+``.scores``), as numpy arrays or torch tensors.
+
+The report covers the chapter's audit list. Some entries are *measured* on the call (normalisation
+axis, masked mass, all-masked-row behaviour, score range, entropy, non-finite values, output norms,
+whether the context stays inside the range of the values, latency, tensor memory and whether a
+T x S matrix is formed); others can only be *declared* by whoever knows the module (where the query,
+keys and values come from, projections and parameter sharing, dropout, truncation, cache policy),
+and the report says which is which. Problems are flagged with ``[!!]`` (``fail``) or ``[ ?]``
+(``warn``), among them:
+
+* ``wrong_axis``: the weights are normalised over the query axis (-2), not over the keys (-1);
+* ``post_softmax_mask``: masked keys have zero weight but the eligible weights do not sum to 1 (the
+  mask was applied after the softmax without renormalising);
+* ``mask_not_applied``: masked keys receive weight;
+* ``nan_fill``: a row without eligible keys returns NaN (a ``-inf`` fill, or a finite fill that
+  overflows to ``-inf`` in the dtype, makes softmax compute 0/0);
+* ``fill_overflows``: the declared fill is not representable in the dtype;
+* ``non_finite``: NaN or inf in the output for the inputs given;
+* ``outside_value_range``: a context coordinate lies outside the range of the eligible values,
+  impossible for a weighted average;
+* ``reference_mismatch``: the weights differ from a masked softmax of the scores.
+
+An audit does not establish that the attended positions explain the output: that needs the
+interventions of :mod:`attention_lab.explain`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+STATUS_MARK = {"ok": "[ok]", "info": "[--]", "warn": "[ ?]", "fail": "[!!]"}
+
+
+@dataclass
+class AuditItem:
+    section: str
+    name: str
+    value: str
+    status: str = "info"  # ok | info | warn | fail
+    flag: str | None = None
+    measured: bool = True
+
+
+@dataclass
+class AuditReport:
+    """The audit's entries (``items``) and a text rendering (``str(report)``)."""
+
+    title: str
+    items: list[AuditItem] = field(default_factory=list)
+    data: dict = field(default_factory=dict, repr=False)
+
+    def add(self, section, name, value, status="info", flag=None, measured=True):
+        self.items.append(AuditItem(section, name, value, status, flag, measured))
+
+    @property
+    def flags(self) -> set[str]:
+        """Codes of the problems found (see the module docstring)."""
+        return {i.flag for i in self.items if i.flag and i.status in ("warn", "fail")}
+
+    @property
+    def findings(self) -> list[AuditItem]:
+        return [i for i in self.items if i.status in ("warn", "fail")]
+
+    @property
+    def ok(self) -> bool:
+        return not any(i.status == "fail" for i in self.items)
+
+    def __getitem__(self, name: str) -> AuditItem:
+        for i in self.items:
+            if i.name == name:
+                return i
+        raise KeyError(f"no audit entry {name!r}; entries: {[i.name for i in self.items]}")
+
+    def __str__(self) -> str:
+        width = max(len(i.name) for i in self.items) if self.items else 10
+        lines = [self.title, "=" * len(self.title)]
+        section = None
+        for i in self.items:
+            if i.section != section:
+                section = i.section
+                lines += ["", section]
+            undeclared = i.value.startswith(("not declared", "none declared", "unknown"))
+            how = "" if i.measured or undeclared else " (declared)"
+            lines.append(f"  {STATUS_MARK[i.status]} {i.name:<{width}}  {i.value}{how}")
+        lines.append("")
+        if self.findings:
+            lines.append(f"{len(self.findings)} finding(s):")
+            lines += [f"  {STATUS_MARK[i.status]} {i.name}: {i.value}" for i in self.findings]
+        else:
+            lines.append("no findings: the call behaves as a masked, key-axis softmax attention")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+    def __repr__(self) -> str:
+        return (f"AuditReport({self.title!r}, {len(self.items)} entries, "
+                f"flags={sorted(self.flags)})")
+
+
+# ------------------------------------------------------------------------------------------------
+
+def _np(x):
+    if x is None:
+        return None
+    if hasattr(x, "detach"):
+        return x.detach().cpu().double().numpy() if x.dtype.is_floating_point else \
+            x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _unpack(out):
+    if isinstance(out, tuple):
+        if len(out) == 2:
+            return out[0], out[1], None
+        if len(out) == 3:
+            return out
+    if hasattr(out, "context") and hasattr(out, "weights"):
+        return out.context, out.weights, getattr(out, "scores", None)
+    raise TypeError("the audited function must return (context, weights), (context, weights, "
+                    f"scores) or an object with .context and .weights; got {type(out).__name__}")
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    if x is None or not np.isfinite(x):
+        return str(x)
+    return f"{x:.{digits}g}"
+
+
+def _bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 ** 2:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / 1024 ** 2:.1f} MiB"
+
+
+def _dtype_name(x) -> str:
+    return str(getattr(x, "dtype", np.asarray(x).dtype)).replace("torch.", "")
+
+
+def _shape(x) -> str:
+    return str(tuple(int(n) for n in x.shape))
+
+
+def audit(target=None, Q=None, K=None, V=None, *, mask=None, lengths=None,
+          is_causal: bool = False, causal_align: str = "upper_left", scale: float = 1.0,
+          temperature: float = 1.0, empty: str = "zeros", score: str = "dot", fill=None,
+          sources: dict | None = None, dropout: str | None = None, repeat: int = 5,
+          title: str | None = None, source=None, window=None, probe: bool = True) -> AuditReport:
+    """Audit an attention call (see the module docstring). Returns an :class:`AuditReport`.
+
+    ``target``: None (the package's :func:`attention_lab.tensor.attention` with ``scale``,
+    ``temperature``, ``empty``), a function ``fn(Q, K, V, mask)``, or a trained
+    :class:`~attention_lab.toy.model.ReversalModel` (then ``source`` is a list of source strings
+    and ``Q``, ``K``, ``V`` are taken from the model; ``window=(centre, half_width)`` and
+    ``temperature`` apply at inference).
+
+    Declared information: ``sources`` (dict with keys ``query``, ``key``, ``value``,
+    ``projections``, ``sharing``, ``positions``, ``truncation``, ``cache``), ``score`` (the score
+    function's name), ``fill`` (the fill value the function writes at masked scores, if known),
+    ``dropout``. ``probe=False`` skips the extra call with an all-masked row.
+    """
+    import torch
+
+    from .toy.model import ReversalModel
+
+    if isinstance(target, ReversalModel):
+        return _audit_model(target, source=source, window=window, temperature=temperature,
+                            repeat=repeat, title=title)
+    for name, x in (("Q", Q), ("K", K), ("V", V)):
+        if x is None:
+            raise TypeError(f"audit needs {name} (the inputs of the call to audit)")
+    from . import tensor as T
+
+    is_torch = isinstance(Q, torch.Tensor)
+    Qt, Kt, Vt = (x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+                  for x in (Q, K, V))
+    m = T.eligibility(Qt, Kt, mask=mask, lengths=lengths, is_causal=is_causal,
+                      causal_align=causal_align)
+    full_shape = torch.broadcast_shapes(Qt.shape[:-2], Kt.shape[:-2]) + (Qt.shape[-2],
+                                                                         Kt.shape[-2])
+    m_full = (torch.ones(full_shape, dtype=torch.bool) if m is None else m.expand(full_shape))
+    declared_fill = fill
+    if target is None:
+        fn = _package_call(scale=scale, temperature=temperature, empty=empty)
+        score = "scaled dot" if scale != 1.0 else "dot"
+        declared_fill = T.mask_fill(Qt.dtype)
+        if title is None:
+            title = "Audit: attention_lab.tensor.attention"
+    else:
+        fn = target
+        if title is None:
+            title = f"Audit: {getattr(target, '__name__', type(target).__name__)}"
+
+    def call(mask_arg):
+        arg = mask_arg if is_torch else mask_arg.numpy()
+        return fn(Q, K, V, arg)
+
+    declared = dict(sources or {})
+    rules = []
+    if mask is not None:
+        rules.append("explicit mask")
+    if lengths is not None:
+        rules.append("padding (lengths)")
+    if is_causal:
+        rules.append(f"causal ({causal_align})")
+    declared.setdefault("rules", ", ".join(rules) if rules else "none (every key eligible)")
+    if is_causal:
+        declared.setdefault("positions", f"causal alignment {causal_align} (SDPA's is_causal is "
+                                         f"upper_left)")
+    return _audit_call(call, Qt, Kt, Vt, m_full, declared=declared, score=score, scale=scale,
+                       temperature=temperature, fill=declared_fill, dropout=dropout,
+                       repeat=repeat, title=title, probe=probe, same_kv=K is V)
+
+
+def _package_call(*, scale, temperature, empty):
+    from . import tensor as T
+
+    def package_attention(Q, K, V, mask):
+        r = T.attention(Q, K, V, mask=mask, scale=scale, temperature=temperature, empty=empty)
+        return r.context, r.weights
+    return package_attention
+
+
+def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, fill, dropout,
+                repeat, title, probe, same_kv=False, extra=None) -> AuditReport:
+    import torch
+
+    from ._memory import tensor_memory
+    from .softmax import entropy, fill_overflows, softmax
+
+    rep = AuditReport(title)
+    T_, S = Q.shape[-2], K.shape[-2]
+    mask_np = m_full.numpy()
+
+    # ---- run the call, timed and memory-tracked ------------------------------------------------
+    with torch.inference_mode():
+        with tensor_memory() as mem:
+            out = call(m_full)
+        times = []
+        for _ in range(max(1, repeat)):
+            t0 = time.perf_counter()
+            call(m_full)
+            times.append(time.perf_counter() - t0)
+    ctx, w, sc = (_np(x) for x in _unpack(out))
+
+    # ---- sources and shapes -------------------------------------------------------------------
+    sec = "Sources and shapes"
+    for label, key, x in (("query", "query", Q), ("keys", "key", K), ("values", "value", V)):
+        src = declared.get(key)
+        text = f"shape {_shape(x)}, {_dtype_name(x)}; source: {src or 'not declared'}"
+        rep.add(sec, label, text, measured=src is None)
+    rep.add(sec, "projections", declared.get("projections", "not declared"), measured=False)
+    sharing = declared.get("sharing")
+    if sharing is None:
+        sharing = "K and V are the same tensor" if same_kv else "K and V are separate tensors"
+        rep.add(sec, "parameter sharing", sharing)
+    else:
+        rep.add(sec, "parameter sharing", sharing, measured=False)
+    rep.add(sec, "output shapes", f"context {_shape(ctx)}, weights "
+            f"{_shape(w) if w is not None else 'not returned'}")
+
+    # ---- score and normalisation --------------------------------------------------------------
+    sec = "Score and normalisation"
+    rep.add(sec, "score function", score, measured=False)
+    rep.add(sec, "scale / temperature", f"scale {_fmt(scale)}, temperature {_fmt(temperature)}",
+            measured=False)
+    rep.add(sec, "dropout", dropout or "not declared", measured=False)
+    has_rows = mask_np.any(-1)
+    if w is None:
+        rep.add(sec, "normalisation axis", "unknown: the call returns no weights", "warn")
+    else:
+        with np.errstate(invalid="ignore"):
+            row_sums = np.nansum(w, axis=-1)
+            col_sums = np.nansum(w, axis=-2)
+        masked_w = np.where(mask_np, 0.0, np.nan_to_num(w))
+        masked_mass = float(masked_w.sum(-1).max()) if masked_w.size else 0.0
+        has_cols = mask_np.any(-2)
+        row_dev = np.abs(row_sums - 1)[has_rows]
+        col_dev = np.abs(col_sums - 1)[has_cols]
+        rows_ok = bool((row_dev < 1e-3).all())
+        cols_ok = bool((col_dev < 1e-3).all()) and col_dev.size > 0
+        short = row_sums[has_rows] < 1 - 1e-3
+        if rows_ok:
+            rep.add(sec, "normalisation axis", "-1 (keys): every row with an eligible key sums "
+                    "to 1", "ok")
+        elif cols_ok and T_ > 1:
+            rep.add(sec, "normalisation axis", "-2 (queries): the weights of each KEY sum to 1 "
+                    "across queries; softmax must run over the keys, axis -1", "fail",
+                    "wrong_axis")
+        elif masked_mass < 1e-6 and short.any():
+            lo = float(row_sums[has_rows].min())
+            rep.add(sec, "normalisation axis", f"rows sum to as little as {_fmt(lo)} while "
+                    "masked keys get 0: the mask was applied after the softmax without "
+                    "renormalising", "fail", "post_softmax_mask")
+        else:
+            rep.add(sec, "normalisation axis", "rows do not sum to 1 over the keys", "fail",
+                    "not_normalised")
+
+    # ---- eligibility --------------------------------------------------------------------------
+    sec = "Eligibility"
+    rep.add(sec, "rules", declared.get("rules", "as given"), measured=False)
+    frac = float(mask_np.mean())
+    n_empty = int((~has_rows).sum())
+    rep.add(sec, "mask", f"bool (True = eligible), broadcast to {tuple(mask_np.shape)}, "
+            f"{frac:.0%} of query-key pairs eligible, {n_empty} all-masked row(s)")
+    if fill is None:
+        rep.add(sec, "fill value", "unknown (not declared)", measured=False)
+    else:
+        dt = _dtype_name(Q)
+        if fill_overflows(fill, dt):
+            rep.add(sec, "fill value", f"{fill!r} overflows to -inf in {dt}: an all-masked row "
+                    "becomes NaN", "fail", "fill_overflows", measured=False)
+        else:
+            rep.add(sec, "fill value", f"{_fmt(fill)} ({dt})", measured=False)
+    if w is not None:
+        if masked_mass > 1e-6:
+            rep.add(sec, "masked mass", f"up to {_fmt(masked_mass)} of a row's weight sits on "
+                    "masked keys: the mask is not applied", "fail", "mask_not_applied")
+        else:
+            rep.add(sec, "masked mass", "0 (masked keys get no weight)", "ok")
+    rep.add(sec, "all-masked rows", _probe_empty(call, m_full, rep) if probe else
+            "not probed", measured=True)
+    rep.add(sec, "positions", declared.get("positions", "not declared"), measured=False)
+    rep.add(sec, "truncation", declared.get("truncation", "not declared"), measured=False)
+    rep.add(sec, "cache", declared.get("cache", "not declared"), measured=False)
+
+    # ---- numbers ------------------------------------------------------------------------------
+    sec = "Numbers"
+    if sc is None and score in ("dot", "scaled dot"):
+        sc_ref = _np(torch.matmul(Q.double(), K.double().transpose(-2, -1))) * scale
+        sc_label = "(recomputed: Q K^T x scale)"
+    else:
+        sc_ref, sc_label = sc, "(returned by the call)"
+    if sc_ref is not None:
+        sc_b = np.broadcast_to(sc_ref, mask_np.shape)
+        vals = sc_b[mask_np & np.isfinite(sc_b)]
+        if vals.size:
+            rep.add(sec, "score range", f"[{_fmt(vals.min())}, {_fmt(vals.max())}] over eligible "
+                    f"pairs {sc_label}")
+        if w is not None:
+            with np.errstate(all="ignore"):
+                ref = softmax(np.where(np.isfinite(sc_b), sc_b, 0.0), temperature=temperature,
+                              mask=mask_np)
+            diff = float(np.nanmax(np.abs(np.nan_to_num(w, nan=np.inf) - ref)[has_rows])) \
+                if has_rows.any() else 0.0
+            if diff > 1e-4:
+                rep.add(sec, "matches masked softmax", f"no: weights differ from a key-axis "
+                        f"masked softmax of the scores by up to {_fmt(diff)}", "fail",
+                        "reference_mismatch")
+            else:
+                rep.add(sec, "matches masked softmax", f"yes (max difference {diff:.1e})", "ok")
+    if w is not None:
+        rows = w[has_rows & np.isfinite(w).all(-1)] if w.ndim else w
+        if rows.size:
+            H = entropy(np.clip(rows, 0, None))
+            n_elig = np.maximum(mask_np[has_rows & np.isfinite(w).all(-1)].sum(-1), 1)
+            Hn = np.where(n_elig > 1, H / np.log(np.maximum(n_elig, 2)), 0.0)
+            rep.add(sec, "entropy (nats)", f"mean {_fmt(H.mean())}, min {_fmt(H.min())}, "
+                    f"max {_fmt(H.max())}; {_fmt(Hn.mean())} of uniform on average")
+    n_bad_w = 0 if w is None else int((~np.isfinite(w)).sum())
+    n_bad_c = int((~np.isfinite(ctx)).sum())
+    n_bad_s = 0 if sc is None else int(np.isnan(sc).sum() + np.isposinf(sc).sum())
+    if n_bad_w or n_bad_c or n_bad_s:
+        rep.add(sec, "non-finite values", f"{n_bad_c} in the context, {n_bad_w} in the weights, "
+                f"{n_bad_s} in the scores (NaN or +inf)", "fail", "non_finite")
+    else:
+        rep.add(sec, "non-finite values", "none", "ok")
+    norms = np.linalg.norm(np.nan_to_num(ctx), axis=-1)
+    rep.add(sec, "output norms", f"context L2 norm min {_fmt(norms.min())}, mean "
+            f"{_fmt(norms.mean())}, max {_fmt(norms.max())}")
+    Vn = _np(V)
+    lo, hi = _value_range(Vn, mask_np)
+    inside = np.isfinite(ctx) & (ctx >= lo - 1e-5) & (ctx <= hi + 1e-5)
+    check = has_rows[..., None] & np.isfinite(ctx)
+    if (inside | ~check).all():
+        rep.add(sec, "context within value range", "yes: every context coordinate lies between "
+                "the eligible values' min and max (a weighted average must)", "ok")
+    else:
+        rep.add(sec, "context within value range", f"no: {int((~inside & check).sum())} "
+                "coordinate(s) outside the eligible values' range", "fail",
+                "outside_value_range")
+
+    # ---- cost -----------------------------------------------------------------------------------
+    sec = "Cost"
+    t_med = statistics.median(times)
+    # (printed as "<number> ms per ...": the notebooks' output sanitiser ignores such timings)
+    rep.add(sec, "latency", f"{t_med * 1e3:.3f} ms per call (median of {len(times)})")
+    valid_pairs = max(1, int(mask_np.sum()))
+    rep.add(sec, "throughput", f"{t_med / valid_pairs * 1e6:.4f} µs per eligible query-key "
+            "pair")
+    itemsize = np.dtype(_dtype_name(Q) if _dtype_name(Q) != "bfloat16" else "float16").itemsize
+    rep.add(sec, "tensor memory", f"{_bytes(mem.peak_bytes)} peak of tensors allocated by "
+            f"torch ops during the call; largest single tensor {mem.largest_numel:,} elements")
+    n_scores = int(np.prod(mask_np.shape))
+    per_item = T_ * S
+    if mem.largest_numel >= per_item:
+        rep.add(sec, "materialisation", f"yes: a tensor with >= T x S = {per_item:,} elements "
+                f"was formed (all scores: {n_scores:,} elements, "
+                f"{_bytes(n_scores * itemsize)} in {_dtype_name(Q)})")
+    elif mem.allocations:
+        rep.add(sec, "materialisation", f"no: the largest tensor formed has "
+                f"{mem.largest_numel:,} < T x S = {per_item:,} elements")
+    else:
+        rep.add(sec, "materialisation", "unknown: the call allocated no tracked torch tensors "
+                "(numpy or a fused kernel)")
+
+    # ---- explanation -----------------------------------------------------------------------------
+    rep.add("Explanation", "interventions", "not run by the audit: attention weights alone do "
+            "not show which inputs explain the output; see attention_lab.explain",
+            measured=False)
+    rep.data.update(context=ctx, weights=w, scores=sc, mask=mask_np, seconds=t_med,
+                    peak_tensor_bytes=mem.peak_bytes)
+    if extra:
+        for item in extra:
+            rep.items.append(item)
+    return rep
+
+
+def _value_range(Vn, mask_np):
+    """Per-row coordinate-wise min and max of the eligible values: (..., T, D_v) each."""
+    Vb = np.broadcast_to(Vn[..., None, :, :], mask_np.shape[:-1] + Vn.shape[-2:]) \
+        if Vn.ndim >= 2 else Vn
+    sel = mask_np[..., None]
+    with np.errstate(invalid="ignore"):
+        lo = np.where(sel, Vb, np.inf).min(-2)
+        hi = np.where(sel, Vb, -np.inf).max(-2)
+    return lo, hi
+
+
+def _probe_empty(call, m_full, rep: AuditReport) -> str:
+    """Call again with the first query row of the first batch item fully masked; classify it."""
+    probe = m_full.clone()
+    idx = (0,) * (probe.dim() - 2)
+    probe[idx + (0,)] = False
+    try:
+        with np.errstate(all="ignore"):
+            out = call(probe)
+    except Exception as exc:  # a declared 'raise' policy, or a crash
+        return f"raise {type(exc).__name__}: {str(exc)[:80]}"
+    ctx, w, _ = (_np(x) for x in _unpack(out))
+    row_c = ctx[idx + (0,)]
+    row_w = None if w is None else w[idx + (0,)]
+    if not np.isfinite(row_c).all() or (row_w is not None and not np.isfinite(row_w).all()):
+        rep.items.append(AuditItem("Eligibility", "all-masked row returns NaN",
+                                   "a row without eligible keys gives NaN: the fill is -inf (or "
+                                   "overflows to -inf in the dtype) and softmax computes 0/0; "
+                                   "declare a policy (empty='zeros' | 'nan' | 'raise')", "fail",
+                                   "nan_fill"))
+        return "NaN (probed with one all-masked row)"
+    if row_w is not None and np.allclose(row_w, row_w.flat[0]) and row_w.flat[0] > 0:
+        rep.items.append(AuditItem("Eligibility", "all-masked row is uniform",
+                                   "a row without eligible keys spreads its weight uniformly over "
+                                   "ineligible keys (a finite fill without a policy)", "warn",
+                                   "uniform_empty_row"))
+        return "uniform over ineligible keys (probed)"
+    if np.allclose(row_c, 0) and (row_w is None or np.allclose(row_w, 0)):
+        return "zeros: weights 0 and context 0 (probed; SDPA's behaviour, empty='zeros')"
+    return "something else: neither zeros, NaN nor uniform (probed)"
+
+
+def _audit_model(model, *, source, window, temperature, repeat, title) -> AuditReport:
+    """Audit the toy model's attention: its real queries (decoder states), keys and values."""
+    import torch
+
+    from .toy import data as tdata
+    from .toy.model import single_thread
+
+    c = model.config
+    if source is None:
+        source = ["abc", "abcdefgh", "lkjihgfedcba"]
+    if isinstance(source, str):
+        source = [source]
+    toks = [tdata.encode(s, c.n_symbols, c.max_len, c.min_len) for s in source]
+    tokens, lengths = tdata.pad_batch(toks, c.max_len)
+    with single_thread():
+        d = model.decode(tokens, lengths, temperature=temperature, window=window,
+                         force=tdata.reverse_targets(tokens, lengths))
+        tk, ln = torch.from_numpy(tokens), torch.from_numpy(lengths)
+        with torch.no_grad():
+            keys, values, _ = model.encode(tk, ln)
+    Q = torch.from_numpy(d.queries)
+    # the eligibility decode used: padding (and the window); the steps after a source's end have
+    # no eligible key (the model gives them zero weights), so they count as all-masked rows
+    mask = torch.from_numpy(d.mask.copy())
+
+    def model_attention(Qx, Kx, Vx, m):
+        with single_thread():
+            w, ctx, s = model.attend(Qx, Kx, Vx, m, temperature)
+        return ctx, w, s
+
+    name = "additive (Bahdanau): v^T tanh(W_q h_t + W_k enc_j)" if c.score == "additive" else \
+        "dot on projections: (W_q h_t) . (W_k enc_j), unscaled"
+    rules = "padding (source lengths)"
+    if window is not None:
+        rules += f", local window |j - {window[0]}| <= {window[1]} at every step"
+    sources = {
+        "query": "decoder GRU state h_t (before W_q)",
+        "key": "W_k x bidirectional GRU encoder states",
+        "value": "source symbol embeddings (unprojected)",
+        "projections": f"W_q ({c.hidden} -> {c.attn}), W_k ({2 * c.hidden} -> {c.attn})"
+                       + (", v (attn -> 1)" if c.score == "additive" else ""),
+        "sharing": "the value table is the encoder's input embedding (shared)",
+        "positions": "0-based; output step t should attend to source S-1-t (reversal)",
+        "truncation": f"sources of length {c.min_len}..{c.max_len}, no truncation",
+        "cache": "keys and values computed once per source and reused at every step",
+        "rules": rules,
+    }
+    if title is None:
+        title = f"Audit: toy reversal model ({c.score} scores), {len(source)} source(s)"
+    from . import tensor as T
+
+    rep = _audit_call(lambda m: model_attention(Q, keys.detach(), values.detach(), m), Q,
+                      keys.detach(), values.detach(), mask,
+                      declared=sources, score=name, scale=1.0, temperature=temperature,
+                      fill=T.mask_fill(torch.float32), dropout="none (no dropout in the model)",
+                      repeat=repeat, title=title, probe=True)
+    rep.data["decoded"] = d
+    return rep

@@ -1,0 +1,258 @@
+"""Streaming attention: the same result as materialised attention without ever forming T x S.
+
+Materialised attention computes all T x S scores, a softmax over them and then the weighted sum.
+Streaming attention walks over the keys in chunks of ``chunk_size`` and keeps, per query row, only
+three running quantities (the online softmax of Milakov & Gimelshein 2018, the recurrence inside
+FlashAttention):
+
+    m   running maximum of the scores seen so far           (..., T, 1)
+    l   running sum of exp(score - m)                         (..., T, 1)
+    acc running sum of exp(score - m) * value                (..., T, D_v)
+
+For the next chunk with scores ``s`` (..., T, C) and values ``V_c`` (C, D_v):
+
+    m_new = max(m, max_j s_j)
+    p     = exp(s - m_new)                  (masked keys: exp(-inf) = 0)
+    l     = l * exp(m - m_new) + sum_j p_j
+    acc   = acc * exp(m - m_new) + p V_c
+
+and at the end ``context = acc / l``. The rescaling by ``exp(m - m_new)`` keeps every exponent
+<= 0, so nothing overflows, and the result equals softmax-then-sum exactly (in exact arithmetic).
+Peak extra memory is O(T * chunk_size) instead of O(T * S).
+
+Guard: a row whose first chunks are all masked has ``m = -inf``; ``exp(-inf - (-inf))`` would be
+NaN, so the shift uses 0 wherever the running maximum is still -inf (those rows have ``l = 0`` and
+``acc = 0``, and stay so until an eligible key arrives). A row that never sees an eligible key
+follows ``empty=`` exactly as :func:`attention_lab.tensor.attention`: ``"zeros"`` (default; zero
+context, zero gradient), ``"nan"`` or ``"raise"``.
+
+Conventions (the same as :func:`attention_lab.tensor.attention`): ``mask`` is bool with True =
+eligible and broadcasts to (..., T, S) without adding dimensions; ``lengths`` adds a padding mask
+``j < lengths[b]``; ``is_causal`` with ``causal_align="upper_left"`` (SDPA's ``is_causal``,
+``tril(ones(T, S))``) or ``"lower_right"``; ``scale`` defaults to 1 (the chapter's unscaled dot
+product; ``"sqrt_dk"`` gives SDPA's default); ``temperature`` divides the scores. Padding and causal
+masks are built per chunk from indices, never as a T x S tensor; chunks that no row may see
+(beyond every length, or above the causal diagonal) are skipped.
+
+Gradients flow through the loop by autograd (each chunk's intermediates are kept for the backward
+pass, so the memory saving is for inference; FlashAttention's recomputing backward is not
+implemented here).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import tensor as _T
+from ._validate import EMPTY_POLICIES, shape_str
+from .masks import CAUSAL_ALIGNMENTS
+
+
+def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
+                        chunk_size: int | None = None, mask=None, lengths=None,
+                        is_causal: bool = False, causal_align: str = "upper_left",
+                        scale: float | str = 1.0, temperature: float = 1.0,
+                        empty: str = "zeros", return_logsumexp: bool = False):
+    """Attention context (..., T, D_v) computed chunk by chunk over the keys.
+
+    ``chunk_size`` keys per chunk; ``None`` picks :func:`default_chunk_size` (about 2**19 scores,
+    2 MiB in float32, per chunk: few, large operations, and a working set independent of S).
+    ``return_logsumexp=True`` also returns the log of the softmax normaliser per row,
+    ``logsumexp_j(score_j)`` over the eligible keys, shape (..., T) (``-inf`` for a row without
+    eligible keys).
+    """
+    _T._check_inputs(Q, K, V)
+    if chunk_size is None:
+        chunk_size = default_chunk_size(Q.shape[-2], K.shape[-2])
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    if scale == "sqrt_dk":
+        scale = 1.0 / math.sqrt(Q.shape[-1])
+    scale = _T._scalar(scale, "scale")
+    tau = _T._scalar(temperature, "temperature")
+    if empty not in EMPTY_POLICIES:
+        raise ValueError(f"empty must be one of {EMPTY_POLICIES}, got {empty!r}")
+    if causal_align not in CAUSAL_ALIGNMENTS:
+        raise ValueError(f"causal_align must be one of {CAUSAL_ALIGNMENTS}, got {causal_align!r}")
+
+    T_, S = Q.shape[-2], K.shape[-2]
+    batch = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    scores_shape = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (T_, S)
+    m_full = _checked_mask(mask, scores_shape, Q.device)
+    pad, max_len = _checked_lengths(lengths, scores_shape, Q.device)
+    offset = 0 if causal_align == "upper_left" else S - T_
+    stop = S
+    if pad is not None:
+        stop = min(stop, max_len)
+    if is_causal:
+        stop = min(stop, max(0, T_ - 1 + offset + 1))
+    any_mask = m_full is not None or pad is not None or is_causal
+
+    inplace = not (torch.is_grad_enabled() and any(x.requires_grad for x in (Q, K, V)))
+    dtype, dev = Q.dtype, Q.device
+    run_m = torch.full(batch + (T_, 1), -math.inf, dtype=dtype, device=dev)
+    # the accumulator carries one extra column: sum_j p_j (the running normaliser l) comes out of
+    # the same matmul as sum_j p_j v_j, because every value gets a trailing 1
+    acc = torch.zeros(batch + (T_, V.shape[-1] + 1), dtype=dtype, device=dev)
+    factor = scale / tau
+    Qs = Q * factor if factor != 1.0 else Q  # scale the (small) queries, not every score
+    rows = torch.arange(T_, device=dev)[:, None]
+    zero = torch.zeros((), dtype=dtype, device=dev)
+
+    for s0 in range(0, stop, chunk_size):
+        s1 = min(s0 + chunk_size, S)
+        Kc = K[..., s0:s1, :]
+        Vc = torch.nn.functional.pad(V[..., s0:s1, :], (0, 1), value=1.0)
+        s = torch.matmul(Qs, Kc.transpose(-2, -1))
+        if any_mask:
+            keep = None
+            if m_full is not None:
+                keep = m_full[..., s0:s1] if m_full.shape[-1] != 1 else m_full
+            if pad is not None:
+                p_c = pad[..., s0:s1]
+                keep = p_c if keep is None else keep & p_c
+            if is_causal:
+                c_c = torch.arange(s0, s1, device=dev)[None, :] <= rows + offset
+                keep = c_c if keep is None else keep & c_c
+            s = s.masked_fill_(~keep, -math.inf) if inplace else s.masked_fill(~keep, -math.inf)
+        new_m = torch.maximum(run_m, s.amax(dim=-1, keepdim=True))
+        # guard: rows that have seen no eligible key yet keep m = -inf; shift them by 0 instead
+        safe = torch.where(torch.isneginf(new_m), zero, new_m)
+        p = s.sub_(safe).exp_() if inplace else torch.exp(s - safe)
+        acc = acc * torch.exp(run_m - safe) + torch.matmul(p, Vc)
+        run_m = new_m
+        del s, p
+
+    run_l = acc[..., -1:]
+    acc = acc[..., :-1]
+    empty_rows = run_l == 0
+    context = acc / torch.where(empty_rows, torch.ones((), dtype=dtype, device=dev), run_l)
+    if bool(empty_rows.any()):
+        if empty == "raise":
+            n = int(empty_rows.sum())
+            raise ValueError(f"{n} row(s) have no eligible key (all masked); pass "
+                             f"empty='zeros' or empty='nan' to allow them")
+        if empty == "nan":
+            context = context.masked_fill(empty_rows, float("nan"))
+    _check_finite(context, empty_rows, empty, Q, K, V)
+    if return_logsumexp:
+        lse = (run_m + torch.log(run_l)).squeeze(-1)
+        return context, lse
+    return context
+
+
+def default_chunk_size(T: int, S: int, budget: int = 2 ** 19) -> int:
+    """Keys per chunk so that one chunk of scores holds about ``budget`` elements (at least 128
+    keys, at most S): T=256 -> 2048 keys (2 MiB of float32 scores)."""
+    return int(max(1, min(S, max(128, budget // max(1, T)))))
+
+
+def _checked_mask(mask, scores_shape, device):
+    """The user's bool mask, checked like :func:`attention_lab.tensor.eligibility` (not combined
+    with lengths or causal, which are built per chunk)."""
+    if mask is None:
+        return None
+    if not isinstance(mask, torch.Tensor):
+        import numpy as np
+
+        mask = torch.as_tensor(np.asarray(mask))
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"mask has dtype {mask.dtype}; expected torch.bool with True = eligible key. "
+            f"A True = ignore mask (nn.MultiheadAttention's key_padding_mask) must be inverted "
+            f"with ~mask; a float additive mask is not accepted here")
+    T_, S = scores_shape[-2:]
+    ok = mask.dim() <= len(scores_shape)
+    if ok:
+        try:
+            ok = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
+        except RuntimeError:
+            ok = False
+    if not ok:
+        raise ValueError(f"mask has shape {shape_str(mask.shape)} but the scores have shape "
+                         f"{shape_str(scores_shape)} (T={T_}, S={S}); a mask must broadcast "
+                         f"to (..., T, S) without adding dimensions")
+    return mask.to(device)
+
+
+def _checked_lengths(lengths, scores_shape, device):
+    if lengths is None:
+        return None, None
+    S = scores_shape[-1]
+    pad = _T.padding_mask(lengths, S, device=device)[..., None, :]  # (B, 1, S): O(B S), not T S
+    if pad.dim() > len(scores_shape) or \
+            torch.broadcast_shapes(pad.shape, scores_shape) != scores_shape:
+        raise ValueError(f"lengths has shape {shape_str(pad.shape[:-2])}; expected one length "
+                         f"per batch item of the scores {shape_str(scores_shape)}")
+    max_len = int(torch.as_tensor(lengths).max()) if pad.numel() else 0
+    return pad, max_len
+
+
+def _check_finite(context, empty_rows, empty, Q, K, V):
+    finite = torch.isfinite(context)
+    if bool(finite.all()):
+        return
+    if empty == "nan" and bool((finite | empty_rows).all()):
+        return
+    for name, x in (("Q", Q), ("K", K), ("V", V)):
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} contains non-finite values (NaN or inf); inputs must be "
+                             f"finite")
+    raise ValueError(f"the context overflowed in {context.dtype} (scores too large for the dtype); "
+                     f"use a wider dtype or smaller scale")
+
+
+def peak_chunk_bytes(T: int, chunk_size: int, D_v: int, *, batch: int = 1,
+                     dtype_bytes: int = 4) -> int:
+    """The working set streaming needs beyond its inputs, as an estimate: two T x C buffers for the
+    chunk's scores and exponentials, plus the running state (m, l and the T x D_v accumulator)."""
+    return batch * dtype_bytes * (2 * T * chunk_size + T * (D_v + 2))
+
+
+def compare(sizes=(256, 1024, 4096, 16384), *, T: int = 64, D: int = 32,
+            chunk_size: int | None = 256, repeat: int = 5, seed: int = 0) -> dict:
+    """Materialised attention, streaming attention and SDPA side by side at small sizes.
+
+    ``chunk_size`` is small by default so that several chunks fit even at the smallest size.
+    Returns ``{"sizes", "max_diff" (streaming vs materialised), "seconds" {method: [...]},
+    "peak_bytes" {method: [...]}, "largest_numel" {method: [...]}}``. Times are medians of
+    ``repeat`` interleaved runs on one thread (they vary from run to run); the memory figures are
+    the peak of the tensors torch operators allocate (see :mod:`attention_lab._memory`),
+    deterministic, and blind to scratch space inside fused kernels such as SDPA's. For the large
+    sizes and the process's real peak memory, run ``python -m benchmarks.run streaming``.
+    """
+    import statistics
+    import time
+
+    from ._memory import tensor_memory
+    from ._threads import single_thread
+
+    fns = {
+        "materialised": lambda q, k, v: _T.attention(q, k, v).context,
+        "streaming": lambda q, k, v: streaming_attention(q, k, v, chunk_size=chunk_size),
+        "sdpa": lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                                 scale=1.0),
+    }
+    out = {"sizes": list(sizes), "max_diff": [], "seconds": {k: [] for k in fns},
+           "peak_bytes": {k: [] for k in fns}, "largest_numel": {k: [] for k in fns}}
+    g = torch.Generator().manual_seed(seed)
+    with torch.inference_mode(), single_thread():
+        for S in sizes:
+            Q, K, V = (torch.randn(n, D, generator=g) for n in (T, S, S))
+            ref = fns["materialised"](Q, K, V)
+            out["max_diff"].append(float((fns["streaming"](Q, K, V) - ref).abs().max()))
+            times = {k: [] for k in fns}
+            for _ in range(repeat):
+                for k, fn in fns.items():
+                    t0 = time.perf_counter()
+                    fn(Q, K, V)
+                    times[k].append(time.perf_counter() - t0)
+            for k, fn in fns.items():
+                out["seconds"][k].append(statistics.median(times[k]))
+                with tensor_memory() as mem:
+                    fn(Q, K, V)
+                out["peak_bytes"][k].append(mem.peak_bytes)
+                out["largest_numel"][k].append(mem.largest_numel)
+    return out

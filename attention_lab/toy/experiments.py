@@ -1,0 +1,179 @@
+"""The notebook's measurements on the trained reversal model (numbers computed, never typed in).
+
+* :func:`alignment_report`: attention against the true alignment (output t -> source S-1-t).
+* :func:`entropy_by_length`: entropy of the attention rows grouped by source length.
+* :func:`readout_step`: one decoder step of the model as an :class:`~attention_lab.explain.
+  ReadoutStep` (its query, scores, values and the layers after the context, held fixed).
+* :func:`explanation_table`: every intervention of :mod:`attention_lab.explain` on many steps.
+
+Steps are studied with the correct previous outputs fed to the decoder (teacher forcing), so that
+every step asks the question the task defines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .. import explain
+from ..softmax import entropy
+from . import data
+from .model import Decoded, ReversalModel, one_thread
+
+
+def study_set(model: ReversalModel, n: int = 60, seed: int = 7):
+    """Held-out sequences (never trained on) with lengths cycling through the trained range."""
+    c = model.config
+    return data.heldout_set(n, c.n_symbols, c.min_len, c.max_len, seed=seed)
+
+
+def decode_forced(model: ReversalModel, tokens, lengths, **kwargs) -> Decoded:
+    """Decode with the true previous outputs fed back (teacher forcing)."""
+    targets = data.reverse_targets(np.asarray(tokens), np.asarray(lengths))
+    return model.decode(tokens, lengths, force=targets, **kwargs)
+
+
+def alignment_report(model: ReversalModel, tokens, lengths) -> dict:
+    """Per-step arrays and summary numbers of attention vs the true alignment (greedy decoding)."""
+    d = model.decode(tokens, lengths)
+    L = model.config.max_len
+    valid = np.arange(L)[None, :] < d.lengths[:, None]
+    truth = d.lengths[:, None] - 1 - np.arange(L)[None, :]
+    argmax = d.weights.argmax(-1)
+    on_truth = np.take_along_axis(d.weights, np.clip(truth, 0, L - 1)[..., None], -1)[..., 0]
+    targets = data.reverse_targets(np.asarray(tokens), d.lengths)
+    same_symbol = np.take_along_axis(np.asarray(tokens), argmax, 1) == targets
+    return {
+        "alignment_accuracy": float(((argmax == truth) & valid).sum() / valid.sum()),
+        "mean_weight_on_true_position": float(on_truth[valid].mean()),
+        "exact_sequence_accuracy": float(((d.tokens == targets) | ~valid).all(1).mean()),
+        # argmax on a wrong position that holds the same symbol: right output, "wrong" attention
+        "misaligned_but_same_symbol": int(((argmax != truth) & same_symbol & valid).sum()),
+        "n_steps": int(valid.sum()),
+        "decoded": d,
+    }
+
+
+def entropy_by_length(model: ReversalModel, tokens, lengths) -> dict:
+    """Mean attention entropy (nats) per source length, raw and divided by log S (the entropy of
+    uniform attention over S positions)."""
+    d = decode_forced(model, tokens, lengths)
+    L = model.config.max_len
+    H = entropy(d.weights)  # (B, L); padding steps have zero weights -> 0
+    out = {"length": [], "mean_entropy": [], "normalised": [], "n_steps": []}
+    for S in np.unique(d.lengths):
+        rows = d.lengths == S
+        h = H[rows][:, :S]
+        out["length"].append(int(S))
+        out["mean_entropy"].append(float(h.mean()))
+        out["normalised"].append(float(h.mean() / np.log(S)))
+        out["n_steps"].append(int(h.size))
+    return {k: np.array(v) for k, v in out.items()} | {"max_len": L}
+
+
+def control_value(model: ReversalModel) -> np.ndarray:
+    """The control value: the mean embedding of all symbols (no particular symbol)."""
+    return model.src_emb.weight[1:].detach().double().mean(0).numpy()
+
+
+def readout_step(model: ReversalModel, d: Decoded, tokens, b: int, t: int) -> explain.ReadoutStep:
+    """Step t of sequence b of a decoding ``d`` of ``tokens`` (B, L) as a ReadoutStep: its scores,
+    its values (the source symbols' embeddings), its mask, and the layers after the context with
+    the decoder state held fixed."""
+    S = int(d.lengths[b])
+    h = torch.from_numpy(d.queries[b, t]).float()
+    src = torch.as_tensor(np.asarray(tokens)[b, :S])
+    values = model.src_emb(src).detach().double().numpy()
+
+    def readout(contexts):
+        with torch.no_grad():
+            c = torch.as_tensor(np.asarray(contexts), dtype=torch.float32)
+            logits = model.readout(h.expand(c.shape[0], -1), c)
+            return torch.softmax(logits.double(), dim=-1).numpy()
+
+    return explain.ReadoutStep(scores=d.scores[b, t, :S].astype(float), values=values,
+                               mask=d.mask[b, t, :S], readout=readout)
+
+
+@one_thread
+def gradients_of_sequence(model: ReversalModel, tokens, lengths, b: int) -> np.ndarray:
+    """Gradient importance (S, S) for sequence b: row t holds, for each source position j, the
+    norm of the gradient of the log-probability of step t's correct symbol with respect to
+    position j's embedding (which feeds both the encoder, hence the keys, and the value).
+
+    One forward and one backward pass: the sequence is copied S times and copy t contributes only
+    its step t to the summed objective, so each copy's gradient is its own step's gradient.
+    """
+    S = int(np.asarray(lengths)[b])
+    tok = torch.as_tensor(np.asarray(tokens)[b:b + 1]).expand(S, -1).contiguous()
+    ln = torch.as_tensor(np.asarray(lengths)[b:b + 1]).expand(S).contiguous()
+    targets = torch.from_numpy(data.reverse_targets(tok.numpy(), ln.numpy()))
+    emb = model.src_emb(tok).detach()
+    rows = []
+    with torch.enable_grad():
+        e = emb[:, :S].clone().requires_grad_(True)
+        logits = model(tok, ln, targets, embedded=torch.cat([e, emb[:, S:]], dim=1))
+        logp = torch.log_softmax(logits, -1)
+        steps = torch.arange(S)
+        picked = logp[steps, steps, targets[steps, steps] - 1]
+        (g,) = torch.autograd.grad(picked.sum(), e)
+    rows = g.norm(dim=-1).double().numpy()  # (copy t, position j)
+    return rows
+
+
+@one_thread
+def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: int = 100,
+                      seed: int = 0, gradients: bool = True) -> dict:
+    """Every intervention on every valid step of the given sequences; arrays with one entry per
+    step (sequence b, step t): the maximum weight, the median permutation TVD, the TVDs of the
+    uniform baseline and of replacing the top value by the control value (and whether they
+    change the predicted symbol), Kendall tau of leave-one-out and gradient importance against
+    the weights, and whether each importance's top position is the attention's."""
+    tokens, lengths = np.asarray(tokens), np.asarray(lengths)
+    d = decode_forced(model, tokens, lengths)
+    control = control_value(model)
+    cols = {k: [] for k in ("b", "t", "length", "max_weight", "perm_median", "uniform",
+                            "replace", "replace_changed", "uniform_changed", "tau_loo", "tau_gradient",
+                            "top1_loo", "top1_gradient")}
+    for b in range(len(tokens)):
+        grads = gradients_of_sequence(model, tokens, lengths, b) if gradients else None
+        for t in range(int(lengths[b])):
+            step = readout_step(model, d, tokens, b, t)
+            grad = None if grads is None else grads[t]
+            r = explain.explain_step(step, control, n_permutations=n_permutations,
+                                     seed=seed + 1000 * b + t, gradient=grad)
+            w = r.weights
+            cols["b"].append(b)
+            cols["t"].append(t)
+            cols["length"].append(int(lengths[b]))
+            cols["max_weight"].append(float(w.max()))
+            cols["perm_median"].append(r.permutation.median)
+            cols["uniform"].append(r.uniform.tvd)
+            cols["replace"].append(r.replace.tvd)
+            cols["replace_changed"].append(r.replace.prediction_changed)
+            cols["uniform_changed"].append(r.uniform.prediction_changed)
+            cols["tau_loo"].append(r.tau_loo)
+            cols["top1_loo"].append(int(np.argmax(w)) == int(np.nanargmax(r.loo)))
+            cols["tau_gradient"].append(np.nan if grad is None else r.tau_gradient)
+            cols["top1_gradient"].append(grad is not None and
+                                         int(np.argmax(w)) == int(np.argmax(grad)))
+    return {k: np.array(v) for k, v in cols.items()}
+
+
+def summarise(tab: dict) -> dict:
+    """The explanation table's headline numbers (medians and fractions over steps), rounded."""
+    def r(x):
+        return round(float(x), 3)
+    return {
+        "steps": int(len(tab["b"])),
+        "median max weight": r(np.median(tab["max_weight"])),
+        "median TVD, permuted weights": r(np.median(tab["perm_median"])),
+        "median TVD, uniform weights": r(np.median(tab["uniform"])),
+        "median TVD, top value replaced": r(np.median(tab["replace"])),
+        "share of steps whose symbol changes, top value replaced": r(tab["replace_changed"].mean()),
+        "share of steps whose symbol changes, uniform weights": r(tab["uniform_changed"].mean()),
+        "median Kendall tau, attention vs leave-one-out": r(np.nanmedian(tab["tau_loo"])),
+        "median Kendall tau, attention vs gradient": r(np.nanmedian(tab["tau_gradient"])),
+        "share of steps, same top position as leave-one-out": r(tab["top1_loo"].mean()),
+        "share of steps, same top position as gradient": r(tab["top1_gradient"].mean()),
+    }

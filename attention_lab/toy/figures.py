@@ -1,0 +1,194 @@
+"""Figures for the toy model: drawing only. Every number they show is computed elsewhere.
+
+* :class:`ModelFigure`: the model explorer's figure (attention heatmap of one decoded source, the
+  true alignment, the local window, decoded vs expected symbols). Built once; :meth:`update`
+  changes its artists in place (``set_array``, ``set_data``, ``set_text``, ``set_bounds``).
+* :func:`alignment_grid`: heatmaps of several decodings against the true alignment.
+* :func:`entropy_plot`, :func:`permutation_plot`, :func:`tau_plot`, :func:`streaming_plot`: the
+  research notebook's result figures.
+
+Colours: viridis for weights (perceptually uniform, colour-blind safe); the alignment marks and
+wrong outputs in orange, right outputs in dark blue; wrong outputs also get a cross, so colour is
+never the only cue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+BLUE, ORANGE, GREY, TEAL = "#24527a", "#d97745", "#5f6b76", "#3a9188"
+CMAP = "viridis"
+
+
+def _sizes(presentation: bool) -> dict:
+    if presentation:
+        return {"figsize": (11, 8.5), "font": 18, "title": 20, "tick": 17, "marker": 26}
+    return {"figsize": (7.2, 5.6), "font": 10, "title": 11, "tick": 10, "marker": 15}
+
+
+class ModelFigure:
+    """The explorer figure for sources up to ``max_len`` symbols. Call :meth:`update` with the
+    explorer's state; nothing is ever re-created."""
+
+    def __init__(self, max_len: int, *, presentation: bool = False):
+        z = _sizes(presentation)
+        self.max_len = L = max_len
+        self.fig = Figure(figsize=z["figsize"], layout="constrained")
+        self.ax = ax = self.fig.add_subplot(1, 1, 1)
+        self.image = ax.imshow(np.zeros((L, L)), cmap=CMAP, vmin=0.0, vmax=1.0,
+                               interpolation="nearest", aspect="auto")
+        self.colorbar = self.fig.colorbar(self.image, ax=ax, shrink=0.85)
+        self.colorbar.set_label("attention weight", fontsize=z["font"])
+        self.colorbar.ax.tick_params(labelsize=z["tick"])
+        (self.truth,) = ax.plot([], [], linestyle="none", marker="s", markersize=z["marker"],
+                                markerfacecolor="none", markeredgecolor=ORANGE,
+                                markeredgewidth=2.0, label="true alignment (S-1-t)")
+        self.left = Rectangle((-0.5, -0.5), 0, L, facecolor=GREY, alpha=0.55, hatch="//",
+                              edgecolor="white", visible=False)
+        self.right = Rectangle((-0.5, -0.5), 0, L, facecolor=GREY, alpha=0.55, hatch="//",
+                               edgecolor="white", visible=False)
+        legend_patch = Rectangle((0, 0), 1, 1, facecolor=GREY, alpha=0.55, hatch="//",
+                                 edgecolor="white", label="outside the local window")
+        ax.add_patch(self.left)
+        ax.add_patch(self.right)
+        ax.set_xlabel("source position j (symbol)", fontsize=z["font"])
+        ax.set_ylabel("output step t: decoded (expected), \u2717 = wrong", fontsize=z["font"])
+        self.title = ax.set_title("", fontsize=z["title"], loc="left")
+        ax.legend(handles=[self.truth, legend_patch], loc="upper center",
+                  bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=z["font"] * 0.85, frameon=False)
+        self.tick_size = z["tick"]
+
+    def update(self, state: dict) -> None:
+        """Show ``state`` (the explorer's): weights (T, S), source, output, expected, truth (T,),
+        correct (T,), eligible (S,), window (centre, half_width) or None, title."""
+        w = np.asarray(state["weights"])
+        T, S = w.shape
+        L = self.max_len
+        grid = np.full((L, L), np.nan)
+        grid[:T, :S] = w
+        self.image.set_array(np.ma.masked_invalid(grid))
+        ax = self.ax
+        ax.set_xlim(-0.5, S - 0.5)
+        ax.set_ylim(T - 0.5, -0.5)
+        ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(state["source"])],
+                      fontsize=self.tick_size)
+        labels = [f"{t}: {o} ({e})" + ("" if ok else " \u2717") for t, (o, e, ok) in
+                  enumerate(zip(state["output"], state["expected"], state["correct"]))]
+        ax.set_yticks(range(T), labels, fontsize=self.tick_size)
+        for tick, ok in zip(ax.get_yticklabels(), state["correct"]):
+            tick.set_color(BLUE if ok else ORANGE)
+            tick.set_fontweight("normal" if ok else "bold")
+        t = np.arange(T)
+        self.truth.set_data(np.asarray(state["truth"]), t)
+        window = state.get("window")
+        if window is None:
+            self.left.set_visible(False)
+            self.right.set_visible(False)
+        else:
+            lo, hi = state["window_bounds"]  # first and last eligible position (may be empty)
+            self.left.set_bounds(-0.5, -0.5, min(lo, S), T)
+            self.right.set_bounds(hi + 0.5, -0.5, max(0.0, S - 1 - hi), T)
+            self.left.set_visible(lo > 0)
+            self.right.set_visible(hi < S - 1)
+        self.title.set_text(state["title"])
+        self.title.set_color(ORANGE if state.get("error") else "black")
+
+
+def alignment_grid(examples, *, ncols: int = 3) -> Figure:
+    """Heatmaps of decoded examples: each a dict with weights (T, S), source, output, title."""
+    n = len(examples)
+    nrows = int(np.ceil(n / ncols))
+    fig = Figure(figsize=(3.6 * ncols, 3.4 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    image = None
+    for ax, ex in zip(axes.ravel(), examples):
+        w = np.asarray(ex["weights"])
+        T, S = w.shape
+        image = ax.imshow(w, cmap=CMAP, vmin=0, vmax=1, interpolation="nearest")
+        ax.plot(S - 1 - np.arange(T), np.arange(T), linestyle="none", marker="s",
+                markersize=min(14, 110 / S), markerfacecolor="none", markeredgecolor=ORANGE,
+                markeredgewidth=1.5)
+        ax.set_xticks(range(S), list(ex["source"]))
+        ax.set_yticks(range(T), list(ex["output"]))
+        ax.set_title(ex["title"], fontsize=10)
+        ax.set_xlabel("source symbol")
+        ax.set_ylabel("decoded symbol")
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    if image is not None:
+        fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight")
+    return fig
+
+
+def entropy_plot(table: dict, *, title: str = "") -> Figure:
+    """Mean attention entropy against source length, with the uniform bound log S."""
+    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    a, b = fig.subplots(1, 2)
+    S = table["length"]
+    a.plot(S, table["mean_entropy"], "o-", color=BLUE, label="model (mean over steps)")
+    a.plot(S, np.log(S), "--", color=GREY, label="uniform attention: log S")
+    a.set_xlabel("source length S")
+    a.set_ylabel("entropy (nats)")
+    a.legend(frameon=False)
+    b.plot(S, table["normalised"], "o-", color=TEAL)
+    b.set_ylim(0, 1)
+    b.set_xlabel("source length S")
+    b.set_ylabel("entropy / log S")
+    fig.suptitle(title)
+    return fig
+
+
+def permutation_plot(tab: dict) -> Figure:
+    """Median output TVD under weight permutations against the maximum attention weight, and
+    the other interventions' effects as distributions."""
+    fig = Figure(figsize=(10, 3.8), layout="constrained")
+    a, b = fig.subplots(1, 2)
+    a.scatter(tab["max_weight"], tab["perm_median"], s=14, color=BLUE, alpha=0.7)
+    a.set_xlabel("maximum attention weight of the step")
+    a.set_ylabel("median TVD of the output\nover weight permutations")
+    a.set_xlim(0, 1)
+    a.set_ylim(-0.02, 1.02)
+    data = [tab["replace"], tab["perm_median"], tab["uniform"]]
+    b.boxplot(data, tick_labels=["replace top value\nwith control", "permute weights\n(median)",
+                                 "uniform weights"], showfliers=True)
+    b.set_ylabel("TVD of the output")
+    b.set_ylim(-0.02, 1.02)
+    return fig
+
+
+def tau_plot(tab: dict) -> Figure:
+    """Kendall tau between attention and each importance measure, per step."""
+    fig = Figure(figsize=(6.5, 3.4), layout="constrained")
+    ax = fig.subplots()
+    bins = np.linspace(-1, 1, 21)
+    for key, colour, label in (("tau_loo", BLUE, "leave-one-out"),
+                               ("tau_gradient", ORANGE, "gradient")):
+        v = tab[key][np.isfinite(tab[key])]
+        ax.hist(v, bins=bins, alpha=0.6, color=colour, label=label)
+    ax.set_xlabel("Kendall tau with the attention weights (per step)")
+    ax.set_ylabel("steps")
+    ax.legend(frameon=False)
+    return fig
+
+
+def streaming_plot(sizes, seconds: dict, memory: dict) -> Figure:
+    """Latency and peak tensor memory against S for each method (dicts name -> list)."""
+    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    a, b = fig.subplots(1, 2)
+    styles = {"materialised": (BLUE, "o-"), "streaming": (ORANGE, "s-"), "sdpa": (TEAL, "^-")}
+    for name, t in seconds.items():
+        colour, style = styles.get(name, (GREY, ".-"))
+        a.plot(sizes, np.asarray(t) * 1e3, style, color=colour, label=name)
+    for name, m in memory.items():
+        colour, style = styles.get(name, (GREY, ".-"))
+        b.plot(sizes, np.asarray(m) / 2 ** 20, style, color=colour, label=name)
+    for ax in (a, b):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("source length S")
+        ax.legend(frameon=False)
+    a.set_ylabel("latency (ms)")
+    b.set_ylabel("peak tensor memory (MiB)")
+    b.set_yscale("log")
+    return fig

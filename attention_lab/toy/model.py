@@ -1,0 +1,294 @@
+"""A small encoder-decoder with attention that learns to reverse sequences.
+
+Who plays which role (the chapter's query / key / value split made concrete):
+
+* **keys**: a bidirectional GRU reads the source (packed, so padding never enters it); its state at
+  position j, projected by ``W_k``, is key ``k_j``. The backward direction lets a key know how far
+  its position is from the end of the sequence, which is what reversal needs.
+* **values**: the embedding of the source symbol at position j, unprojected (the same table the
+  encoder reads). A value carries its own symbol and nothing else, so the only way for the decoder
+  to output the right symbol is to put its weight on the right position: the true alignment
+  (output step t -> source position S-1-t) is the only solution, and the attention maps can be
+  scored against it.
+* **queries**: a GRU decoder starts from a learned state and reads the previous output symbol; its
+  state ``h_t`` is the query of step t.
+* **scores**: ``score="additive"`` (Bahdanau): ``e_tj = v^T tanh(W_q h_t + W_k enc_j)``;
+  ``score="dot"``: ``e_tj = (W_q h_t) . (W_k enc_j)``, unscaled (the chapter's dot product, on
+  projected queries and keys).
+* **weights**: softmax over the eligible source positions (key axis, -1). Padding is masked with
+  the conventions of :mod:`attention_lab.tensor` (bool mask, True = eligible; fill
+  ``torch.finfo(dtype).min``, then exact zeros; an all-masked row gives zero weights and a zero
+  context). The dot path calls :func:`attention_lab.tensor.attention` itself.
+* **output**: ``logits = W_o tanh(W_c [h_t; c_t])`` (Luong's attentional hidden state).
+
+At inference, :meth:`ReversalModel.decode` can divide the scores by a temperature and restrict
+attention to a local window ``|j - centre| <= half_width`` (the chapter's global vs local access).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from .. import tensor as T
+from .._threads import one_thread, single_thread  # noqa: F401  (re-exported for the toy modules)
+from . import data
+
+SCORES = ("additive", "dot")
+
+
+@dataclass(frozen=True)
+class ToyConfig:
+    """Everything that defines the model's architecture and its task."""
+
+    score: str = "additive"
+    n_symbols: int = 12
+    min_len: int = 3
+    max_len: int = 12
+    emb: int = 32
+    hidden: int = 64
+    attn: int = 32
+
+    def __post_init__(self):
+        if self.score not in SCORES:
+            raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
+        for name in ("n_symbols", "min_len", "max_len", "emb", "hidden", "attn"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if self.min_len > self.max_len:
+            raise ValueError(f"min_len={self.min_len} > max_len={self.max_len}")
+        data.symbols(self.n_symbols)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ToyConfig:
+        known = set(cls.__dataclass_fields__)
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown config field(s) {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**d)
+
+    @property
+    def vocab(self) -> str:
+        return data.symbols(self.n_symbols)
+
+
+@dataclass
+class Decoded:
+    """What one batched decoding computed. numpy arrays; B sequences, L = max_len.
+
+    tokens     (B, L) the output symbols (0 after each sequence's length)
+    logits     (B, L, n_symbols) output scores per step
+    weights    (B, L, L) attention of output step t over source position j (0 where masked)
+    scores     (B, L, L) attention scores (before temperature and masks)
+    mask       (B, L, L) the eligibility used (padding & window), True = eligible
+    lengths    (B,)
+    """
+
+    tokens: np.ndarray
+    logits: np.ndarray
+    weights: np.ndarray
+    scores: np.ndarray
+    mask: np.ndarray
+    lengths: np.ndarray
+    queries: np.ndarray = field(repr=False, default=None)
+    contexts: np.ndarray = field(repr=False, default=None)
+
+
+class ReversalModel(nn.Module):
+    """The encoder-decoder; see the module docstring for the roles of its parts."""
+
+    def __init__(self, config: ToyConfig = ToyConfig()):
+        super().__init__()
+        c = config
+        self.config = c
+        self.src_emb = nn.Embedding(c.n_symbols + 1, c.emb, padding_idx=data.PAD)
+        self.encoder = nn.GRU(c.emb, c.hidden, batch_first=True, bidirectional=True)
+        self.W_k = nn.Linear(2 * c.hidden, c.attn, bias=False)
+        self.W_q = nn.Linear(c.hidden, c.attn, bias=c.score == "additive")
+        if c.score == "additive":
+            self.v = nn.Linear(c.attn, 1, bias=False)
+        self.tgt_emb = nn.Embedding(c.n_symbols + 1, c.emb)  # id 0 = start of output
+        self.h0 = nn.Parameter(torch.zeros(c.hidden))
+        self.decoder = nn.GRU(c.emb, c.hidden, batch_first=True)
+        self.W_c = nn.Linear(c.hidden + c.emb, c.hidden)
+        self.W_o = nn.Linear(c.hidden, c.n_symbols)
+
+    # --- the pieces -----------------------------------------------------------------------
+    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, embedded=None):
+        """-> keys (B, L, attn), values (B, L, emb), encoder states (B, L, 2*hidden).
+
+        ``embedded`` (B, L, emb) replaces the source embeddings (for gradients with respect to
+        them); they feed both the encoder (keys) and the values.
+        """
+        emb = self.src_emb(tokens) if embedded is None else embedded
+        packed = nn.utils.rnn.pack_padded_sequence(emb, lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        out, _ = self.encoder(packed)
+        enc, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True,
+                                                  total_length=tokens.shape[1])
+        return self.W_k(enc), emb, enc
+
+    def attend(self, h, keys, values, mask, temperature: float = 1.0):
+        """Attention of queries ``h`` (B, T, hidden) over ``keys`` (B, S, attn) / ``values``
+        (B, S, emb) with ``mask`` (B, T, S) -> (weights (B, T, S), context (B, T, emb),
+        scores (B, T, S))."""
+        q = self.W_q(h)
+        if self.config.score == "dot":
+            res = T.attention(q, keys, values, mask=mask, temperature=temperature)
+            scores = torch.matmul(q, keys.transpose(-2, -1))
+            return res.weights, res.context, scores
+        scores = self.v(torch.tanh(q[:, :, None, :] + keys[:, None, :, :])).squeeze(-1)
+        weights = masked_softmax(scores, mask, temperature)
+        return weights, torch.matmul(weights, values), scores
+
+    def readout(self, h: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
+        """Output logits (..., n_symbols) from the decoder state and the context."""
+        return self.W_o(torch.tanh(self.W_c(torch.cat([h, context], dim=-1))))
+
+    # --- training ---------------------------------------------------------------------------
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor,
+                targets: torch.Tensor, embedded=None) -> torch.Tensor:
+        """Teacher-forced logits (B, T, n_symbols) for the reversal ``targets``, T = max length.
+
+        With teacher forcing nothing in the decoder's recurrence depends on the attention, so the
+        decoder states of all steps come from one GRU call and all steps attend at once.
+        ``embedded``: see :meth:`encode`.
+        """
+        B, L = tokens.shape
+        steps = int(lengths.max())
+        keys, values, _ = self.encode(tokens, lengths, embedded)
+        mask = (torch.arange(L)[None, :] < lengths[:, None])[:, None, :].expand(B, steps, L)
+        prev = torch.cat([torch.zeros(B, 1, dtype=torch.long), targets[:, :steps - 1]], dim=1)
+        h, _ = self.decoder(self.tgt_emb(prev), self.h0.expand(1, B, -1).contiguous())
+        _, context, _ = self.attend(h, keys, values, mask)
+        return self.readout(h, context)
+
+    # --- inference ----------------------------------------------------------------------------
+    @torch.no_grad()
+    @one_thread
+    def decode(self, tokens, lengths, *, temperature: float = 1.0, window=None,
+               extra_mask=None, force=None) -> Decoded:
+        """Greedy decoding of a batch (numpy or torch ``tokens`` (B, L), ``lengths`` (B,)).
+
+        ``temperature`` divides the scores; ``window=(centre, half_width)`` keeps only source
+        positions with ``|j - centre| <= half_width`` eligible at every step (0-based; a window that
+        holds no valid position gives an all-masked row: zero weights, zero context, as the
+        package's ``empty="zeros"`` policy). ``extra_mask`` (B, L, L) bool is ANDed in as well.
+        ``force`` (B, L): feed these symbols as the previous outputs instead of the model's own
+        (teacher forcing), e.g. to study each step with a correct prefix.
+        """
+        tokens, lengths = self._batch(tokens, lengths)
+        tau = T._scalar(temperature, "temperature")
+        B, L = tokens.shape
+        keys, values, _ = self.encode(tokens, lengths)
+        base = torch.arange(L)[None, :] < lengths[:, None]
+        step_mask = base[:, None, :].expand(B, L, L).clone()
+        if window is not None:
+            step_mask &= torch.from_numpy(window_mask(window, L))[None, None, :]
+        if extra_mask is not None:
+            em = torch.as_tensor(np.asarray(extra_mask))
+            if em.dtype != torch.bool or em.shape != (B, L, L):
+                raise ValueError(f"extra_mask must be a bool array of shape {(B, L, L)}, got "
+                                 f"{em.dtype} {tuple(em.shape)}")
+            step_mask &= em
+        h = self.h0.expand(1, B, -1).contiguous()
+        prev = torch.zeros(B, dtype=torch.long)
+        steps = int(lengths.max())
+        out_tok = torch.zeros(B, L, dtype=torch.long)
+        out_logits = torch.zeros(B, L, self.config.n_symbols)
+        out_w = torch.zeros(B, L, L)
+        out_s = torch.zeros(B, L, L)
+        out_q = torch.zeros(B, L, self.config.hidden)
+        out_c = torch.zeros(B, L, self.config.emb)
+        force_t = None if force is None else torch.as_tensor(np.asarray(force), dtype=torch.long)
+        for t in range(steps):
+            y, h = self.decoder(self.tgt_emb(prev)[:, None, :], h)
+            w, c, s = self.attend(y, keys, values, step_mask[:, t:t + 1], tau)
+            logits = self.readout(y, c)[:, 0]
+            tok = logits.argmax(-1) + 1
+            out_tok[:, t], out_logits[:, t], out_w[:, t], out_s[:, t] = tok, logits, w[:, 0], s[:, 0]
+            out_q[:, t], out_c[:, t] = y[:, 0], c[:, 0]
+            prev = tok if force_t is None else force_t[:, t]
+        valid_t = torch.arange(L)[None, :] < lengths[:, None]
+        out_tok = out_tok * valid_t
+        out_w = out_w * valid_t[:, :, None]
+        return Decoded(tokens=out_tok.numpy(), logits=out_logits.numpy(), weights=out_w.numpy(),
+                       scores=out_s.numpy(), mask=(step_mask & valid_t[:, :, None]).numpy(),
+                       lengths=lengths.numpy(), queries=out_q.numpy(), contexts=out_c.numpy())
+
+    def reverse(self, text: str, **kwargs) -> str:
+        """Decode one typed source, e.g. ``model.reverse("abcd") -> "dcba"`` when it works."""
+        c = self.config
+        toks = data.encode(text, c.n_symbols, c.max_len, c.min_len)
+        tokens, lengths = data.pad_batch([toks], c.max_len)
+        return data.decode(self.decode(tokens, lengths, **kwargs).tokens[0], c.n_symbols)
+
+    def _batch(self, tokens, lengths):
+        c = self.config
+        tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
+        lengths = torch.as_tensor(np.asarray(lengths), dtype=torch.long)
+        if tokens.dim() != 2 or tokens.shape[1] != c.max_len:
+            raise ValueError(f"tokens must have shape (B, {c.max_len}), got {tuple(tokens.shape)}")
+        if lengths.shape != tokens.shape[:1]:
+            raise ValueError(f"lengths must have shape ({tokens.shape[0]},), got "
+                             f"{tuple(lengths.shape)}")
+        if (lengths < 1).any() or (lengths > c.max_len).any():
+            raise ValueError(f"lengths must lie in 1..{c.max_len}, got {lengths.tolist()}")
+        if (tokens < 0).any() or (tokens > c.n_symbols).any():
+            raise ValueError(f"tokens must lie in 0..{c.n_symbols}")
+        return tokens, lengths
+
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, temperature: float = 1.0):
+    """Softmax over the last axis with the package's conventions: ``mask`` True = eligible, fill
+    ``torch.finfo(dtype).min`` before the softmax, exact zeros after it (so an all-masked row is
+    all zeros, with zero gradient, never NaN)."""
+    filled = (scores / temperature).masked_fill(~mask, T.mask_fill(scores.dtype))
+    return torch.softmax(filled, dim=-1).masked_fill(~mask, 0.0)
+
+
+def window_mask(window, L: int) -> np.ndarray:
+    """(L,) bool: ``|j - centre| <= half_width`` for ``window=(centre, half_width)``."""
+    try:
+        centre, half = window
+    except (TypeError, ValueError):
+        raise TypeError(f"window must be a pair (centre, half_width), got {window!r}") from None
+    from ..masks import local_mask
+
+    return local_mask(float(centre), float(half), L)
+
+
+@one_thread
+def evaluate(model: ReversalModel, tokens, lengths, *, batch: int = 1000, **kwargs) -> dict:
+    """Exact-sequence accuracy, per-symbol accuracy and alignment accuracy on a labelled set.
+
+    Alignment accuracy: the fraction of output steps whose largest attention weight sits on the
+    true source position S-1-t.
+    """
+    c = model.config
+    tokens, lengths = np.asarray(tokens), np.asarray(lengths)
+    targets = data.reverse_targets(tokens, lengths)
+    exact = sym = align = steps = 0
+    for i in range(0, len(tokens), batch):
+        tk, ln, tg = tokens[i:i + batch], lengths[i:i + batch], targets[i:i + batch]
+        d = model.decode(tk, ln, **kwargs)
+        valid = np.arange(c.max_len)[None, :] < ln[:, None]
+        ok = (d.tokens == tg) | ~valid
+        exact += int(ok.all(axis=1).sum())
+        sym += int((ok & valid).sum())
+        steps += int(valid.sum())
+        truth = ln[:, None] - 1 - np.arange(c.max_len)[None, :]
+        align += int(((d.weights.argmax(-1) == truth) & valid).sum())
+    n = len(tokens)
+    return {"n_sequences": n, "exact_sequence_accuracy": exact / n,
+            "symbol_accuracy": sym / steps, "alignment_accuracy": align / steps}

@@ -1,0 +1,160 @@
+"""``python -m attention_lab train``: train the reversal model on CPU, seeded, with a progress bar.
+
+    python -m attention_lab train                         # additive scores -> ./toy_model/
+    python -m attention_lab train --score dot --out runs/  # the dot-product variant
+    python -m attention_lab train --ship                  # overwrite the weights in the package
+
+The run is seeded (``--seed``) and single-threaded by default (``--threads 1``): float results of
+a training run depend on the number of threads, so a fixed count makes a run reproducible on any
+machine with the same library versions. Denormal floats are flushed to zero (tiny gradients near
+convergence otherwise slow a CPU down many times over).
+
+At the end the model is evaluated on the held-out set (sequences the training sampler never
+draws, see :mod:`attention_lab.toy.data`) and written as ``reversal_<score>.pt`` with a
+``reversal_<score>.json`` beside it: config, seed, training settings, library versions, metrics
+and the SHA-256 of the weights file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import data
+from .model import SCORES, ReversalModel, ToyConfig, evaluate
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimiser settings of a run (the architecture is :class:`ToyConfig`)."""
+
+    seed: int = 0
+    steps: int = 500
+    batch: int = 128
+    lr: float = 0.007
+    warmup: float = 0.15  # fraction of the steps spent raising the learning rate (one-cycle)
+    clip: float = 1.0
+    threads: int = 1
+    heldout: int = 2000
+    heldout_seed: int = 2024
+
+
+def _batch(rng, cfg: ToyConfig, size: int):
+    tok, ln = data.sample(rng, size, cfg.n_symbols, cfg.min_len, cfg.max_len)
+    tg = data.reverse_targets(tok, ln)
+    return torch.from_numpy(tok), torch.from_numpy(ln), torch.from_numpy(tg)
+
+
+def loss_fn(model: ReversalModel, tokens, lengths, targets) -> torch.Tensor:
+    """Mean cross-entropy over the valid output steps (padding steps are left out)."""
+    logits = model(tokens, lengths, targets)
+    steps = logits.shape[1]
+    valid = torch.arange(steps)[None, :] < lengths[:, None]
+    return torch.nn.functional.cross_entropy(logits[valid], targets[:, :steps][valid] - 1)
+
+
+def train(cfg: ToyConfig = ToyConfig(), tc: TrainConfig = TrainConfig(), *,
+          progress: bool = True, evaluate_heldout: bool = True) -> tuple[ReversalModel, dict]:
+    """Train a model; returns it and a record (losses, timings, held-out metrics)."""
+    if tc.steps < 1 or tc.batch < 1:
+        raise ValueError(f"steps and batch must be >= 1, got steps={tc.steps}, batch={tc.batch}")
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(tc.threads)
+    torch.set_flush_denormal(True)
+    try:
+        torch.manual_seed(tc.seed)
+        rng = np.random.default_rng(tc.seed)
+        model = ReversalModel(cfg)
+        opt = torch.optim.Adam(model.parameters(), lr=tc.lr)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=tc.lr, total_steps=tc.steps,
+                                                    pct_start=tc.warmup)
+        bar = _progress(tc.steps, progress)
+        losses = []
+        t0 = time.perf_counter()
+        for _ in range(tc.steps):
+            loss = loss_fn(model, *_batch(rng, cfg, tc.batch))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.clip)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)
+        bar.close()
+        train_seconds = time.perf_counter() - t0
+        model.eval()
+        record = {"losses": losses, "train_seconds": train_seconds}
+        if evaluate_heldout:
+            tok, ln = data.heldout_set(tc.heldout, cfg.n_symbols, cfg.min_len, cfg.max_len,
+                                       seed=tc.heldout_seed)
+            record["heldout"] = evaluate(model, tok, ln)
+        return model, record
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+class _NoBar:
+    def update(self, n): pass
+    def set_postfix(self, **kw): pass
+    def close(self): pass
+
+
+def _progress(total: int, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # tqdm is a dependency of the grading extra; training works without it
+        return _NoBar()
+    return tqdm(total=total, desc="training", unit="step", file=sys.stderr, dynamic_ncols=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from . import store
+
+    p = argparse.ArgumentParser(prog="python -m attention_lab train", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--score", choices=SCORES, default="additive", help="score function")
+    p.add_argument("--out", type=Path, default=Path("toy_model"),
+                   help="folder for reversal_<score>.pt/.json (default: ./toy_model)")
+    p.add_argument("--ship", action="store_true",
+                   help="write into the package's weights folder (maintainers)")
+    d = TrainConfig()
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--batch", type=int, default=d.batch)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--threads", type=int, default=d.threads)
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    tc = TrainConfig(seed=args.seed, steps=args.steps, batch=args.batch, lr=args.lr,
+                     threads=args.threads)
+    cfg = ToyConfig(score=args.score)
+    try:
+        model, record = train(cfg, tc, progress=not args.no_progress)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    folder = store.WEIGHTS_DIR if args.ship else args.out
+    path = store.save(model, folder / f"reversal_{cfg.score}.pt", train_config=asdict(tc),
+                      record=record)
+    m = record["heldout"]
+    print(f"trained {cfg.score} model in {record['train_seconds']:.1f} s "
+          f"({tc.steps} steps, final loss {record['losses'][-1]:.4f})")
+    print(f"held-out ({m['n_sequences']} sequences never seen in training): exact-sequence "
+          f"accuracy {m['exact_sequence_accuracy']:.2%}, alignment accuracy "
+          f"{m['alignment_accuracy']:.2%}")
+    print(f"wrote {path} and {path.with_suffix('.json')}")
+    print(f"load it with: attention_lab.toy.load({str(path)!r})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

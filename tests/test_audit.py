@@ -1,0 +1,161 @@
+"""The attention audit: a clean call passes; typical bugs are flagged by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attention_lab import attend
+from attention_lab.audit import AuditReport, audit
+
+
+@pytest.fixture()
+def qkv():
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(2, 4, 3, generator=g), torch.randn(2, 6, 3, generator=g),
+            torch.randn(2, 6, 5, generator=g))
+
+
+LENGTHS = torch.tensor([6, 3])
+
+
+def correct(Q, K, V, mask):
+    s = (Q @ K.transpose(-2, -1)).masked_fill(~mask, torch.finfo(Q.dtype).min)
+    w = torch.softmax(s, dim=-1).masked_fill(~mask, 0.0)
+    return w @ V, w
+
+
+def wrong_axis(Q, K, V, mask):
+    s = (Q @ K.transpose(-2, -1)).masked_fill(~mask, torch.finfo(Q.dtype).min)
+    w = torch.softmax(s, dim=-2)  # over the queries
+    return w @ V, w
+
+
+def post_softmax_mask(Q, K, V, mask):
+    w = torch.softmax(Q @ K.transpose(-2, -1), dim=-1) * mask  # no renormalisation
+    return w @ V, w
+
+
+def neg_inf_fill(Q, K, V, mask):
+    w = torch.softmax((Q @ K.transpose(-2, -1)).masked_fill(~mask, float("-inf")), dim=-1)
+    return w @ V, w
+
+
+def half_precision_fill(Q, K, V, mask):
+    """The classic -1e9 fill, computed in float16: -1e9 becomes -inf."""
+    s = (Q @ K.transpose(-2, -1)).half()
+    s = torch.where(mask, s, torch.tensor(-1e9).half())  # the cast gives -inf
+    w = torch.softmax(s.float(), dim=-1)
+    return w @ V, w
+
+
+def ignores_mask(Q, K, V, mask):
+    w = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)
+    return w @ V, w
+
+
+def test_the_package_call_passes_and_report_is_readable(qkv):
+    r = audit(None, *qkv, lengths=LENGTHS)
+    assert isinstance(r, AuditReport)
+    assert r.ok and not r.flags, str(r)
+    text = str(r)
+    for entry in ("query", "keys", "values", "score function", "scale / temperature",
+                  "normalisation axis", "rules", "mask", "fill value", "all-masked rows",
+                  "score range", "entropy (nats)", "masked mass", "non-finite values",
+                  "output norms", "latency", "tensor memory", "materialisation",
+                  "interventions"):
+        assert entry in text, entry
+    assert "zeros" in r["all-masked rows"].value
+    assert r["materialisation"].value.startswith("yes")
+    assert "no findings" in text
+
+
+def test_a_correct_black_box_passes(qkv):
+    r = audit(correct, *qkv, lengths=LENGTHS, fill=torch.finfo(torch.float32).min)
+    assert not r.flags, str(r)
+
+
+def test_wrong_axis_softmax_is_flagged(qkv):
+    r = audit(wrong_axis, *qkv, lengths=LENGTHS)
+    assert "wrong_axis" in r.flags
+    assert r["normalisation axis"].status == "fail"
+    assert "-2 (queries)" in r["normalisation axis"].value
+    assert not r.ok
+
+
+def test_post_softmax_mask_is_flagged(qkv):
+    r = audit(post_softmax_mask, *qkv, lengths=LENGTHS)
+    assert "post_softmax_mask" in r.flags
+    assert "after the softmax" in r["normalisation axis"].value
+
+
+def test_nan_producing_fill_is_flagged(qkv):
+    r = audit(neg_inf_fill, *qkv, lengths=LENGTHS)
+    assert "nan_fill" in r.flags
+    assert r["all-masked rows"].value.startswith("NaN")
+    r16 = audit(half_precision_fill, *qkv, lengths=LENGTHS, fill=-1e9)
+    assert "nan_fill" in r16.flags  # probed
+    # declared fill in a float16 call: flagged before anything runs
+    Q, K, V = (x.half() for x in qkv)
+    r = audit(lambda q, k, v, m: correct(q.float(), k.float(), v.float(), m), Q, K, V,
+              lengths=LENGTHS, fill=-1e9)
+    assert "fill_overflows" in r.flags
+
+
+def test_mask_not_applied_is_flagged(qkv):
+    r = audit(ignores_mask, *qkv, lengths=LENGTHS)
+    assert "mask_not_applied" in r.flags
+
+
+def test_non_finite_output_on_given_inputs(qkv):
+    Q, K, V = qkv
+    lengths = torch.tensor([6, 0])  # item 1 has no eligible key at all
+    r = audit(neg_inf_fill, Q, K, V, lengths=lengths, probe=False)
+    assert "non_finite" in r.flags
+
+
+def test_numpy_reference_can_be_audited(qkv):
+    Q, K, V = (x.double().numpy() for x in qkv)
+    r = audit(lambda q, k, v, m: attend(q, k, v, mask=m), Q, K, V,
+              lengths=LENGTHS.numpy())
+    assert not r.flags, str(r)
+    assert r["materialisation"].value.startswith("unknown")  # numpy: no torch tensors tracked
+
+
+def test_streaming_is_reported_as_not_materialised():
+    from attention_lab.streaming import streaming_attention
+
+    g = torch.Generator().manual_seed(1)
+    Q, K, V = torch.randn(8, 4, generator=g), torch.randn(512, 4, generator=g), \
+        torch.randn(512, 4, generator=g)
+
+    def stream(q, k, v, m):
+        return streaming_attention(q, k, v, mask=m, chunk_size=32), None
+
+    r = audit(stream, Q, K, V, probe=False)
+    assert r["materialisation"].value.startswith("no")
+    assert r["normalisation axis"].status == "warn"  # no weights to check
+
+
+def test_bad_return_value_is_explained(qkv):
+    with pytest.raises(TypeError, match="must return"):
+        audit(lambda q, k, v, m: 42, *qkv)
+    with pytest.raises(TypeError, match="audit needs K"):
+        audit(None, qkv[0])
+
+
+def test_audit_of_the_trained_model():
+    from attention_lab import toy
+
+    model = toy.load()
+    r = audit(model, source=["abcde", "abcdefghijkl"])
+    assert not r.flags, str(r)
+    assert "additive" in r["score function"].value
+    assert "decoder GRU state" in r["query"].value
+    assert r["query"].value.startswith("shape (2, 12, 64)")
+    # steps after a source's end have no eligible key: 12 - 5 = 7 all-masked rows
+    assert "7 all-masked row(s)" in r["mask"].value
+    rw = audit(model, source="abcdefghij", window=(1, 1))
+    assert "local window" in rw["rules"].value
+    assert not rw.flags

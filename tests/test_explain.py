@@ -1,0 +1,213 @@
+"""attention_lab.explain on cases with known answers, and the toy-model experiments."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_lab import explain
+from attention_lab.softmax import softmax
+
+
+def identity_step(scores, mask=None):
+    """values = identity and readout = identity: the output distribution IS the weight vector,
+    so every intervention has a closed-form answer."""
+    scores = np.asarray(scores, dtype=float)
+    S = scores.size
+    mask = np.ones(S, dtype=bool) if mask is None else np.asarray(mask)
+    return explain.ReadoutStep(scores=scores, values=np.eye(S), mask=mask,
+                               readout=lambda c: np.asarray(c))
+
+
+# --- distances and ranks ------------------------------------------------------------------------
+
+def test_total_variation_known_values():
+    assert explain.total_variation([1, 0], [0, 1]) == 1.0
+    assert explain.total_variation([0.5, 0.5], [0.5, 0.5]) == 0.0
+    assert explain.total_variation([0.7, 0.2, 0.1], [0.5, 0.3, 0.2]) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="same number of outcomes"):
+        explain.total_variation([1, 0], [1, 0, 0])
+
+
+def test_kendall_tau_known_values():
+    assert explain.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == 1.0
+    assert explain.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == -1.0
+    assert explain.kendall_tau([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(4 / 6)
+    # ties (tau-b): pairs (1,2) tie in x; 2 concordant -> 2 / sqrt(2 * 3)
+    assert explain.kendall_tau([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / np.sqrt(6))
+    assert np.isnan(explain.kendall_tau([1, 1, 1], [1, 2, 3]))
+    assert np.isnan(explain.kendall_tau([1], [2]))
+    with pytest.raises(ValueError, match="same length"):
+        explain.kendall_tau([1, 2], [1, 2, 3])
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 4)), min_size=2, max_size=9))
+def test_kendall_tau_matches_the_pairwise_definition(pairs):
+    x, y = (np.array(v, dtype=float) for v in zip(*pairs))
+    conc = disc = tx = ty = 0
+    for i, j in itertools.combinations(range(len(x)), 2):
+        dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+        tx += dx == 0
+        ty += dy == 0
+        conc += dx * dy > 0
+        disc += dx * dy < 0
+    n0 = len(x) * (len(x) - 1) / 2
+    denom = np.sqrt((n0 - tx) * (n0 - ty))
+    got = explain.kendall_tau(x, y)
+    if denom == 0:
+        assert np.isnan(got)
+    else:
+        assert got == pytest.approx((conc - disc) / denom)
+
+
+# --- interventions with closed forms ---------------------------------------------------------
+
+def test_leave_one_out_equals_the_weight_with_identity_readout():
+    """Removing position j (renormalising) moves the output by exactly w_j in TVD."""
+    step = identity_step([2.0, 0.5, -1.0, 1.0], mask=[True, True, False, True])
+    w = step.weights
+    loo = explain.leave_one_out(step)
+    assert np.isnan(loo[2])
+    assert np.allclose(loo[[0, 1, 3]], w[[0, 1, 3]])
+    assert explain.kendall_tau(w[[0, 1, 3]], loo[[0, 1, 3]]) == 1.0
+
+
+def test_uniform_baseline_known_answer():
+    step = identity_step([3.0, 1.0, 0.0], mask=[True, True, False])
+    w = step.weights
+    r = explain.uniform_weights(step)
+    assert r.tvd == pytest.approx(0.5 * (abs(w[0] - 0.5) + abs(w[1] - 0.5)))
+    assert np.allclose(r.after, [0.5, 0.5, 0.0])
+
+
+def test_permutations_known_answer():
+    step = identity_step([2.0, 1.0, 0.0])
+    w = step.weights
+    r = explain.permute_weights(step, n=200, seed=3)
+    # every permutation's TVD is 1/2 sum |w - w[perm]|: the six possible values
+    possible = {round(0.5 * np.abs(w - w[list(p)]).sum(), 12)
+                for p in itertools.permutations(range(3))}
+    assert {round(v, 12) for v in r.tvds} <= possible
+    assert r.max_weight == pytest.approx(w.max())
+    assert r.n_eligible == 3
+    assert 0 < r.median < 1
+
+
+def test_permutations_of_identical_values_change_nothing():
+    step = explain.ReadoutStep(scores=np.array([3.0, 0.0, -2.0]), values=np.ones((3, 2)),
+                               mask=np.ones(3, bool),
+                               readout=lambda c: np.column_stack([c[:, 0], c[:, 1]]) / 2)
+    assert np.allclose(explain.permute_weights(step, n=20).tvds, 0)
+    assert explain.uniform_weights(step).tvd == pytest.approx(0)
+
+
+def test_permutations_keep_masked_positions_at_zero():
+    seen = []
+    step = explain.ReadoutStep(scores=np.array([1.0, 2.0, 0.0, 3.0]), values=np.eye(4),
+                               mask=np.array([True, False, True, True]),
+                               readout=lambda c: (seen.append(np.array(c)), np.asarray(c))[1])
+    explain.permute_weights(step, n=30)
+    assert all((c[:, 1] == 0).all() for c in seen)
+
+
+def test_replace_value_known_answer():
+    step = identity_step([0.0, 3.0, 1.0])
+    w = step.weights
+    control = np.array([1.0, 0.0, 0.0])  # the value of position 0
+    r = explain.replace_value(step, control)
+    assert r.position == 1 and r.weight == pytest.approx(w[1])
+    # the weight of position 1 moves to outcome 0: TVD = w_1
+    assert r.tvd == pytest.approx(w[1])
+    assert r.prediction_changed
+    with pytest.raises(ValueError, match="control must have shape"):
+        explain.replace_value(step, np.zeros(2))
+
+
+def test_gradient_importance_known_answer():
+    c = torch.tensor([0.5, -2.0, 0.0, 1.0])
+    u = torch.tensor([3.0, 4.0])  # ||u|| = 5
+    g = explain.gradient_importance(lambda x: ((x @ u) * c).sum(), np.zeros((4, 2)))
+    assert np.allclose(g, np.abs(c.numpy()) * 5)
+    with pytest.raises(ValueError, match="scalar"):
+        explain.gradient_importance(lambda x: x.sum(0), np.zeros((4, 2)))
+
+
+def test_explain_step_bundles_everything():
+    step = identity_step([2.0, 0.5, -1.0, 1.0])
+    r = explain.explain_step(step, np.full(4, 0.25), n_permutations=10,
+                             gradient=np.array([4.0, 2.0, 1.0, 3.0]))
+    assert r.tau_loo == pytest.approx(1.0)
+    assert r.tau_gradient == pytest.approx(1.0)  # same order as the weights
+    assert r.permutation.tvds.shape == (10,)
+
+
+def test_readout_step_validates_its_inputs():
+    with pytest.raises(ValueError, match="values must have shape"):
+        explain.ReadoutStep(np.zeros(3), np.zeros((2, 2)), np.ones(3, bool), lambda c: c)
+    with pytest.raises(ValueError, match="no eligible position"):
+        explain.ReadoutStep(np.zeros(3), np.zeros((3, 2)), np.zeros(3, bool), lambda c: c)
+    with pytest.raises(TypeError, match="readout must be callable"):
+        explain.ReadoutStep(np.zeros(3), np.zeros((3, 2)), np.ones(3, bool), None)
+
+
+# --- on the trained model ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def model():
+    from attention_lab import toy
+
+    return toy.load()
+
+
+def test_toy_readout_step_reproduces_the_model(model):
+    from attention_lab.toy import experiments as ex
+
+    tok, ln = ex.study_set(model, 4)
+    d = ex.decode_forced(model, tok, ln)
+    for b, t in [(0, 0), (1, 2), (3, 4)]:
+        step = ex.readout_step(model, d, tok, b, t)
+        S = int(ln[b])
+        assert np.allclose(step.weights, d.weights[b, t, :S], atol=1e-5)
+        probs = torch.softmax(torch.from_numpy(d.logits[b, t]).double(), -1).numpy()
+        assert np.allclose(step.probs, probs, atol=1e-5)
+
+
+def test_toy_gradients_match_one_step_at_a_time(model):
+    """The batched trick (copy t carries step t) equals a direct gradient of one step."""
+    from attention_lab.toy import data
+    from attention_lab.toy import experiments as ex
+
+    tok, ln = ex.study_set(model, 3)
+    b, t = 2, 1
+    rows = ex.gradients_of_sequence(model, tok, ln, b)
+    S = int(ln[b])
+    tokens, lengths = torch.as_tensor(tok[b:b + 1]), torch.as_tensor(ln[b:b + 1])
+    targets = torch.from_numpy(data.reverse_targets(tok[b:b + 1], ln[b:b + 1]))
+    base = model.src_emb(tokens).detach()
+
+    def fn(e):
+        emb = torch.cat([e[None], base[:, S:]], dim=1)
+        return torch.log_softmax(model(tokens, lengths, targets, embedded=emb)[0, t], -1)[
+            targets[0, t] - 1]
+
+    direct = explain.gradient_importance(fn, base[0, :S])
+    assert np.allclose(rows[t], direct, rtol=1e-4, atol=1e-7)
+
+
+def test_toy_explanation_table_shapes_and_ranges(model):
+    from attention_lab.toy import experiments as ex
+
+    tok, ln = ex.study_set(model, 3)
+    tab = ex.explanation_table(model, tok, ln, n_permutations=20)
+    n = int(ln.sum())
+    assert all(len(v) == n for v in tab.values())
+    for k in ("perm_median", "uniform", "replace"):
+        assert ((tab[k] >= 0) & (tab[k] <= 1 + 1e-12)).all()
+    assert ((tab["max_weight"] > 0) & (tab["max_weight"] <= 1)).all()
+    assert np.nanmax(np.abs(tab["tau_loo"])) <= 1

@@ -1,0 +1,157 @@
+"""The model explorer: controls drive the model, the figure updates in place, never prints."""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+import pytest
+
+from attention_lab.toy.explorer import FAILURE_CASE, ModelExplorer
+
+
+@pytest.fixture(scope="module")
+def model():
+    from attention_lab import toy
+
+    return toy.load()
+
+
+@pytest.fixture()
+def ex(model):
+    return ModelExplorer(model)
+
+
+def test_starts_with_a_correct_reversal(ex):
+    s = ex.state
+    assert s["source"] == "abcdefghij" and s["output"] == "jihgfedcba" and s["exact"]
+    assert s["weights"].shape == (10, 10)
+    assert np.allclose(s["weights"].sum(-1), 1, atol=1e-5)
+    assert np.array_equal(s["truth"], 9 - np.arange(10))
+    shown = ex.figure.image.get_array()
+    assert np.allclose(shown[:10, :10], s["weights"])
+    assert shown.mask[10:, :].all() and shown.mask[:, 10:].all()  # unused cells hidden
+    x, y = ex.figure.truth.get_data()
+    assert np.array_equal(x, s["truth"]) and np.array_equal(y, np.arange(10))
+    assert not ex.figure.left.get_visible() and not ex.figure.right.get_visible()
+    assert "10/10 right" in ex.figure.title.get_text()
+
+
+def test_typing_a_source_updates_state_and_artists_in_place(ex, capsys):
+    fig, image, truth = ex.figure.fig, ex.figure.image, ex.figure.truth
+    ex.controls["source"].value = "badge"
+    assert ex.state["source"] == "badge" and ex.state["expected"] == "egdab"
+    assert ex.state["weights"].shape == (5, 5)
+    assert ex.figure.fig is fig and ex.figure.image is image and ex.figure.truth is truth
+    assert ex.figure.ax.get_xlim() == (-0.5, 4.5)
+    assert [t.get_text() for t in ex.figure.ax.get_xticklabels()] == \
+        ["0\nb", "1\na", "2\nd", "3\ng", "4\ne"]
+    assert ex.state["output"] in ex.figure.title.get_text()
+    assert capsys.readouterr().out == ""
+
+
+def test_window_failure_case_shows_the_failure(ex):
+    ex.show_failure_case()
+    s = ex.state
+    assert s["window"] == (FAILURE_CASE["centre"], FAILURE_CASE["half_width"])
+    assert s["eligible"].tolist() == [True] * 3 + [False] * 7
+    # attention can only land in the window ...
+    assert np.allclose(s["weights"][:, 3:], 0)
+    # ... so the steps that need positions 9..3 all fail
+    assert not s["correct"][:7].any()
+    assert not s["exact"]
+    assert ex.figure.right.get_visible() and not ex.figure.left.get_visible()
+    assert ex.figure.right.get_x() == pytest.approx(2.5)
+    assert ex.figure.right.get_width() == pytest.approx(7)
+    assert "7 step(s) need a position outside it" in ex.figure.title.get_text()
+    labels = ex.figure.ax.get_yticklabels()
+    assert "\u2717" in labels[0].get_text() and labels[0].get_color() != labels[9].get_color()
+
+
+def test_empty_window_gives_zero_attention_not_nan(ex):
+    ex.controls["window"].value = True
+    ex.controls["centre"].value = 11
+    ex.controls["source"].value = "abc"  # the window 10..12 holds no source position
+    assert np.all(ex.state["weights"] == 0) and np.isfinite(ex.state["weights"]).all()
+    assert "empty window" in ex.figure.title.get_text()
+    assert ex.figure.left.get_visible()
+
+
+def test_temperature_flattens_attention(ex):
+    h1 = ex.state["entropy"].mean()
+    ex.controls["temperature"].value = 10.0
+    assert ex.state["entropy"].mean() > h1 + 0.5
+    ex.controls["temperature"].value = 0.1
+    assert ex.state["entropy"].mean() < h1
+
+
+def test_bad_source_is_reported_in_the_figure_and_keeps_last_state(ex, capsys):
+    before = ex.state["weights"].copy()
+    ex.controls["source"].value = "hello"
+    assert "'o'" in ex.state["error"] or "contains" in ex.state["error"]
+    assert ex.figure.title.get_text().startswith("cannot decode")
+    assert np.array_equal(ex.state["weights"], before)
+    ex.controls["source"].value = "ab"  # too short
+    assert "length 2" in ex.state["error"]
+    ex.controls["source"].value = "cab"
+    assert ex.state["error"] == "" and ex.state["output"] == "bac"
+    assert capsys.readouterr().out == ""
+
+
+def test_reset_restores_every_control(ex):
+    start = {k: w.value for k, w in ex.controls.items()}
+    ex.show_failure_case()
+    ex.controls["temperature"].value = 3.0
+    ex.controls["source"].value = "cafe"
+    ex.reset()
+    assert {k: w.value for k, w in ex.controls.items()} == start
+    assert ex.state["output"] == "jihgfedcba"
+    assert not ex.figure.right.get_visible()
+
+
+def test_presentation_uses_larger_fonts(model):
+    small = ModelExplorer(model)
+    big = ModelExplorer(model, presentation=True)
+    assert big.figure.title.get_fontsize() > small.figure.title.get_fontsize()
+    assert big.figure.fig.get_size_inches()[0] > small.figure.fig.get_size_inches()[0]
+
+
+def test_ipympl_canvas_without_switching_backend(model):
+    import matplotlib
+
+    backend = matplotlib.get_backend()
+    ex = ModelExplorer(model)
+    assert ex._canvas is not None and ex._canvas.figure is ex.figure.fig
+    assert matplotlib.get_backend() == backend
+    bundle = ex.widget._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_inline_fallback_without_ipympl(model, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_ipympl(name, *args, **kwargs):
+        if name.startswith("ipympl"):
+            raise ImportError("no ipympl")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ipympl)
+    ex = ModelExplorer(model)
+    assert ex._canvas is None
+    png = ex._image.value
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    ex.controls["source"].value = "cafe"
+    assert ex._image.value != png
+
+
+def test_display_text_is_a_short_description(ex, monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))
+    ex._ipython_display_()
+    assert shown[0]["text/plain"] == ("ModelExplorer(additive model): source 'abcdefghij' -> "
+                                      "'jihgfedcba', temperature 1, window off")
+
+
+def test_typed_capitals_are_read_as_symbols(ex):
+    ex.controls["source"].value = " CAFE "
+    assert ex.state["error"] == "" and ex.state["source"] == "cafe"

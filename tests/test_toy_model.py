@@ -1,0 +1,254 @@
+"""The toy reversal model: data, shipped weights, training, loading errors, CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from attention_lab import toy
+from attention_lab.toy import data, store
+from attention_lab.toy.model import ReversalModel, ToyConfig, evaluate
+from attention_lab.toy.train import TrainConfig, loss_fn, train
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def model():
+    return toy.load()
+
+
+# --- data ------------------------------------------------------------------------------------
+
+def test_reverse_targets_and_true_alignment():
+    tokens, lengths = data.pad_batch([data.encode("abc", 12, 12), data.encode("badge", 12, 12)],
+                                     12)
+    targets = data.reverse_targets(tokens, lengths)
+    assert data.decode(targets[0], 12) == "cba"
+    assert data.decode(targets[1], 12) == "egdab"
+    align = data.true_alignment(lengths, 12)
+    assert align[1, 0, 4] and align[1, 4, 0] and align.sum() == 3 + 5
+    assert not align[0, 3].any()  # padding steps align to nothing
+
+
+def test_heldout_split_is_disjoint_from_training_batches():
+    rng = np.random.default_rng(0)
+    tok, _ = data.sample(rng, 5000, 12, 3, 12)
+    assert not data.is_heldout(tok, 12).any()
+    htok, hlen = data.heldout_set(500, 12, 3, 12)
+    assert data.is_heldout(htok, 12).all()
+    assert sorted(set(hlen.tolist())) == list(range(3, 13))
+    # about one sequence in ten is held out
+    frac = data.is_heldout(np.random.default_rng(1).integers(1, 13, (20000, 12)), 12).mean()
+    assert 0.08 < frac < 0.12
+
+
+@pytest.mark.parametrize("text, msg", [("abz", "contains 'z'"), ("ab", "length 2"),
+                                       ("a" * 13, "length 13")])
+def test_encode_rejects_bad_sources(text, msg):
+    with pytest.raises(ValueError, match=msg):
+        data.encode(text, 12, 12, 3)
+
+
+# --- shipped weights --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("score", ["additive", "dot"])
+def test_shipped_weights_reproduce_recorded_heldout_accuracy(score):
+    m = toy.load(score=score)
+    meta = m.metadata
+    rec = meta["metrics"]["heldout"]
+    tc = meta["train"]
+    tok, ln = data.heldout_set(tc["heldout"], m.config.n_symbols, m.config.min_len,
+                               m.config.max_len, seed=tc["heldout_seed"])
+    got = evaluate(m, tok, ln)
+    assert got["n_sequences"] == rec["n_sequences"] == 2000
+    for k in ("exact_sequence_accuracy", "symbol_accuracy", "alignment_accuracy"):
+        assert got[k] == pytest.approx(rec[k], abs=1e-12), k
+    assert got["exact_sequence_accuracy"] >= 0.99
+
+
+def test_shipped_files_are_small_and_carry_provenance():
+    for score in ("additive", "dot"):
+        pt = store.shipped(score)
+        assert pt.stat().st_size < 2 * 1024 ** 2
+        meta = json.loads(pt.with_suffix(".json").read_text())
+        assert meta["config"]["score"] == score
+        assert meta["seed"] == meta["train"]["seed"]
+        assert set(meta["versions"]) >= {"python", "torch", "numpy", "attention_lab"}
+        assert meta["sha256"] == store.sha256(pt)
+        assert meta["train_seconds"] > 0
+
+
+def test_pyproject_ships_the_weights():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert '"**/*.json"' in text and '"**/*.pt"' in text
+
+
+def test_loading_is_deterministic_and_decoding_works(model):
+    again = toy.load()
+    for (k, a), (_, b) in zip(model.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), k
+    assert model.reverse("abcdefgh") == "hgfedcba"
+    d1 = model.decode(*data.heldout_set(20, 12, 3, 12))
+    d2 = again.decode(*data.heldout_set(20, 12, 3, 12))
+    assert np.array_equal(d1.weights, d2.weights)
+    # weights are distributions over the eligible (unpadded) positions
+    valid_t = np.arange(12)[None, :] < d1.lengths[:, None]
+    assert np.allclose(d1.weights.sum(-1)[valid_t], 1, atol=1e-5)
+    assert (d1.weights[~d1.mask] == 0).all()
+
+
+def test_dot_model_uses_the_package_torch_path(model, monkeypatch):
+    import attention_lab.tensor as T
+
+    calls = []
+    real = T.attention
+
+    def spy(*a, **k):
+        calls.append(k.get("mask").shape)
+        return real(*a, **k)
+
+    m = toy.load(score="dot")
+    monkeypatch.setattr(T, "attention", spy)
+    assert m.reverse("abcde") == "edcba"
+    assert calls
+
+
+def test_window_outside_the_relevant_position_breaks_the_output(model):
+    # global attention reverses; a window around the start (positions 0..2) hides the rest
+    assert model.reverse("abcdefghij") == "jihgfedcba"
+    out = model.reverse("abcdefghij", window=(1, 1))
+    # steps 0..6 need positions 9..3, outside the window: none of them can be right
+    assert all(o != want for o, want in zip(out[:7], "jihgfed"))
+
+
+# --- training ---------------------------------------------------------------------------------
+
+def test_short_training_run_lowers_the_loss():
+    cfg = ToyConfig(score="dot", hidden=16, emb=8, attn=8)
+    model, rec = train(cfg, TrainConfig(steps=40, batch=32, lr=0.01), progress=False,
+                       evaluate_heldout=False)
+    losses = rec["losses"]
+    assert len(losses) == 40
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.1
+    # and the loss on a fixed batch is lower than an untrained model's
+    rng = np.random.default_rng(123)
+    tok, ln = data.sample(rng, 64, 12, 3, 12)
+    batch = (torch.from_numpy(tok), torch.from_numpy(ln),
+             torch.from_numpy(data.reverse_targets(tok, ln)))
+    torch.manual_seed(0)
+    fresh = ReversalModel(cfg)
+    with torch.no_grad():
+        assert loss_fn(model, *batch) < loss_fn(fresh, *batch)
+
+
+def test_training_is_seeded():
+    cfg = ToyConfig(score="additive", hidden=8, emb=8, attn=8)
+    tc = TrainConfig(steps=5, batch=16)
+    _, a = train(cfg, tc, progress=False, evaluate_heldout=False)
+    _, b = train(cfg, tc, progress=False, evaluate_heldout=False)
+    assert a["losses"] == b["losses"]
+
+
+def test_cli_trains_saves_and_loads(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "attention_lab", "train", "--score", "dot", "--steps", "3",
+         "--batch", "8", "--out", str(tmp_path), "--no-progress"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "held-out" in out.stdout and "exact-sequence accuracy" in out.stdout
+    m = toy.load(tmp_path / "reversal_dot.pt")
+    assert m.config.score == "dot"
+    assert m.metadata["train"]["steps"] == 3
+
+
+def test_cli_rejects_bad_arguments(tmp_path):
+    from attention_lab.toy.train import main
+
+    assert main(["--steps", "0", "--out", str(tmp_path), "--no-progress"]) == 2
+    with pytest.raises(SystemExit):
+        main(["--score", "cosine"])
+
+
+# --- loading errors ---------------------------------------------------------------------------
+
+@pytest.fixture()
+def copy(tmp_path):
+    src = store.shipped("additive")
+    dst = tmp_path / src.name
+    shutil.copy(src, dst)
+    shutil.copy(src.with_suffix(".json"), dst.with_suffix(".json"))
+    return dst
+
+
+def test_corrupt_weights_file_is_reported(copy):
+    raw = bytearray(copy.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    copy.write_bytes(bytes(raw))
+    with pytest.raises(toy.WeightsError, match="corrupt or was replaced"):
+        toy.load(copy)
+    # without the hash check, torch itself cannot read it (or it does not fit): still clear
+    copy.write_bytes(b"not a zip file at all")
+    with pytest.raises(toy.WeightsError, match="cannot be read by torch.load"):
+        toy.load(copy, check_hash=False)
+
+
+def test_truncated_weights_file_is_reported(copy):
+    copy.write_bytes(copy.read_bytes()[:1000])
+    with pytest.raises(toy.WeightsError, match="corrupt"):
+        toy.load(copy)
+
+
+def _rewrite(copy, mutate):
+    blob = torch.load(copy, weights_only=True)
+    mutate(blob)
+    torch.save(blob, copy)
+    meta = json.loads(copy.with_suffix(".json").read_text())
+    meta["sha256"] = store.sha256(copy)
+    meta["config"] = blob["config"]
+    copy.with_suffix(".json").write_text(json.dumps(meta))
+
+
+def test_mismatched_shapes_are_named(copy):
+    def mutate(blob):
+        blob["state_dict"]["W_o.weight"] = torch.zeros(5, 64)
+    _rewrite(copy, mutate)
+    with pytest.raises(toy.WeightsError, match=r"wrong shapes W_o.weight: file \(5, 64\), "
+                                               r"model \(12, 64\)"):
+        toy.load(copy)
+
+
+def test_mismatched_config_is_reported(copy):
+    def mutate(blob):
+        blob["config"] = dict(blob["config"], hidden=32)
+    _rewrite(copy, mutate)
+    with pytest.raises(toy.WeightsError, match="does not match the model"):
+        toy.load(copy)
+
+
+def test_missing_keys_and_disagreeing_metadata(copy):
+    def mutate(blob):
+        del blob["state_dict"]["v.weight"]
+    _rewrite(copy, mutate)
+    with pytest.raises(toy.WeightsError, match=r"missing \['v.weight'\]"):
+        toy.load(copy)
+    meta = json.loads(copy.with_suffix(".json").read_text())
+    meta["config"]["score"] = "dot"
+    copy.with_suffix(".json").write_text(json.dumps(meta))
+    with pytest.raises(toy.WeightsError, match="disagree"):
+        toy.load(copy)
+
+
+def test_missing_files_are_reported(tmp_path, copy):
+    with pytest.raises(toy.WeightsError, match="does not exist"):
+        toy.load(tmp_path / "nothing.pt")
+    copy.with_suffix(".json").unlink()
+    with pytest.raises(toy.WeightsError, match="no metadata file"):
+        toy.load(copy)
