@@ -1,0 +1,212 @@
+# %% [markdown]
+# # Level 2: Mechanics, from scores to a context vector
+#
+# Level 1 described attention as retrieval: a query asks, every source answers with a score, the
+# scores become weights, and the weights mix the values. This notebook does each step by hand on
+# the chapter's running example, checks every number against the `attention_lab` library, and then
+# gives you a slider for each step.
+#
+# **What you will see**
+#
+# 1. three ways to score a query against keys (dot, bilinear, additive);
+# 2. softmax: why the weights compete, and why subtracting the maximum is safe;
+# 3. temperature: the same scores, more or less concentrated;
+# 4. masks: which keys are allowed, and the mistake of masking after the softmax;
+# 5. global versus local access.
+#
+# Cells marked **Misconception N** demonstrate one of the chapter's common misconceptions; the
+# table at the end lists them. Run the cells from top to bottom (Shift+Enter).
+
+# %%
+import numpy as np
+
+from attention_lab import attend, dot_scores, bilinear_scores, softmax, naive_softmax, plots
+from attention_lab import widgets
+from attention_lab.examples import CHAPTER_TEMPERATURES, running_example
+
+ex = running_example()
+query, keys, values, W = ex.query, ex.keys, ex.values, ex.W
+print("query  q:", query, "  shape", query.shape)
+print("keys   K: shape", keys.shape, "(S = 5 source positions, D_k = 3)")
+print("values V: shape", values.shape, "(D_v = 3)")
+
+# %% [markdown]
+# ## 1. Scores compare the query with every key
+#
+# A score says how well key $k_i$ matches the query $q$. The chapter uses three families:
+#
+# | score | formula | parameters |
+# |---|---|---|
+# | dot product | $e_i = q^\top k_i$ | none |
+# | bilinear ("general") | $e_i = q^\top W k_i$ | a matrix $W$ |
+# | additive (Bahdanau) | $e_i = v_a^\top \tanh(W_q q + W_k k_i + b_a)$ | $W_q, W_k, v_a, b_a$ |
+#
+# With all keys stacked as the rows of $K$, the dot-product scores of one query are a single
+# matrix-vector product, `keys @ query`: one number per source position.
+
+# %%
+dot = keys @ query
+print("dot-product scores:", np.round(dot, 3))
+print("library agrees:    ", np.allclose(dot, dot_scores(query, keys)))
+
+# %% [markdown]
+# The bilinear score puts a matrix between query and key. $q^\top W k_i$ for all $i$ at once is
+# `keys @ (W.T @ query)`: first map the query with $W^\top$, then take dot products.
+
+# %%
+bilinear = keys @ (W.T @ query)
+print("bilinear scores:   ", np.round(bilinear, 3))
+print("library agrees:    ", np.allclose(bilinear, bilinear_scores(query, keys, W)))
+
+# %% [markdown]
+# Key 1 is the clearest change: its dot score is slightly negative (-0.1) but its bilinear score
+# is slightly positive (0.024), because $W$ mixes the key's directions before the comparison. Which
+# keys "match" is decided by the score function, and in a trained model $W$ is learned: the score
+# function is part of what the model learns. (Additive scores get their own section in Level 3,
+# where query and keys have different widths.)
+#
+# ### Misconception 4: "scores are probabilities"
+#
+# Scores are compatibility values with no fixed range: they can be negative, they do not sum to 1,
+# and multiplying a score function by 10 gives scores that are just as valid (and a different
+# attention distribution).
+
+# %%
+# Misconception 4: scores are not probabilities
+print("smallest score:", round(dot.min(), 3), " sum of scores:", round(dot.sum(), 3))
+print("ten times the scores:", np.round(10 * dot, 2))
+print("weights from the scores  :", np.round(softmax(dot), 3))
+print("weights from 10 x scores :", np.round(softmax(10 * dot), 3))
+
+# %% [markdown]
+# ### Score explorer
+#
+# Move the query and switch between the score functions. The orange bars are the chosen scores,
+# the black circles the plain dot product for comparison, and the green bars the softmax weights.
+# The additive parameters are ours (seeded), since the chapter gives none for this example.
+
+# %%
+score_explorer = widgets.ScoreExplorer()
+score_explorer
+
+# %% [markdown]
+# ## 2. Softmax turns scores into competing weights
+#
+# $$\alpha_i = \frac{\exp(e_i)}{\sum_{j=1}^{S} \exp(e_j)}$$
+#
+# Every weight is positive and they sum to 1. Adding one constant $m$ to every score multiplies
+# numerator and denominator by the same $\exp(m)$, so nothing changes; a stable implementation
+# uses this and subtracts the largest score first, so that no exponential can overflow. Written
+# out, a stable softmax is three lines:
+
+# %%
+def stable_softmax(scores):
+    shifted = scores - scores.max()  # the largest entry becomes 0, so exp(...) <= 1
+    e = np.exp(shifted)
+    return e / e.sum()
+
+
+weights = stable_softmax(dot)
+context = weights @ values
+print("weights:", np.round(weights, 3), "sum:", weights.sum())
+print("context:", np.round(context, 3))
+
+# %% [markdown]
+# The context $c = \sum_i \alpha_i v_i$ (in code `weights @ values`) has the width of one value
+# vector (3), not five values side by side. The library computes the same numbers in one call:
+
+# %%
+result = attend(query, keys, values)
+print("library weights:", np.round(result.weights, 3))
+print("library context:", np.round(result.context, 3))
+print("same as ours:   ", np.allclose(result.weights, weights) and np.allclose(result.context, context))
+
+# %% [markdown]
+# **Shift invariance, and why the shift matters.** Adding 100 to every score changes nothing.
+# Multiplying the scores by 1000 does change the weights (that is a temperature, next section),
+# and there the textbook formula without the shift overflows: $\exp(980)$ is infinite in float64
+# and $\infty / \infty$ is NaN. The stable form is fine.
+
+# %%
+print("shifted by +100 :", np.round(stable_softmax(dot + 100), 3))
+big = 1000 * dot
+print("naive,  x1000   :", naive_softmax(big))
+print("stable, x1000   :", np.round(stable_softmax(big), 3))
+
+# %% [markdown]
+# ### Misconception 3: "attention weights are independent probabilities"
+#
+# The weights share one denominator. Raise only the score of source 2 by 1 and watch *every
+# other* weight go down, although their scores did not change.
+
+# %%
+# Misconception 3: the weights compete through the shared denominator
+raised = dot.copy()
+raised[1] += 1.0
+print("before:", np.round(softmax(dot), 3))
+print("after :", np.round(softmax(raised), 3), " (only score 2 changed)")
+
+# %% [markdown]
+# ### Misconception 5: "a larger score always means a larger contribution"
+#
+# What source $i$ adds to coordinate $j$ of the context is $\alpha_i v_{ij}$: its weight *times*
+# its value. Source 2 has the largest score and weight, but its value is small in coordinate 3, so
+# for that coordinate source 5 (a lower score, a large value) contributes six times more. A mask
+# can also remove a high-scoring key altogether (section 4).
+
+# %%
+# Misconception 5: contribution = weight x value, not the score alone
+contribution = weights[:, None] * values  # row i: what source i adds to each context coordinate
+print("scores               :", np.round(dot, 2))
+print("contribution to c[3] :", np.round(contribution[:, 2], 3))
+print("largest score: source", dot.argmax() + 1, "| largest contribution to c[3]: source",
+      contribution[:, 2].argmax() + 1)
+
+# %% [markdown]
+# ## 3. Temperature changes concentration, not ranking
+#
+# Dividing the scores by a temperature $\tau > 0$ before the softmax,
+# $\alpha_i(\tau) = \exp(e_i/\tau) / \sum_j \exp(e_j/\tau)$, keeps the order of the weights but
+# changes how peaked they are: $\tau < 1$ sharpens, $\tau > 1$ flattens. (Transformers use a fixed
+# scale $1/\sqrt{d_k}$, a special case the next chapter derives.)
+
+# %%
+by_temperature = np.array([softmax(dot, temperature=t) for t in CHAPTER_TEMPERATURES])
+for t, w in zip(CHAPTER_TEMPERATURES, by_temperature):
+    print(f"temperature {t}: weights {np.round(w, 3)}  largest {w.max():.3f}")
+
+# %% [markdown]
+# **The figure below** shows these three weight vectors as bar charts side by side (temperature
+# 0.5, 1 and 2). Source 2 is the tallest bar in every panel, but its bar shrinks from about 0.54 to
+# 0.28 as the temperature grows while the other bars grow towards the uniform 0.2.
+
+# %%
+plots.temperature_panels(CHAPTER_TEMPERATURES, by_temperature)
+
+# %% [markdown]
+# ### Temperature explorer
+#
+# The slider is logarithmic from 0.05 to 5. The black ticks mark the weights at $\tau = 1$. The
+# right panel follows two summaries of concentration along the whole temperature range: the
+# largest weight, and the *effective number of keys* $\exp(H)$, where $H$ is the entropy of the
+# weights (1 when one key takes everything, 5 when all five share equally).
+
+# %%
+temperature_explorer = widgets.TemperatureExplorer()
+temperature_explorer
+
+# %% [markdown]
+# ### Misconception 8: "a sharp distribution proves the model found the right evidence"
+#
+# Concentration is a property of one attention computation, and the temperature alone can make it
+# as sharp as you like, without any new evidence. At $\tau = 0.05$ almost all the weight sits on
+# source 2; nothing about the sources changed, only the scale of the scores.
+
+# %%
+# Misconception 8: sharpness comes from the scale of the scores, not from evidence
+temperature_explorer.controls["temperature"].value = 0.05
+s = temperature_explorer.state
+print(f"tau = {s.temperature:.2f}: weights {np.round(s.weights, 3)}, "
+      f"effective keys {s.effective_keys:.2f}")
+temperature_explorer.reset()
+print(f"after reset, tau = {temperature_explorer.state.temperature:.2f}")
