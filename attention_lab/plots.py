@@ -136,7 +136,8 @@ class LayeredFigure(Figure):
             self.static_renders += 1
             if can_cache:
                 self._cache_region = renderer.copy_from_bbox(self.bbox)
-                self._cache_key = key
+                # the key after drawing: a draw may move axes (colorbars place themselves then)
+                self._cache_key = self._key(renderer)
         for a in self._dynamic:
             if a.get_visible():
                 a.draw(renderer)
