@@ -66,8 +66,11 @@ __all__ = [
 
 def fmt_vec(x, digits: int = 3) -> str:
     """``[0.123, 0.361, ...]`` as text, NaN written as ``nan``."""
-    return "[" + ", ".join("nan" if not np.isfinite(v) else f"{v:.{digits}f}"
-                           for v in np.ravel(x)) + "]"
+    x = np.ravel(np.asarray(x, dtype=float))
+    # np.round first, so that the text agrees with numpy's printing of np.round(x, digits)
+    return "[" + ", ".join("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+                           if not np.isfinite(v) else f"{np.round(v, digits) + 0.0:.{digits}f}"
+                           for v in x) + "]"
 
 
 # --------------------------------------------------------------------------------------------
@@ -1099,7 +1102,9 @@ def mask_figure(unmasked_weights, masked_weights, valid, *, presentation=False) 
         _positions_axis(ax, S, st)
         ax.bar(np.arange(S), w, width=0.7, color=color)
         for j, v in enumerate(w):
-            ax.text(j, v + 0.015, f"{v:.3f}", ha="center", va="bottom", fontsize=st.small)
+            masked = ax is axes[1] and not valid[j]
+            ax.text(j, v + (0.07 if masked else 0.015), "0 (masked)" if masked else f"{v:.3f}",
+                    ha="center", va="bottom", fontsize=st.small)
         ax.set_ylim(0, 0.8)
     axes[1].plot(np.flatnonzero(~valid), np.full((~valid).sum(), 0.025), "x", color="black",
                  markersize=9, markeredgewidth=1.6)

@@ -210,3 +210,176 @@ print(f"tau = {s.temperature:.2f}: weights {np.round(s.weights, 3)}, "
       f"effective keys {s.effective_keys:.2f}")
 temperature_explorer.reset()
 print(f"after reset, tau = {temperature_explorer.state.temperature:.2f}")
+
+# %% [markdown]
+# ## 4. Masks decide which keys may be retrieved
+#
+# Real batches are rectangular: a short source sentence is padded to the batch's length, and the
+# padding must get **exactly zero** weight. A decoder that may not look ahead needs a causal rule.
+# Both are masks: a boolean per key, `True` = eligible (the convention of PyTorch's
+# `scaled_dot_product_attention`). The mask acts **before** the softmax: an ineligible score is
+# replaced by $-\infty$, whose exponential is exactly 0, so the remaining weights renormalise among
+# themselves.
+#
+# In the running example, sources 4 and 5 are padding:
+
+# %%
+valid = ex.valid
+masked_scores = np.where(valid, dot, -np.inf)
+masked_weights = stable_softmax(masked_scores)
+print("valid          :", valid)
+print("masked weights:", np.round(masked_weights, 3), "sum:", round(masked_weights.sum(), 3))
+print("masked context:", np.round(masked_weights @ values, 3))
+
+# %% [markdown]
+# **The figure below** puts the unmasked weights (left) beside the masked ones (right). On the
+# right, positions 4 and 5 have no bar (a cross marks them) and the three remaining bars are
+# taller, in the same proportions as before, because they now share all of the mass.
+
+# %%
+plots.mask_figure(weights, masked_weights, valid)
+
+# %% [markdown]
+# ### Misconception 6: "masking after the softmax is the same as masking before it"
+#
+# Taking the unmasked weights and zeroing the padding afterwards is a different operation. The
+# padding's mass (0.316 here) is simply lost: the row sums to 0.684, the context shrinks towards
+# zero, and how much it shrinks depends on how much padding the sequence had.
+
+# %%
+# Misconception 6: mask after softmax without renormalising loses mass
+wrong = weights * valid  # softmax over all five keys, then zero the padding
+print("masked after softmax :", np.round(wrong, 3), " sum:", round(wrong.sum(), 3))
+print("masked before softmax:", np.round(masked_weights, 3), " sum:", round(masked_weights.sum(), 3))
+print("context, wrong order :", np.round(wrong @ values, 3))
+print("context, right order :", np.round(masked_weights @ values, 3))
+
+# %% [markdown]
+# ### Misconception 7: "padding masks and causal masks are interchangeable"
+#
+# They answer different questions. A padding mask depends on each *sequence's length* and is the
+# same for every query of that sequence; a causal mask depends on the *query's position* and is the
+# same for every sequence. Below: the padding mask of a batch with lengths 5, 3 and 1, and the
+# causal mask of 3 target positions over 5 sources (1 = eligible).
+
+# %%
+# Misconception 7: padding and causal masks encode different rules
+from attention_lab import causal_mask, padding_mask
+
+print("padding mask, lengths 5, 3, 1 (one row per sequence):")
+print(padding_mask([5, 3, 1], 5).astype(int))
+print("causal mask, T=3 queries x S=5 keys (one row per query position):")
+print(causal_mask(3, 5).astype(int))
+
+# %% [markdown]
+# ### Mask explorer
+#
+# Set the valid length, switch single positions off and on, and turn on *mask after softmax* to see
+# the wrong order beside the right one with both row sums. Mask everything and the library's
+# declared all-masked policy decides what you get: zeros (the default), NaN, or an error.
+
+# %%
+mask_explorer = widgets.MaskExplorer()
+mask_explorer
+
+# %% [markdown]
+# For example, with the wrong order switched on and only source 1 left, the wrong row keeps just
+# source 1's original weight:
+
+# %%
+mask_explorer.set(length=1, after_softmax=True)
+s = mask_explorer.state
+print("right:", np.round(s.weights, 3), "sum", round(s.row_sum, 3))
+print("wrong:", np.round(s.after_weights, 3), "sum", round(s.after_row_sum, 3))
+mask_explorer.reset()
+
+# %% [markdown]
+# ## 5. Global and local access
+#
+# *Global* attention scores every source position. *Local* attention (Luong et al.) scores only a
+# window $[p - D, p + D]$ around a centre $p$ that the decoder predicts or that moves with the
+# output. Global access can reach any position but its cost grows with the source length; local
+# access is cheaper and suits roughly monotonic alignments, but cannot retrieve what lies outside
+# the window.
+#
+# **The figure below** draws a source of ten positions twice. In the top row (global) all ten are
+# highlighted. In the bottom row (local, centre $p = 5.5$, half-width $D = 1.5$) only positions 4 to
+# 7 are highlighted; the others are grey and hatched.
+
+# %%
+from attention_lab import local_mask
+
+local = local_mask(4.5, 1.5, 10)  # 0-based centre 4.5 = between positions 5 and 6
+print("local window, eligible positions:", np.flatnonzero(local) + 1)
+plots.window_figure(np.ones(10, dtype=bool), local)
+
+# %% [markdown]
+# ### Window explorer
+#
+# The query matches one *target* position strongly (the star). Move the window and the target:
+# when the target falls outside the window, local attention cannot retrieve it and spreads its
+# weight over what the window holds. With the half-width at 0 and the centre between two
+# positions, the window is empty and every weight is 0.
+
+# %%
+window_explorer = widgets.WindowExplorer()
+window_explorer
+
+# %% [markdown]
+# ### Misconception 11: "global attention is always preferable"
+#
+# Global attention buys coverage with cost. For 1000 target and 1000 source positions it scores a
+# million pairs; a local window of half-width 8 around the diagonal scores about 17 thousand. When
+# the task's alignment is local (the target near the predicted centre), the window loses nothing:
+# it even puts more weight on the target, because fewer positions compete.
+
+# %%
+# Misconception 11: local access is cheaper and, when justified, loses nothing
+from attention_lab import local_m_mask
+
+T = S = 1000
+print("scored pairs, global      :", T * S)
+print("scored pairs, local (D=8) :", int(local_m_mask(T, S, 8).sum()))
+window_explorer.set(target=6, centre=5.5, half_width=1.5)  # the target inside the window
+s = window_explorer.state
+print(f"target inside the window: global weight {s.target_weight_global:.3f}, "
+      f"local weight {s.target_weight_local:.3f}")
+window_explorer.reset()
+s = window_explorer.state
+print(f"target outside the window: global weight {s.target_weight_global:.3f}, "
+      f"local weight {s.target_weight_local:.3f}")
+
+# %% [markdown]
+# The access pattern is an assumption about what a query may retrieve; state it before
+# interpreting weights or comparing run times.
+#
+# ## Summary
+#
+# * A score compares the query with one key; it is not a probability. Dot, bilinear and additive
+#   scores rank the same keys differently.
+# * Softmax makes the scores compete for a total weight of 1; subtracting the maximum first changes
+#   nothing but avoids overflow.
+# * Temperature changes concentration and keeps the ranking.
+# * Masks act before the softmax; masking afterwards loses mass.
+# * Local windows trade coverage for cost.
+#
+# Level 3 writes the same computation for batches of queries as tensors, and tests it.
+#
+# ## The chapter's misconceptions: where each one is demonstrated
+#
+# | # | misconception | demonstrated in |
+# |---|---|---|
+# | 1 | attention chooses exactly one source item | notebook 01, section 4 (soft vs hard retrieval) |
+# | 2 | keys and values must be identical | notebook 01, section 2 |
+# | 3 | attention weights are independent probabilities | **this notebook**, section 2, cell "Misconception 3" |
+# | 4 | scores are probabilities | **this notebook**, section 1, cell "Misconception 4" |
+# | 5 | a larger score always means a larger final contribution | **this notebook**, section 2, cell "Misconception 5" |
+# | 6 | masking after softmax is equivalent to masking before it | **this notebook**, section 4, cell "Misconception 6" |
+# | 7 | padding masks and causal masks are interchangeable | **this notebook**, section 4, cell "Misconception 7" |
+# | 8 | a sharp distribution proves the model found the correct evidence | **this notebook**, section 3, cell "Misconception 8" |
+# | 9 | attention weights are causal explanations | notebook 01, section 5 |
+# | 10 | attention supplies order | notebook 01, section 6 |
+# | 11 | global attention is always preferable | **this notebook**, section 5, cell "Misconception 11" |
+# | 12 | attention removes quadratic cost in self-attention | notebook 03, section 2 |
+# | 13 | all-masked rows have zero attention by default | notebook 03, section 4 |
+# | 14 | matching output shape proves the correct softmax axis | notebook 03, section 2 |
