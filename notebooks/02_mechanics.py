@@ -369,7 +369,7 @@ print(f"target outside the window: global weight {s.target_weight_global:.3f}, "
 #
 # | # | misconception | demonstrated in |
 # |---|---|---|
-# | 1 | attention chooses exactly one source item | notebook 01, section 4 (soft vs hard retrieval) |
+# | 1 | attention chooses exactly one source item | notebook 01, section 5 (soft vs hard retrieval) |
 # | 2 | keys and values must be identical | notebook 01, section 2 |
 # | 3 | attention weights are independent probabilities | **this notebook**, section 2, cell "Misconception 3" |
 # | 4 | scores are probabilities | **this notebook**, section 1, cell "Misconception 4" |
@@ -377,8 +377,8 @@ print(f"target outside the window: global weight {s.target_weight_global:.3f}, "
 # | 6 | masking after softmax is equivalent to masking before it | **this notebook**, section 4, cell "Misconception 6" |
 # | 7 | padding masks and causal masks are interchangeable | **this notebook**, section 4, cell "Misconception 7" |
 # | 8 | a sharp distribution proves the model found the correct evidence | **this notebook**, section 3, cell "Misconception 8" |
-# | 9 | attention weights are causal explanations | notebook 01, section 5 |
-# | 10 | attention supplies order | notebook 01, section 6 |
+# | 9 | attention weights are causal explanations | notebook 01, section 6 |
+# | 10 | attention supplies order | notebook 01, section 7 |
 # | 11 | global attention is always preferable | **this notebook**, section 5, cell "Misconception 11" |
 # | 12 | attention removes quadratic cost in self-attention | notebook 03, section 2 |
 # | 13 | all-masked rows have zero attention by default | notebook 03, section 4 |
