@@ -33,6 +33,7 @@ import numpy as np
 from functools import lru_cache
 
 from matplotlib.artist import Artist
+from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.backend_bases import DrawEvent
 from matplotlib.backends.backend_agg import FigureCanvasAgg, get_hinting_flag
 from matplotlib.colors import to_rgba
@@ -114,8 +115,7 @@ class LayeredFigure(Figure):
         self.stale = True
 
     def _key(self, renderer):
-        axes = tuple((ax.get_visible(), tuple(np.round(ax.viewLim.bounds, 12)),
-                      tuple(np.round(ax.get_position().bounds, 12))) for ax in self.axes)
+        axes = tuple((ax.get_visible(), ax.viewLim.bounds, ax.bbox.bounds) for ax in self.axes)
         return (renderer.width, renderer.height, self.dpi, self.static_version, axes)
 
     def draw(self, renderer):
@@ -152,15 +152,54 @@ class LayeredFigure(Figure):
 # Fast text: labels that change on every update
 # --------------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=8192)
-def _text_bitmap(line: str, size: float, weight: str, dpi: float, rgba: tuple):
-    """(RGBA image, baseline row from the bottom) of one line of text, rendered once by FreeType."""
+@lru_cache(maxsize=2048)
+def _glyph(ch: str, size: float, weight: str, dpi: float):
+    """(coverage bitmap, left bearing, top bearing, advance) of one character, in pixels."""
     font = get_font(findfont(FontProperties(size=size, weight=weight)))
     font.set_size(size, dpi)
-    font.set_text(line, 0.0, flags=get_hinting_flag())
+    flags = get_hinting_flag()
+    font.set_text(ch, 0.0, flags=flags)
     font.draw_glyphs_to_bitmap(antialiased=True)
-    coverage = np.asarray(font.get_image())
+    coverage = np.array(font.get_image(), dtype=np.uint8)
     descent = font.get_descent() / 64.0
+    g = font.load_char(ord(ch), flags=flags)
+    advance = g.linearHoriAdvance / 65536.0
+    left = g.horiBearingX / 64.0
+    top = coverage.shape[0] - descent  # rows above the baseline
+    return coverage, left, top, advance
+
+
+@lru_cache(maxsize=8192)
+def _coverage(line: str, size: float, weight: str, dpi: float):
+    """(coverage bitmap, rows below the baseline) of one line, composed from cached glyphs.
+
+    Composing cached glyph bitmaps (without kerning) costs a few microseconds per character,
+    instead of laying out and rasterising the whole string again for every new number.
+    """
+    glyphs, pen = [], 0.0
+    for ch in line:
+        cov, left, top, adv = _glyph(ch, size, weight, dpi)
+        glyphs.append((cov, int(round(pen + left)), top))
+        pen += adv
+    inked = [(c, x, t) for c, x, t in glyphs if c.size]
+    if not inked:
+        return np.zeros((0, 0), dtype=np.uint8), 0.0
+    x0 = min(x for _, x, _ in inked)
+    x1 = max(x + c.shape[1] for c, x, _ in inked)
+    above = max(int(round(t)) for _, _, t in inked)
+    below = max(c.shape[0] - int(round(t)) for c, _, t in inked)
+    out = np.zeros((above + below, x1 - x0), dtype=np.uint8)
+    for c, x, t in inked:
+        r = above - int(round(t))
+        region = out[r:r + c.shape[0], x - x0:x - x0 + c.shape[1]]
+        np.maximum(region, c[:region.shape[0], :region.shape[1]], out=region)
+    return out, float(below)
+
+
+@lru_cache(maxsize=8192)
+def _text_bitmap(line: str, size: float, weight: str, dpi: float, rgba: tuple):
+    """(RGBA image, rows below the baseline) of one line of text in one colour."""
+    coverage, descent = _coverage(line, size, weight, dpi)
     img = np.empty(coverage.shape + (4,), dtype=np.uint8)
     img[..., :3] = np.round(np.asarray(rgba[:3]) * 255).astype(np.uint8)
     img[..., 3] = np.round(coverage * rgba[3]).astype(np.uint8)
@@ -189,8 +228,10 @@ class FastText(Artist):
 
     def __init__(self, x, y, text: str = "", *, fontsize: float = 10, color="black",
                  ha: str = "left", va: str = "baseline", fontweight: str = "normal",
-                 transform=None, zorder=None, linespacing: float = 1.25):
+                 transform=None, zorder=None, linespacing: float = 1.25, box=None):
         super().__init__()
+        #: None, or (facecolor, edgecolor): a padded rectangle behind the text
+        self._box = None if box is None else (to_rgba(box[0]), to_rgba(box[1]))
         self._xy = (float(x), float(y))
         self._text = str(text)
         self._size = float(fontsize)
@@ -264,14 +305,37 @@ class FastText(Artist):
         if not self.get_visible() or not self._text:
             self.stale = False
             return
+        layout = self._layout(renderer.dpi)
+        if self._box is not None and layout:
+            self._draw_box(renderer, layout)
         gc = renderer.new_gc()
         try:
-            for img, left, bottom in self._layout(renderer.dpi):
+            for img, left, bottom in layout:
                 if img.size:
                     renderer.draw_image(gc, left, bottom, img[::-1])
         finally:
             gc.restore()
         self.stale = False
+
+    def _draw_box(self, renderer, layout):
+        from matplotlib.path import Path
+        from matplotlib.transforms import IdentityTransform
+
+        pad = 0.45 * self._size * renderer.dpi / 72.0
+        x0 = min(left for _, left, _ in layout) - pad
+        x1 = max(left + img.shape[1] for img, left, _ in layout) + pad
+        asc, desc = _font_extent(self._size, self._weight, renderer.dpi)
+        y0 = min(bottom for _, _, bottom in layout) - pad
+        y1 = max(bottom + img.shape[0] for img, _, bottom in layout) + pad
+        y0, y1 = min(y0, y1 - asc - desc - 2 * pad), y1
+        path = Path([(x0, y0), (x1, y0), (x1, y1), (x0, y1), (x0, y0)], closed=True)
+        gc = renderer.new_gc()
+        try:
+            gc.set_foreground(self._box[1])
+            gc.set_linewidth(1.0)
+            renderer.draw_path(gc, path, IdentityTransform(), self._box[0])
+        finally:
+            gc.restore()
 
     def get_window_extent(self, renderer=None):
         from matplotlib.transforms import Bbox
@@ -377,6 +441,40 @@ class StaticFigure:
 # Live figures
 # --------------------------------------------------------------------------------------------
 
+class Bars(PolyCollection):
+    """A group of bars drawn as ONE artist (one draw call instead of one per bar).
+
+    ``set_heights(h)`` moves the tops (NaN or inf draw as height 0), ``set_facecolors(colors)``
+    colours each bar, ``heights`` reads them back. Positions, width and bottoms are fixed.
+    """
+
+    def __init__(self, x, width=0.7, bottom=0.0, **kwargs):
+        self._x = np.asarray(x, dtype=float)
+        self._half = width / 2.0
+        self._bottom = np.broadcast_to(np.asarray(bottom, dtype=float), self._x.shape).copy()
+        self._heights = np.zeros_like(self._x)
+        super().__init__(self._verts(), **kwargs)
+
+    def _verts(self):
+        x0, x1 = self._x - self._half, self._x + self._half
+        b, t = self._bottom, self._bottom + self._heights
+        return np.stack([np.stack([x0, b], -1), np.stack([x1, b], -1),
+                         np.stack([x1, t], -1), np.stack([x0, t], -1)], axis=1)
+
+    @property
+    def heights(self) -> np.ndarray:
+        return self._heights.copy()
+
+    def set_heights(self, heights) -> None:
+        h = np.asarray(heights, dtype=float).reshape(self._x.shape)
+        self._heights = np.where(np.isfinite(h), h, 0.0)
+        self.set_verts(self._verts())
+        self.stale = True
+
+    def __len__(self) -> int:
+        return self._x.size
+
+
 class LivePlot:
     """Base of the explorers' figures: build once (``_build``), then ``update(...)`` in place."""
 
@@ -394,11 +492,13 @@ class LivePlot:
         return artists[0] if len(artists) == 1 else artists
 
     def _bars(self, ax, n, color, x=None, bottom=0.0, width=0.7, **kw):
+        """``n`` bars as one dynamic :class:`Bars` artist."""
         x = np.arange(n) if x is None else x
-        bars = ax.bar(x, np.zeros(n), width=width, color=color, bottom=bottom, **kw)
-        patches = list(bars.patches)
-        self._dyn(*patches)
-        return patches
+        kw.setdefault("linewidth", 0.0 if "edgecolor" not in kw else 0.8)
+        bars = Bars(x, width=width, bottom=bottom, facecolor=color, **kw)
+        ax.add_collection(bars, autolim=False)
+        self._dyn(bars)
+        return bars
 
     def _text(self, ax, x, y, s="", dynamic=True, **kw):
         """A label; a dynamic one is a :class:`FastText` (cheap to redraw when it changes)."""
@@ -413,10 +513,9 @@ class LivePlot:
 
     def _message_box(self, ax, name, y=0.5):
         """A centred message for 'nothing to show' states; hidden until :meth:`message` sets it."""
-        t = ax.text(0.5, y, "", transform=ax.transAxes, ha="center", va="center",
-                    fontsize=self.style.fs, color="#222222", zorder=20, wrap=False,
-                    bbox=dict(boxstyle="round,pad=0.45", facecolor="#FFF7D6",
-                              edgecolor=PALETTE["score"], linewidth=1.0))
+        t = _add_fast_text(ax, 0.5, y, "", transform=ax.transAxes, ha="center", va="center",
+                           fontsize=self.style.fs, color="#222222", zorder=20,
+                           box=("#FFF7D6", PALETTE["score"]))
         t.set_visible(False)
         self._dyn(t)
         self._messages[name] = t
@@ -426,10 +525,10 @@ class LivePlot:
         """A figure-wide message box for unexpected errors (explorers use it)."""
         if "error" in self._messages:
             return
-        t = self.figure.text(0.5, 0.5, "", ha="center", va="center", fontsize=self.style.fs,
-                             color="#222222", zorder=50,
-                             bbox=dict(boxstyle="round,pad=0.5", facecolor="#FFE9E0",
-                                       edgecolor=PALETTE["context"]))
+        t = FastText(0.5, 0.5, "", transform=self.figure.transFigure, ha="center",
+                     va="center", fontsize=self.style.fs, color="#222222", zorder=50,
+                     box=("#FFE9E0", PALETTE["context"]))
+        self.figure.add_artist(t)
         t.set_visible(False)
         self._dyn(t)
         self._messages["error"] = t
@@ -446,8 +545,7 @@ class LivePlot:
 
     @staticmethod
     def _set_heights(bars, heights):
-        for b, h in zip(bars, heights):
-            b.set_height(float(h) if np.isfinite(h) else 0.0)
+        bars.set_heights(heights)
 
     def png(self) -> bytes:
         """The current figure as PNG bytes (through the cached draw)."""
@@ -493,15 +591,17 @@ class _OverviewDiagram:
                                                   fontsize=small))
             ax.add_patch(FancyArrowPatch((cx, 1.95), (cx, 1.35), arrowstyle="-|>",
                                          mutation_scale=10 * style.scale, color=grey, lw=style.lw))
-            box = Rectangle((x, 0.8), bw, 0.5, facecolor=PALETTE["weight"], edgecolor="black",
-                            linewidth=0.6 * style.lw)
-            ax.add_patch(box)
-            self.weight_box.append(box)
             self.weight_text.append(_add_fast_text(ax, cx, 1.05, "", ha="center", va="center",
-                                                   fontsize=small))
-            (line,) = ax.plot([cx, 7.55], [0.78, 0.62], color=PALETTE["weight"], lw=1,
-                              alpha=0.85, solid_capstyle="round")
-            self.arrows.append(line)
+                                                   fontsize=small, zorder=4))
+            self.arrows.append([(cx, 0.78), (7.55, 0.62)])
+        centres = np.array(self.xs) + bw / 2
+        self.weight_box = Bars(centres, width=bw, bottom=0.8, facecolor=PALETTE["weight"],
+                               edgecolor="black", linewidth=0.6 * style.lw)
+        self.weight_box.set_heights(np.full(S, 0.5))
+        ax.add_collection(self.weight_box, autolim=False)
+        self.arrows = LineCollection(self.arrows, colors=PALETTE["weight"], alpha=0.85,
+                                     capstyle="round")
+        ax.add_collection(self.arrows, autolim=False)
         ax.add_patch(Rectangle((7.55, 2.45), 2.1, 0.65, facecolor=PALETTE["query"],
                                edgecolor="white"))
         ax.text(8.6, 2.775, "decoder query q", ha="center", va="center", fontsize=fs,
@@ -517,19 +617,24 @@ class _OverviewDiagram:
         ax.text(0.05, 1.05, "weights α", ha="left", va="center", fontsize=small, rotation=90)
         ax.text(7.0, 1.65, "softmax: weights ≥ 0, sum 1\nc = Σ αᵢ vᵢ (width of line ∝ αᵢ)",
                 ha="left", va="center", fontsize=small, color=grey)
-        dyn = self.score_text + self.weight_text + self.weight_box + self.arrows
+        dyn = self.score_text + self.weight_text + [self.weight_box, self.arrows]
         if register is not None:
             register(*dyn)
+        self._base_rgba = np.array(to_rgba(PALETTE["weight"]))
 
     def update(self, scores, weights):
         for t, e in zip(self.score_text, scores):
             t.set_text(f"e = {e:+.2f}")
-        for t, b, a, w in zip(self.weight_text, self.weight_box, self.arrows, weights):
-            ok = bool(np.isfinite(w))
-            t.set_text(f"α = {w:.2f}" if ok else "α = nan")
-            b.set_alpha(0.12 + 0.88 * float(w) if ok else 0.12)
-            a.set_linewidth((0.3 + 9.0 * float(w)) * self.style.scale if ok else 0.3)
-            a.set_visible(ok and w > 0.0)
+        w = np.asarray(weights, dtype=float)
+        ok = np.isfinite(w)
+        wz = np.where(ok, w, 0.0)
+        for t, x, good in zip(self.weight_text, w, ok):
+            t.set_text(f"α = {x:.2f}" if good else "α = nan")
+        colors = np.tile(self._base_rgba, (w.size, 1))
+        colors[:, 3] = 0.12 + 0.88 * np.clip(wz, 0, 1)
+        self.weight_box.set_facecolor(colors)
+        # a zero weight draws no line at all
+        self.arrows.set_linewidths(np.where(wz > 0, (0.3 + 9.0 * wz) * self.style.scale, 0.0))
 
 
 class QueryPlot(LivePlot):
@@ -557,10 +662,12 @@ class QueryPlot(LivePlot):
 
         ax_h = fig.add_axes([0.385, 0.1, 0.24, 0.25])
         st.axes(ax_h, title="weights α (heatmap row)", grid_y=False)
-        self.image = ax_h.imshow(np.zeros((1, S)), cmap=CMAP, vmin=0, vmax=1, aspect="auto",
-                                 interpolation="nearest")
+        self.image = ax_h.pcolormesh(np.arange(S + 1) - 0.5, [-0.5, 0.5], np.zeros((1, S)),
+                                     cmap=CMAP, vmin=0, vmax=1, edgecolors="white",
+                                     linewidth=0.5)
         self._dyn(self.image)
         _positions_axis(ax_h, S, st)
+        ax_h.set_ylim(-0.5, 0.5)
         ax_h.set_yticks([])
         cb = fig.colorbar(self.image, ax=ax_h, fraction=0.08, pad=0.03)
         cb.ax.tick_params(labelsize=st.small)
@@ -584,7 +691,7 @@ class QueryPlot(LivePlot):
         self.header.set_text(f"query q = {fmt_vec(query, 2)}    {mode}")
         self.diagram.update(scores, weights)
         self._set_heights(self.bars, weights)
-        self.image.set_data(np.asarray(weights, dtype=float)[None, :])
+        self.image.set_array(np.asarray(weights, dtype=float)[None, :])
         self._set_heights(self.context_bars, context)
 
 
@@ -625,12 +732,12 @@ class ScorePlot(LivePlot):
 
     def update(self, *, kind_label, scores, dot_scores, weights):
         self.title.set_text(kind_label)
-        clipped = np.clip(np.asarray(scores, float), *self.bars[0].axes.get_ylim())
+        clipped = np.clip(np.asarray(scores, float), *self.bars.axes.get_ylim())
         self._set_heights(self.bars, clipped)
         self.dot_marks.set_ydata(np.asarray(dot_scores, float))
         self._set_heights(self.weight_bars, weights)
         self.sum_text.set_text(f"sum = {float(np.sum(weights)):.3f}")
-        lim = self.bars[0].axes.get_ylim()[1]
+        lim = self.bars.axes.get_ylim()[1]
         big = np.abs(scores) > lim
         self.message("scores", f"score(s) beyond ±{lim:g} are cut at the edge" if big.any() else None)
 
@@ -749,19 +856,16 @@ class MaskPlot(LivePlot):
         for line in self.cross:
             line.set_data(masked_x, np.full(masked_x.size, 0.03))
         self._set_heights(self.before, weights)
-        for b, m in zip(self.before, mask):
-            b.set_facecolor(PALETTE["weight"] if m else PALETTE["masked"])
+        self.before.set_facecolor([PALETTE["weight"] if m else PALETTE["masked"] for m in mask])
         s = "nan" if not np.isfinite(row_sum) else f"{row_sum:.3f}"
         self.sum_before.set_text(f"sum = {s}")
         self.message("before", message)
         if after_weights is None:
-            for b in self.after:
-                b.set_visible(False)
+            self.after.set_visible(False)
             self.sum_after.set_text("")
             self.message("after", "switch on 'mask after softmax'\nto see the wrong order")
         else:
-            for b in self.after:
-                b.set_visible(True)
+            self.after.set_visible(True)
             self._set_heights(self.after, after_weights)
             self.sum_after.set_text(f"sum = {after_row_sum:.3f}")
             lost = 1.0 - after_row_sum
@@ -786,30 +890,26 @@ class WindowPlot(LivePlot):
             ax.set_xlim(-0.2, S + 0.1)
             ax.set_ylim(-0.05, 1.25)
             ax.axis("off")
-            squares = []
-            for i in range(S):
-                r = Rectangle((i + 0.05, 0.0), 0.85, 0.3, facecolor=PALETTE["weight"],
-                              edgecolor="white")
-                ax.add_patch(r)
-                squares.append(r)
-                ax.text(i + 0.475, 0.15, str(i + 1), ha="center", va="center",
-                        fontsize=st.small, color="black")
-            bars = ax.bar(np.arange(S) + 0.475, np.zeros(S), width=0.5, bottom=0.36,
-                          color=PALETTE["source"])
-            bars = list(bars.patches)
-            self._dyn(*bars)
+            squares = Bars(np.arange(S) + 0.475, width=0.85, bottom=0.0,
+                           facecolor=PALETTE["weight"], edgecolor="white", linewidth=1.0)
+            squares.set_heights(np.full(S, 0.3))
+            ax.add_collection(squares, autolim=False)
+            local_row = y < 0.5
+            for i in range(S):  # in the local row the squares change, so their labels are dynamic
+                self._text(ax, i + 0.475, 0.15, str(i + 1), dynamic=local_row, ha="center",
+                           va="center", fontsize=st.small, color="black", zorder=4)
+            bars = self._bars(ax, S, PALETTE["source"], x=np.arange(S) + 0.475, bottom=0.36,
+                              width=0.5)
             (star,) = ax.plot([], [], linestyle="none", marker="*", markersize=13 * st.scale,
                               color=PALETTE["score"], markeredgecolor="black")
             self._dyn(star)
             title = self._text(ax, 0.0, 1.22, "", fontsize=st.title, va="top")
             self.rows.append(dict(ax=ax, squares=squares, bars=bars, star=star, title=title))
         local = self.rows[1]
-        for r in local["squares"]:
-            self._dyn(r)
-        local["window"] = self._dyn(local["ax"].add_patch(Rectangle((0, -0.04), 1, 0.38, fill=False,
-                                                            edgecolor="black",
-                                                            linewidth=1.6 * st.lw,
-                                                            linestyle="--")))
+        self._dyn(local["squares"])
+        local["window"] = self._dyn(local["ax"].add_patch(
+            Rectangle((0, -0.04), 1, 0.38, fill=False, edgecolor="black", linewidth=1.6 * st.lw,
+                      linestyle="--", zorder=5)))
         self._message_box(local["ax"], "local", y=0.75)
         fig.text(0.99, 0.005, "bar height = weight;  ★ = target;  green square = eligible",
                  ha="right", va="bottom", fontsize=st.small, color=PALETTE["grey"])
@@ -823,8 +923,8 @@ class WindowPlot(LivePlot):
             row["star"].set_data([target + 0.475], [0.36 + 0.8 * float(
                 np.nan_to_num(w[target])) + 0.1])
             row["title"].set_text(title)
-        for r, m in zip(self.rows[1]["squares"], local_mask):
-            r.set_facecolor(PALETTE["weight"] if m else PALETTE["masked"])
+        self.rows[1]["squares"].set_facecolor(
+            [PALETTE["weight"] if m else PALETTE["masked"] for m in local_mask])
         lo = max(centre - half_width, -0.5)
         hi = min(centre + half_width, S - 0.5)
         win = self.rows[1]["window"]
@@ -852,8 +952,10 @@ class AxisPlot(LivePlot):
         for x, title in ((0.06, "right: softmax over keys (dim=-1)"), (0.36, "")):
             ax = fig.add_axes([x, 0.2, 0.25, 0.56])
             st.axes(ax, grid_y=False)
-            im = ax.imshow(np.zeros((T, S)), cmap=CMAP, vmin=0, vmax=1, aspect="auto",
-                           interpolation="nearest")
+            im = ax.pcolormesh(np.arange(S + 1) - 0.5, np.arange(T + 1) - 0.5, np.zeros((T, S)),
+                               cmap=CMAP, vmin=0, vmax=1, edgecolors="white", linewidth=0.5)
+            ax.set_xlim(-0.5, S - 0.5)
+            ax.set_ylim(T - 0.5, -0.5)  # query 1 at the top, as in a matrix
             self._dyn(im)
             ax.set_xticks(np.arange(S), [str(j + 1) for j in range(S)])
             ax.set_yticks(np.arange(T), [str(t + 1) for t in range(T)])
@@ -881,23 +983,19 @@ class AxisPlot(LivePlot):
                         ["over keys\n(per query)", "over queries\n(per key)",
                          "over batch\n(query 1)"], fontsize=st.small)
         ax_s.set_title("which sums are 1?", fontsize=st.title, loc="left")
-        bars = ax_s.bar(x, np.zeros(n), width=0.75, color=PALETTE["weight"])
-        self.sum_bars = list(bars.patches)
-        self._dyn(*self.sum_bars)
+        self.sum_bars = self._bars(ax_s, n, PALETTE["weight"], x=x, width=0.75)
         self._message_box(ax_s, "sums", y=0.85)
 
     def update(self, *, batch, weights_key, weights_axis, axis_label, sums_keys, sums_queries,
                sums_batch):
         self.batch_text.set_text(f"batch item {batch + 1}: weights (T={self.T}) x (S={self.S})")
-        self.images[0].set_data(weights_key)
-        self.images[1].set_data(weights_axis)
+        self.images[0].set_array(np.asarray(weights_key, dtype=float))
+        self.images[1].set_array(np.asarray(weights_axis, dtype=float))
         self.title.set_text(axis_label)
         values = np.concatenate([sums_keys, sums_queries, sums_batch])
-        for b, v in zip(self.sum_bars, values):
-            b.set_height(min(float(v), 2.0))
-            ok = abs(v - 1.0) < 1e-9
-            b.set_facecolor(PALETTE["weight"] if ok else PALETTE["score"])
-            b.set_hatch("" if ok else "//")
+        self.sum_bars.set_heights(np.minimum(values, 2.0))
+        self.sum_bars.set_facecolor([PALETTE["weight"] if abs(v - 1.0) < 1e-9 else PALETTE["score"]
+                                     for v in values])
         ok_groups = [bool(np.all(np.abs(np.asarray(s) - 1) < 1e-9))
                      for s in (sums_keys, sums_queries, sums_batch)]
         names = ["keys", "queries", "batch"]

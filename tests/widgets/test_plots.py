@@ -96,8 +96,13 @@ def test_fast_text_looks_like_text(ha, va):
         boxes.append(np.array(box))
         masks.append(mask)
     assert np.abs(boxes[0] - boxes[1]).max() <= 2, boxes
-    overlap = (masks[0] & masks[1]).sum() / max(masks[0].sum(), 1)
-    assert overlap > 0.5
+    # glyph for glyph: Text's ink lies within 2 px of FastText's ink (FastText drops kerning)
+    near = masks[1].copy()
+    for _ in range(2):
+        p = np.pad(near, 1)
+        near = p[1:-1, 1:-1] | p[:-2, 1:-1] | p[2:, 1:-1] | p[1:-1, :-2] | p[1:-1, 2:]
+    assert (masks[0] & near).sum() / max(masks[0].sum(), 1) > 0.95
+    assert 0.8 < masks[1].sum() / masks[0].sum() < 1.25
 
 
 def test_fast_text_api_and_bad_alignment():
@@ -174,7 +179,7 @@ def test_hull_figure():
     V, Wt = np.array(HULL_VALUES), np.array(HULL_WEIGHTS)
     fig = plots.hull_figure(V, Wt, Wt @ V)
     _png_ok(fig)
-    assert "[0.835, 0.285]" in fig.description and "[0.980, 1.323]" in fig.description
+    assert "[0.835, 0.285]" in fig.description and "[0.980, 1.322]" in fig.description
 
 
 def test_static_figures_compute_nothing():
