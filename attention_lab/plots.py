@@ -393,8 +393,14 @@ def _positions_axis(ax, S: int, style: _Style, label="source position"):
         ax.set_xlabel(label, fontsize=style.fs)
 
 
+#: widest live figure in inches at 100 dpi: fits a JupyterLab output area beside the file browser
+LIVE_MAX_WIDTH = 8.8
+
+
 def _new_figure(size, style: _Style, *, layered: bool, cache: bool = True) -> Figure:
     w, h = size
+    if layered and w > LIVE_MAX_WIDTH:
+        w, h = LIVE_MAX_WIDTH, h * LIVE_MAX_WIDTH / w
     s = 1.35 if style.presentation else 1.0
     if layered:
         fig = LayeredFigure(figsize=(w * s, h * s), dpi=100, cache=cache)
@@ -842,8 +848,8 @@ class MaskPlot(LivePlot):
                                     fontsize=st.small)
         kw = dict(linestyle="none", marker="x", markersize=8 * st.scale, color="black",
                   markeredgewidth=1.5 * st.lw, clip_on=False)
-        self.cross = [self._dyn(ax.plot([], [], **kw)[0]) for ax in self.axes]
-        for ax in self.axes:
+        self.cross = [self._dyn(ax.plot([], [], **kw)[0]) for ax in self.axes[1:]]
+        for ax in self.axes[1:]:
             ax.text(1.0, -0.3, "× = masked", transform=ax.transAxes, ha="right",
                     fontsize=st.small, color=PALETTE["grey"])
         self._message_box(ax1, "before")
@@ -863,7 +869,7 @@ class MaskPlot(LivePlot):
         if after_weights is None:
             self.after.set_visible(False)
             self.sum_after.set_text("")
-            self.message("after", "switch on 'mask after softmax'\nto see the wrong order")
+            self.message("after", "tick 'also mask AFTER softmax'\nto see the wrong order")
         else:
             self.after.set_visible(True)
             self._set_heights(self.after, after_weights)

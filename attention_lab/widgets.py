@@ -488,8 +488,8 @@ class ScoreExplorer(Explorer):
         S = s.scores.size
         self.readout.value = _table(
             ["", *[f"key {i + 1}" for i in range(S)]],
-            [[f"{s.score} score", *[_num(e) for e in s.scores]],
-             ["dot score", *[_num(e) for e in s.dot_scores]],
+            [[f"chosen score ({s.score})", *[_num(e) for e in s.scores]],
+             ["dot-product score", *[_num(e) for e in s.dot_scores]],
              ["weight", *[_num(w) for w in s.weights]]])
 
     def describe(self):
@@ -738,15 +738,14 @@ class WindowExplorer(Explorer):
 
     def _show(self, s):
         t = s.target - 1
-        where = "inside the window" if s.mask[t] else "outside the window: local attention misses it"
+        where = "inside the window" if s.mask[t] else "outside the window: missed"
         self.plot.update(
             target=t, global_weights=s.global_weights, local_weights=s.weights,
             local_mask=s.mask, centre=s.centre - 1, half_width=s.half_width,
-            global_title=(f"Global: all {self.S} positions scored; weight on target "
-                          f"{s.target}: {s.target_weight_global:.2f}"),
-            local_title=(f"Local: window p = {s.centre:g}, D = {s.half_width:g}, {s.scored} "
-                         f"position(s) scored; weight on target: {s.target_weight_local:.2f} "
-                         f"({where})"),
+            global_title=(f"Global: all {self.S} positions scored; target {s.target} gets weight "
+                          f"{s.target_weight_global:.2f}"),
+            local_title=(f"Local (p = {s.centre:g}, D = {s.half_width:g}): {s.scored} scored; "
+                         f"target {s.target} gets {s.target_weight_local:.2f}, {where}"),
             message=None if s.scored else ("the window holds no source position: all masked,\n"
                                            "weights are 0 by the 'zeros' policy"))
         self.readout.value = _table(

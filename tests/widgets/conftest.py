@@ -124,7 +124,7 @@ def check_mask(e):
     facecolors = [tuple(c) for c in e.plot.before.get_facecolor()]
     assert len({facecolors[i] for i in np.flatnonzero(mask)} & {facecolors[i] for i in
                                                                  np.flatnonzero(~mask)}) == 0
-    assert e.plot.cross[1].get_xdata().tolist() == np.flatnonzero(~mask).tolist()
+    assert e.plot.cross[0].get_xdata().tolist() == np.flatnonzero(~mask).tolist()
     if c["after_softmax"].value:
         assert e.plot.after.get_visible()
         _same(heights(e.plot.after), after)
