@@ -1101,8 +1101,9 @@ class HullPlot(LivePlot):
         self.check = self._text(fig.add_axes([0.72, 0.1, 0.27, 0.3]), 0.05, 0.6, "",
                                 fontsize=st.fs, va="center")
         self.check.axes.axis("off")
+        self._message_box(ax, "hull", y=0.8)
 
-    def update(self, *, weights, context, inside):
+    def update(self, *, weights, context, inside, message=None):
         w = np.asarray(weights, float)
         c = np.asarray(context, float)
         for line, vert, wi in zip(self.spokes, self.values, w):
@@ -1114,6 +1115,7 @@ class HullPlot(LivePlot):
         self._set_heights(self.bars, w)
         self.check.set_text(f"context = {fmt_vec(c, 3)}\nweights sum to {w.sum():.3f}\n"
                             f"inside the value range: {'yes' if np.all(inside) else 'NO'}")
+        self.message("hull", message)
 
 
 # --------------------------------------------------------------------------------------------

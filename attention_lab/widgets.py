@@ -71,9 +71,26 @@ def ipympl_available() -> bool:
 
 
 def _log_slider(value, lo, hi, description, step=0.02):
-    return W.FloatLogSlider(value=value, base=10, min=math.log10(lo), max=math.log10(hi),
-                            step=step, description=description, readout_format=".3g",
+    """A base-10 log slider from ``lo`` to ``hi`` whose grid passes exactly through ``value``.
+
+    The browser snaps a slider's value to ``min + k * step`` and sends the snapped value back to
+    the kernel; a starting value off that grid (1.0 on a grid starting at log10(0.05)) would turn
+    into 0.998 as soon as the slider is drawn. So the step is adjusted to land on ``value``.
+    """
+    lo_exp, hi_exp, at = math.log10(lo), math.log10(hi), math.log10(value)
+    if at > lo_exp:
+        step = (at - lo_exp) / max(1, round((at - lo_exp) / step))
+    return W.FloatLogSlider(value=value, base=10, min=lo_exp, max=hi_exp, step=step,
+                            description=description, readout_format=".3g",
                             continuous_update=True)
+
+
+def _matching_preset(presets: dict, values, step: float) -> str:
+    """The preset whose values equal ``values`` up to half a slider step, else "custom"."""
+    for name, target in presets.items():
+        if np.allclose(target, values, rtol=0, atol=step / 2):
+            return name
+    return "custom"
 
 
 def _slider(value, lo, hi, step, description, fmt=".2f"):
@@ -379,8 +396,7 @@ class QueryExplorer(Explorer):
                     self._syncing = False
         elif name in (c["q1"], c["q2"], c["q3"]):
             q = (c["q1"].value, c["q2"].value, c["q3"].value)
-            match = [k for k, v in self.PRESETS.items() if np.allclose(v, q)]
-            new = match[0] if match else "custom"
+            new = _matching_preset(self.PRESETS, q, c["q1"].step)
             if c["preset"].value != new:
                 self._syncing = True
                 try:
@@ -1001,20 +1017,24 @@ PrecisionState.softmax_label = property(_softmax_label)
 
 @_state_dataclass
 class HullState:
+    raw: np.ndarray
     scores: np.ndarray
     temperature: float
     weights: np.ndarray
     context: np.ndarray
     values: np.ndarray
     inside: np.ndarray
+    empty: bool
 
 
 class HullExplorer(Explorer):
-    """Three 2-D values and the context of softmax weights over them: the context never leaves the
+    """Three 2-D values and the context of a weight vector over them: the context never leaves the
     triangle the values span.
 
-    Controls: ``preset`` (the chapter's two weight vectors, uniform, custom), ``s1``-``s3`` (the
-    three scores; a preset sets them to log w, whose softmax is w) and ``temperature``.
+    Controls: ``preset`` (the chapter's two weight vectors, uniform, custom), ``w1``-``w3``
+    (relative weights, 0-1; they are normalised to sum to 1) and ``temperature``. The weights are
+    the softmax of the scores ``log w_i`` at that temperature: at 1 that is just ``w / sum(w)``,
+    below 1 the largest weight grows, above 1 they even out. A weight of 0 masks its value.
     """
 
     title = "Hull explorer: a context is a mixture of the values"
@@ -1022,12 +1042,12 @@ class HullExplorer(Explorer):
     def __init__(self, *, presentation=False, backend="auto"):
         self.values = np.array(HULL_VALUES, dtype=float)
         w = np.array(HULL_WEIGHTS, dtype=float)
-        self.PRESETS = {"chapter1": tuple(np.log(w[0])), "chapter2": tuple(np.log(w[1])),
-                        "uniform": (0.0, 0.0, 0.0)}
+        self.PRESETS = {"chapter1": tuple(w[0]), "chapter2": tuple(w[1]),
+                        "uniform": (1 / 3, 1 / 3, 1 / 3)}
         super().__init__(presentation=presentation, backend=backend)
 
     def _make_controls(self):
-        s = self.PRESETS["chapter1"]
+        w = self.PRESETS["chapter1"]
         return {
             "preset": W.Dropdown(options=[("chapter's context 1: weights (0.6, 0.3, 0.1)",
                                            "chapter1"),
@@ -1035,9 +1055,9 @@ class HullExplorer(Explorer):
                                            "chapter2"),
                                           ("uniform weights", "uniform"), ("custom", "custom")],
                                  value="chapter1", description="weights preset"),
-            "s1": _slider(s[0], -4.0, 4.0, 0.05, "score e[1]"),
-            "s2": _slider(s[1], -4.0, 4.0, 0.05, "score e[2]"),
-            "s3": _slider(s[2], -4.0, 4.0, 0.05, "score e[3]"),
+            "w1": _slider(w[0], 0.0, 1.0, 0.01, "weight of value 1"),
+            "w2": _slider(w[1], 0.0, 1.0, 0.01, "weight of value 2"),
+            "w3": _slider(w[2], 0.0, 1.0, 0.01, "weight of value 3"),
             "temperature": _log_slider(1.0, 0.05, 5.0, "temperature τ"),
         }
 
@@ -1048,7 +1068,7 @@ class HullExplorer(Explorer):
 
     def _sync(self, change):
         c = self.controls
-        names = ("s1", "s2", "s3")
+        names = ("w1", "w2", "w3")
         if change["owner"] is c["preset"]:
             target = self.PRESETS.get(change["new"])
             if target is not None:
@@ -1060,9 +1080,7 @@ class HullExplorer(Explorer):
                 finally:
                     self._syncing = False
         elif change["owner"] in [c[n] for n in names]:
-            s = tuple(c[n].value for n in names)
-            match = [k for k, v in self.PRESETS.items() if np.allclose(v, s)]
-            new = match[0] if match else "custom"
+            new = _matching_preset(self.PRESETS, tuple(c[n].value for n in names), c["w1"].step)
             if c["preset"].value != new:
                 self._syncing = True
                 try:
@@ -1072,16 +1090,23 @@ class HullExplorer(Explorer):
 
     def _compute(self):
         c = self.controls
-        scores = np.array([c["s1"].value, c["s2"].value, c["s3"].value], dtype=float)
+        raw = np.array([c["w1"].value, c["w2"].value, c["w3"].value], dtype=float)
         tau = float(c["temperature"].value)
-        r = attend_scores(scores, self.values, temperature=tau)
-        return HullState(scores, tau, r.weights, r.context, self.values.copy(),
-                         within_value_range(r.context, self.values))
+        positive = raw > 0
+        scores = np.log(np.where(positive, raw, 1.0))  # log w: softmax(log w) = w / sum(w)
+        r = attend_scores(scores, self.values, mask=positive, temperature=tau)
+        empty = not positive.any()
+        inside = (np.zeros(2, dtype=bool) if empty
+                  else within_value_range(r.context, self.values, mask=positive))
+        return HullState(raw, scores, tau, r.weights, r.context, self.values.copy(), inside,
+                         empty)
 
     def _show(self, s):
-        self.plot.update(weights=s.weights, context=s.context, inside=s.inside)
-        self.readout.value = (f"<p>scores {plots.fmt_vec(s.scores, 2)}, τ = {s.temperature:.3g}"
-                              f" → weights {plots.fmt_vec(s.weights)} (sum "
+        self.plot.update(weights=s.weights, context=s.context, inside=s.inside,
+                         message=("all weights are 0: nothing to mix,\nthe 'zeros' policy "
+                                  "returns weights 0 and context 0") if s.empty else None)
+        self.readout.value = (f"<p>relative weights {plots.fmt_vec(s.raw, 2)}, τ = "
+                              f"{s.temperature:.3g} → weights {plots.fmt_vec(s.weights)} (sum "
                               f"{s.weights.sum():.3f}) → context {plots.fmt_vec(s.context)}; "
                               f"inside the values' range: "
                               f"{'yes' if s.inside.all() else 'NO'}</p>")

@@ -39,7 +39,7 @@ def _sweeps(n: int) -> dict:
         "window": ({}, "centre", lin(1.0, 10.0, 0.5)),
         "axis": ({}, "axis", [(-1, -2, 0)[k % 3] for k in range(n)]),
         "precision": ({"length": 2}, "scale", list(np.geomspace(1, 1e4, n))),
-        "hull": ({}, "s1", lin(-4.0, 4.0, 0.05)),
+        "hull": ({}, "w1", lin(0.0, 1.0, 0.01)),
     }
 
 

@@ -184,26 +184,29 @@ print("two identical sources swapped: same weights", np.allclose(a.weights, b.we
 # %% [markdown]
 # ## 8. Query explorer
 #
-# Move the three sliders of the query (or pick a preset), the temperature, and switch between soft
-# and hard retrieval. The diagram, the weight bars, the heatmap row and the context bars all follow
-# the same numbers; the table below the figure lists them. The blue dots in the context panel are
-# the five values: every context coordinate stays between the smallest and the largest of them.
+# The explorer below has three sliders for the query (or a preset), the temperature, and a switch
+# between soft and hard retrieval. The diagram, the weight bars, the heatmap row and the context
+# bars all follow the same numbers; the table below the figure lists them. The blue dots in the
+# context panel are the five values: every context coordinate stays between the smallest and the
+# largest of them.
+#
+# Setting a control from code does exactly what dragging it does, so you can also drive it from a
+# cell. For example, the later query, then hard retrieval, then back to the start:
 
 # %%
 query_explorer = widgets.QueryExplorer()
-query_explorer
-
-# %% [markdown]
-# Setting a control from code does exactly what dragging it does. For example, the later query,
-# then hard retrieval, then back to the start:
-
-# %%
 query_explorer.controls["preset"].value = "later"
 print("later query :", np.round(query_explorer.state.weights, 3))
 query_explorer.controls["retrieval"].value = "hard"
 print("hard        :", query_explorer.state.weights, "context", query_explorer.state.context)
 query_explorer.reset()
 print("after reset :", np.round(query_explorer.state.weights, 3))
+
+# %% [markdown]
+# Now it is your turn: drag the sliders.
+
+# %%
+query_explorer
 
 # %% [markdown]
 # ## Summary

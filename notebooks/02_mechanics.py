@@ -204,12 +204,12 @@ temperature_explorer
 
 # %%
 # Misconception 8: sharpness comes from the scale of the scores, not from evidence
-temperature_explorer.controls["temperature"].value = 0.05
-s = temperature_explorer.state
-print(f"tau = {s.temperature:.2f}: weights {np.round(s.weights, 3)}, "
-      f"effective keys {s.effective_keys:.2f}")
-temperature_explorer.reset()
-print(f"after reset, tau = {temperature_explorer.state.temperature:.2f}")
+from attention_lab.softmax import concentration
+
+for t in (1.0, 0.05):
+    w = softmax(dot, temperature=t)
+    print(f"tau = {t:4.2f}: weights {np.round(w, 3)}, "
+          f"effective keys {concentration(w).effective_keys:.2f}")
 
 # %% [markdown]
 # ## 4. Masks decide which keys may be retrieved
@@ -274,24 +274,20 @@ print(causal_mask(3, 5).astype(int))
 # %% [markdown]
 # ### Mask explorer
 #
-# Set the valid length, switch single positions off and on, and turn on *mask after softmax* to see
-# the wrong order beside the right one with both row sums. Mask everything and the library's
-# declared all-masked policy decides what you get: zeros (the default), NaN, or an error.
+# Set the valid length, switch single positions off and on, and tick *also mask AFTER softmax* to
+# see the wrong order beside the right one with both row sums. Mask everything and the library's
+# declared all-masked policy decides what you get: zeros (the default), NaN, or an error. The cell
+# first drives the explorer from code (only source 1 left: the right row gives it all the weight,
+# the wrong row keeps just its original 0.123), resets it, and then shows it.
 
 # %%
 mask_explorer = widgets.MaskExplorer()
-mask_explorer
-
-# %% [markdown]
-# For example, with the wrong order switched on and only source 1 left, the wrong row keeps just
-# source 1's original weight:
-
-# %%
-mask_explorer.set(length=1, after_softmax=True)
+mask_explorer.set(length=1, after_softmax=True)  # only source 1 left, and show the wrong order
 s = mask_explorer.state
 print("right:", np.round(s.weights, 3), "sum", round(s.row_sum, 3))
 print("wrong:", np.round(s.after_weights, 3), "sum", round(s.after_row_sum, 3))
 mask_explorer.reset()
+mask_explorer
 
 # %% [markdown]
 # ## 5. Global and local access
@@ -335,19 +331,19 @@ window_explorer
 
 # %%
 # Misconception 11: local access is cheaper and, when justified, loses nothing
-from attention_lab import local_m_mask
+from attention_lab import attend_scores, local_m_mask
+from attention_lab.examples import local_example
 
 T = S = 1000
 print("scored pairs, global      :", T * S)
 print("scored pairs, local (D=8) :", int(local_m_mask(T, S, 8).sum()))
-window_explorer.set(target=6, centre=5.5, half_width=1.5)  # the target inside the window
-s = window_explorer.state
-print(f"target inside the window: global weight {s.target_weight_global:.3f}, "
-      f"local weight {s.target_weight_local:.3f}")
-window_explorer.reset()
-s = window_explorer.state
-print(f"target outside the window: global weight {s.target_weight_global:.3f}, "
-      f"local weight {s.target_weight_local:.3f}")
+window = local_mask(4.5, 1.5, 10)  # positions 4-7, as in the figure
+for target in (6, 8):  # 1-based: inside, then outside the window
+    ex10 = local_example(target=target - 1)
+    on_global = attend_scores(ex10.scores, ex10.values).weights[target - 1]
+    on_local = attend_scores(ex10.scores, ex10.values, mask=window).weights[target - 1]
+    print(f"target {target} ({'inside' if window[target - 1] else 'outside'} the window): "
+          f"global weight {on_global:.3f}, local weight {on_local:.3f}")
 
 # %% [markdown]
 # The access pattern is an assumption about what a query may retrieve; state it before

@@ -194,14 +194,12 @@ print("attention_lab.tensor.attention      :", attention(Q, K, V, mask=m).weight
 # Choose a dtype, a fill value, a score scale and naive or stable softmax, and shorten the valid
 # length down to 0. The left panel is what a typical kernel computes (cast, fill, exponentiate in
 # that dtype); the right panel is the library in float64 with its declared all-masked policy.
-# Things to try: float16 with fill -1e9 and valid length 0 (NaN from the fill), a finite fill with
-# valid length 0 (uniform weights over padding), and naive softmax at a score scale of 20 (overflow).
+# The cell first tries three settings from code (float16 with fill -1e9 and valid length 0: NaN
+# from the fill; a finite fill: uniform weights over padding; naive softmax at a score scale of 20:
+# overflow), then resets the explorer and shows it.
 
 # %%
 precision_explorer = widgets.PrecisionExplorer()
-precision_explorer
-
-# %%
 precision_explorer.set(dtype="float16", fill="-1e9", length=0)
 print("float16, -1e9, all masked :", precision_explorer.state.kernel_weights)
 precision_explorer.set(fill="finfo.min")
@@ -209,6 +207,7 @@ print("float16, finfo.min        :", precision_explorer.state.kernel_weights)
 precision_explorer.set(length=5, scale=20.0, softmax="naive")
 print("naive, scores x 20        :", precision_explorer.state.kernel_weights)
 precision_explorer.reset()
+precision_explorer
 
 # %% [markdown]
 # ## 5. A context is a mixture: it stays inside the values' hull
@@ -250,9 +249,10 @@ print("batch axis: inside, per query:", ok_wrong)
 # %% [markdown]
 # ### Hull explorer
 #
-# Three scores and a temperature give the weights; the context is the vermillion point, joined to
-# each value by a line as thick as its weight. Try extreme scores and temperatures: the point can
-# approach a corner but never leave the triangle.
+# Three sliders give relative weights (normalised to sum to 1) and the temperature sharpens or
+# flattens them; the context is the vermillion point, joined to each value by a line as thick as
+# its weight. Push one weight to 1 and the others to 0, or try extreme temperatures: the point can
+# reach a corner but never leave the triangle.
 
 # %%
 hull_explorer = widgets.HullExplorer()

@@ -210,14 +210,23 @@ def check_precision(e):
 
 def check_hull(e):
     c = e.controls
-    sc = np.array([c["s1"].value, c["s2"].value, c["s3"].value])
-    r = attend_scores(sc, np.array(HULL_VALUES), temperature=c["temperature"].value)
+    raw = np.array([c["w1"].value, c["w2"].value, c["w3"].value])
+    V = np.array(HULL_VALUES)
+    positive = raw > 0
+    scores = np.log(np.where(positive, raw, 1.0))
+    r = attend_scores(scores, V, mask=positive, temperature=c["temperature"].value)
     s = e.state
     _same(s.weights, r.weights), _same(s.context, r.context)
-    assert s.inside.tolist() == within_value_range(r.context, np.array(HULL_VALUES)).tolist()
-    assert s.inside.all()
+    if c["temperature"].value == 1.0 and positive.any():
+        _same(s.weights, raw / raw.sum())  # at temperature 1 the weights are the normalised sliders
     _same(np.ravel(e.plot.point.get_data()), r.context)
     _same(heights(e.plot.bars), r.weights)
+    if positive.any():
+        assert s.inside.all(), "a context left the values' range"
+        assert within_value_range(r.context, V).all()
+        assert "hull" not in e.plot.messages()
+    else:
+        assert s.empty and np.all(s.weights == 0) and "nothing to mix" in e.plot.messages()["hull"]
 
 
 CHECKS = {"query": check_query, "score": check_score, "temperature": check_temperature,

@@ -39,8 +39,9 @@ SCENARIOS = {
                   ("fill", "finfo.min"), ("empty", "nan"), ("empty", "raise"), ("length", 5),
                   ("scale", 1e4), ("dtype", "float32"), ("softmax", "stable"),
                   ("fill", "-1e4"), ("dtype", "float16"), ("scale", 20.0)],
-    "hull": [("s1", 4.0), ("s2", -4.0), ("temperature", 0.05), ("temperature", 5.0),
-             ("preset", "chapter2"), ("preset", "uniform"), ("s3", 1.0)],
+    "hull": [("w1", 1.0), ("w2", 0.0), ("temperature", 0.05), ("temperature", 5.0),
+             ("preset", "chapter2"), ("preset", "uniform"), ("w3", 0.0), ("w1", 0.0),
+             ("w2", 0.0), ("w3", 0.5)],
 }
 
 
@@ -140,8 +141,10 @@ def test_hull_presets_reproduce_the_chapter_weights(explorers):
     for preset, w in zip(("chapter1", "chapter2"), HULL_WEIGHTS):
         e.controls["preset"].value = preset
         np.testing.assert_allclose(e.state.weights, w, atol=1e-12)
-    e.controls["s2"].value = 1.0
+    e.controls["w2"].value = 1.0
     assert e.controls["preset"].value == "custom"
+    e.set(w1=0.15, w2=0.25, w3=0.6000000000000001)  # what a browser may send back
+    assert e.controls["preset"].value == "chapter2"
     e.reset()
 
 
@@ -257,6 +260,22 @@ def test_presentation_mode_is_bigger():
     big = widgets.HullExplorer(backend="agg", presentation=True)
     assert big.figure.get_figwidth() > 1.3 * small.figure.get_figwidth()
     assert big.plot.style.fs > 1.4 * small.plot.style.fs
-    assert "attention-lab-presentation" in big.controls["s1"]._dom_classes
-    big.controls["s1"].value = 2.0
+    assert "attention-lab-presentation" in big.controls["w1"]._dom_classes
+    big.controls["w1"].value = 0.9
     assert big.last_error is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_starting_values_lie_on_the_slider_grid(name, explorers):
+    """A browser snaps a slider to ``min + k * step`` and sends the snapped value back; a starting
+    value off the grid would change the explorer's numbers as soon as it is drawn."""
+    for control_name, c in explorers[name].controls.items():
+        if isinstance(c, widgets.W.FloatLogSlider):
+            x = np.log10(c.value) / np.log10(c.base)
+            k = (x - c.min) / c.step
+            snapped = c.base ** (c.min + round(k) * c.step)
+        elif isinstance(c, (widgets.W.FloatSlider, widgets.W.IntSlider)):
+            snapped = c.min + round((c.value - c.min) / c.step) * c.step
+        else:
+            continue
+        assert snapped == pytest.approx(c.value, abs=1e-9), (name, control_name)
