@@ -59,11 +59,12 @@ def _rebuilding(cls):
     return Rebuild
 
 
-def _time_set(explorer, control, value) -> float:
+def _time_set(explorer, control, value) -> tuple[float, float]:
+    """(wall, CPU) seconds of one control change; CPU time is less sensitive to other load."""
     c = explorer.controls[control]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     c.value = value  # agg backend: recompute, update artists, canvas.draw(), synchronously
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def explorer_rows(quick: bool) -> list[Row]:
@@ -79,16 +80,19 @@ def explorer_rows(quick: bool) -> list[Row]:
             e.set(**setup)
             for v in values[:3]:  # warm-up: first draws, imports, font caches
                 e.controls[control].value = v
-        fast, slow = [], []
+        fast, slow, cpu = [], [], []
         for v in values:
-            fast.append(_time_set(live, control, v))
-            slow.append(_time_set(rebuild, control, v))
+            wall, used = _time_set(live, control, v)
+            fast.append(wall)
+            cpu.append(used)
+            slow.append(_time_set(rebuild, control, v)[0])
         assert live.last_error is None and rebuild.last_error is None
         np.testing.assert_allclose(np.asarray(live.state.weights, float),
                                    np.asarray(rebuild.state.weights, float), equal_nan=True)
         t_fast, t_slow = statistics.median(fast), statistics.median(slow)
         rows.append(Row(GROUP, f"{cls.__name__}: set {control!r} -> drawn (Agg), median of "
-                               f"{len(values)}", t_fast, "s", t_slow, "rebuild per change",
+                               f"{len(values)} (CPU {statistics.median(cpu) * 1e3:.1f} ms)",
+                        t_fast, "s", t_slow, "rebuild per change",
                         f"<= {GOAL_MS:g} ms and >= {GOAL_RATIO:g}x faster",
                         t_fast <= GOAL_MS / 1000 and t_slow / t_fast >= GOAL_RATIO))
     return rows
