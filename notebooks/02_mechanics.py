@@ -62,8 +62,26 @@ print("library agrees:    ", np.allclose(bilinear, bilinear_scores(query, keys, 
 # Key 1 is the clearest change: its dot score is slightly negative (-0.1) but its bilinear score
 # is slightly positive (0.024), because $W$ mixes the key's directions before the comparison. Which
 # keys "match" is decided by the score function, and in a trained model $W$ is learned: the score
-# function is part of what the model learns. (Additive scores get their own section in Level 3,
-# where query and keys have different widths.)
+# function is part of what the model learns.
+#
+# The additive score runs a small network on every query-key pair: project both into an
+# alignment space, add, squash with $\tanh$, reduce to one number with $v_a$. The chapter gives no
+# additive parameters for the running example, so these are ours (drawn once from a seeded
+# generator); the chapter's own additive example, with query and keys of different widths, is in
+# notebook 03, section 6.
+
+# %%
+from attention_lab import additive_scores
+from attention_lab.examples import running_additive_params
+
+p = running_additive_params()  # W_q (4, 3), W_k (4, 3), v (4,): alignment width 4
+additive = np.tanh(query @ p["W_q"].T + keys @ p["W_k"].T) @ p["v"]
+print("additive scores:   ", np.round(additive, 3))
+print("library agrees:    ", np.allclose(additive, additive_scores(query, keys, **p)))
+print("largest score at key: dot", dot.argmax() + 1, "| bilinear", bilinear.argmax() + 1,
+      "| additive", additive.argmax() + 1)
+
+# %% [markdown]
 #
 # ### Misconception 4: "scores are probabilities"
 #

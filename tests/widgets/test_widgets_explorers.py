@@ -218,6 +218,7 @@ def test_bad_constructor_arguments():
 
 # --- canvases: ipympl, the inline fallback, presentation size -------------------------------
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # ipympl's Toolbar, not ours
 def test_ipympl_canvas_is_attached_without_touching_the_global_backend(monkeypatch):
     pytest.importorskip("ipympl")
     import matplotlib
