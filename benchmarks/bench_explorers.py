@@ -98,6 +98,40 @@ def explorer_rows(quick: bool) -> list[Row]:
     return rows
 
 
+def ipympl_rows(quick: bool) -> list[Row]:
+    """What the kernel does per frame for the browser: draw, diff against the last frame, PNG."""
+    import warnings
+
+    from attention_lab import widgets
+
+    if not widgets.ipympl_available():
+        return []
+    rows = []
+    n = 9 if quick else 31
+    for name, (setup, control, values) in _sweeps(n).items():
+        if name not in ("query", "temperature", "mask"):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            e = widgets.EXPLORERS[name](backend="ipympl")
+        e.set(**setup)
+        canvas = e.canvas
+        canvas.syncing_data_url = False  # as once the browser has said 'initialized'
+        canvas.send_binary = lambda data: None
+        times = {1: [], 6: []}
+        for i, v in enumerate(values):
+            for level in (1, 6):
+                e.controls[control].value = values[i - 1] if level == 6 else v
+                canvas.png_compress_level = level
+                t0 = time.perf_counter()
+                canvas.draw()
+                times[level].append(time.perf_counter() - t0)
+        fast, stock = statistics.median(times[1]), statistics.median(times[6])
+        rows.append(Row(GROUP, f"{type(e).__name__} on ipympl: canvas.draw() + diff PNG for the "
+                               f"browser", fast, "s", stock, "ipympl's PNG level 6", "reported"))
+    return rows
+
+
 def notebook_rows() -> list[Row]:
     import jupytext
     from nbclient import NotebookClient
@@ -119,4 +153,4 @@ def notebook_rows() -> list[Row]:
 
 
 def run(quick: bool = False) -> list[Row]:
-    return explorer_rows(quick) + notebook_rows()
+    return explorer_rows(quick) + ipympl_rows(quick) + notebook_rows()

@@ -280,3 +280,35 @@ def test_starting_values_lie_on_the_slider_grid(name, explorers):
         else:
             continue
         assert snapped == pytest.approx(c.value, abs=1e-9), (name, control_name)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # ipympl's Toolbar, not ours
+def test_fast_canvas_sends_the_same_pixels_as_ipympl():
+    pytest.importorskip("ipympl")
+    import io
+
+    from ipympl.backend_nbagg import Canvas
+    from PIL import Image
+
+    e = widgets.QueryExplorer()
+    canvas = e.canvas
+    assert isinstance(canvas, Canvas) and canvas.png_compress_level == 1
+    canvas.syncing_data_url = False
+    frames = []
+    canvas.send_binary = frames.append
+    canvas.draw()  # first frame: full
+    e.controls["q1"].value = -1.0
+    canvas.draw()  # second frame: only the changed pixels
+    full = np.asarray(Image.open(io.BytesIO(frames[0])))
+    diff = np.asarray(Image.open(io.BytesIO(frames[1])))
+    now = np.asarray(canvas.get_renderer().buffer_rgba())
+    changed = diff[..., 3] > 0
+    assert 0 < changed.mean() < 0.5  # a diff frame, not a full one
+    assert np.array_equal(diff[changed], now[changed])
+    assert full.shape == now.shape
+    # ipympl's own encoder gives the same pixels
+    canvas._png_is_old = canvas._force_full = True
+    ours = np.asarray(Image.open(io.BytesIO(canvas.get_diff_image())))
+    canvas._png_is_old = canvas._force_full = True
+    stock = np.asarray(Image.open(io.BytesIO(Canvas.get_diff_image(canvas))))
+    assert np.array_equal(ours, stock)
