@@ -955,8 +955,8 @@ class AxisPlot(LivePlot):
         fig = self.figure
         self.T, self.S = T, S
         self.images = []
-        for x, title in ((0.06, "right: softmax over keys (dim=-1)"), (0.36, "")):
-            ax = fig.add_axes([x, 0.2, 0.25, 0.56])
+        for x, title in ((0.07, "right: softmax over\nkeys (dim=-1)"), (0.37, "")):
+            ax = fig.add_axes([x, 0.2, 0.24, 0.5])
             st.axes(ax, grid_y=False)
             im = ax.pcolormesh(np.arange(S + 1) - 0.5, np.arange(T + 1) - 0.5, np.zeros((T, S)),
                                cmap=CMAP, vmin=0, vmax=1, edgecolors="white", linewidth=0.5)
@@ -970,14 +970,15 @@ class AxisPlot(LivePlot):
             if title:
                 ax.set_title(title, fontsize=st.title, loc="left")
             self.images.append(im)
-        self.title = self._text(self.images[1].axes, 0.0, 1.04, "", fontsize=st.title,
+        self.title = self._text(self.images[1].axes, 0.0, 1.03, "", fontsize=st.title,
+                                va="bottom",
                                 transform=self.images[1].axes.transAxes)
         self.batch_text = self._text(fig.add_axes([0, 0.9, 1, 0.08]), 0.01, 0.5, "",
                                      va="center", fontsize=st.fs)
         self.batch_text.axes.axis("off")
         cb = fig.colorbar(self.images[1], ax=self.images[1].axes, fraction=0.06, pad=0.03)
         cb.ax.tick_params(labelsize=st.small)
-        ax_s = fig.add_axes([0.7, 0.2, 0.28, 0.56])
+        ax_s = fig.add_axes([0.71, 0.2, 0.27, 0.5])
         st.axes(ax_s, ylabel="sum of weights")
         n = T + S + S
         self.groups = (np.arange(T), T + 1 + np.arange(S), T + S + 2 + np.arange(S))
@@ -990,7 +991,7 @@ class AxisPlot(LivePlot):
                          "over batch\n(query 1)"], fontsize=st.small)
         ax_s.set_title("which sums are 1?", fontsize=st.title, loc="left")
         self.sum_bars = self._bars(ax_s, n, PALETTE["weight"], x=x, width=0.75)
-        self._message_box(ax_s, "sums", y=0.85)
+        self._message_box(ax_s, "sums", y=1.42)  # above the title, clear of the bars
 
     def update(self, *, batch, weights_key, weights_axis, axis_label, sums_keys, sums_queries,
                sums_batch):
@@ -1096,6 +1097,7 @@ class HullPlot(LivePlot):
         ax_w = fig.add_axes([0.77, 0.52, 0.2, 0.3])
         st.axes(ax_w, title="weights α")
         ax_w.set_xticks(np.arange(len(v)), [f"v{i + 1}" for i in range(len(v))])
+        ax_w.set_xlim(-0.6, len(v) - 0.4)
         ax_w.set_ylim(0, 1.02)
         self.bars = self._bars(ax_w, len(v), PALETTE["weight"])
         self.check = self._text(fig.add_axes([0.72, 0.1, 0.27, 0.3]), 0.05, 0.6, "",
@@ -1113,8 +1115,9 @@ class HullPlot(LivePlot):
         self.label.set_position((c[0] + 0.08, c[1] - 0.22))
         self.label.set_text(fmt_vec(w, 2))
         self._set_heights(self.bars, w)
+        verdict = ("no mixture" if message else "yes" if np.all(inside) else "NO")
         self.check.set_text(f"context = {fmt_vec(c, 3)}\nweights sum to {w.sum():.3f}\n"
-                            f"inside the value range: {'yes' if np.all(inside) else 'NO'}")
+                            f"inside the value range: {verdict}")
         self.message("hull", message)
 
 

@@ -885,7 +885,7 @@ class AxisExplorer(Explorer):
     def _show(self, s):
         self.plot.update(batch=s.batch, weights_key=s.correct_weights[s.batch],
                          weights_axis=s.weights[s.batch],
-                         axis_label=f"chosen: softmax over {self.AXIS_LABELS[s.axis]}",
+                         axis_label=f"chosen: softmax over\n{self.AXIS_LABELS[s.axis]}",
                          sums_keys=s.sums_keys, sums_queries=s.sums_queries,
                          sums_batch=s.sums_batch)
         self.readout.value = (

@@ -256,6 +256,17 @@ def test_inline_fallback_redraws_a_png_and_says_so_once(monkeypatch):
         widgets.QueryExplorer(backend="ipympl")
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_explorer_works_in_presentation_mode(name, explorers):
+    big = widgets.EXPLORERS[name](backend="agg", presentation=True)
+    assert big.figure.get_figwidth() > 1.3 * explorers[name].figure.get_figwidth()
+    for control, value in SCENARIOS[name]:
+        big.controls[control].value = value
+        check_explorer(name, big)
+    big.reset()
+    check_explorer(name, big)
+
+
 def test_presentation_mode_is_bigger():
     small = widgets.HullExplorer(backend="agg")
     big = widgets.HullExplorer(backend="agg", presentation=True)
