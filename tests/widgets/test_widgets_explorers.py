@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import check_explorer, heights
+from explorer_checks import check_explorer, heights
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from attention_lab import widgets

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipywidgets as W
 import numpy as np
 import pytest
-from conftest import check_explorer
+from explorer_checks import check_explorer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
