@@ -148,3 +148,45 @@ def _finish(e, vals, *, mask, lengths, temperature, empty, score) -> AttentionRe
     return AttentionResult(scores=e, weights=weights, context=context, mask=eligible,
                            masked_mass=masked_mass, empty_rows=empty_rows, temperature=tau,
                            score=score, empty=empty)
+
+
+def weighted_sum(weights, values, *, allow_nan: bool = False) -> np.ndarray:
+    """The context ``c = alpha V``: weights (S,) or (..., T, S) times values (S, D_v) or (..., S, D_v).
+
+    For weights that did not come from :func:`attend` (hard retrieval, a wrong softmax axis, a
+    kernel's output). ``allow_nan=True`` lets NaN weights through, so that a demonstration can show
+    how a NaN row poisons its context; otherwise NaN or inf weights raise ``ValueError``.
+    """
+    w = np.asarray(weights)
+    if not allow_nan:
+        w = V.real_array(w, "weights", min_ndim=1)
+    elif w.dtype.kind != "f" or w.ndim < 1:
+        raise TypeError(f"weights must be a floating array with at least one dimension, got "
+                        f"dtype {w.dtype} and shape {shape_str(w.shape)}")
+    vals = V.real_array(values, "values", min_ndim=2)
+    if vals.shape[-2] != w.shape[-1]:
+        raise ValueError(
+            f"values has {vals.shape[-2]} rows (shape {shape_str(vals.shape)}) but the weights have "
+            f"S={w.shape[-1]} keys (shape {shape_str(w.shape)}); every weight needs one value")
+    with np.errstate(invalid="ignore", over="ignore"):
+        return w.astype(np.result_type(w.dtype, vals.dtype)) @ vals
+
+
+def within_value_range(context, values, *, mask=None, atol: float = 1e-12) -> np.ndarray:
+    """Per context coordinate: does it lie between the smallest and largest eligible value?
+
+    The chapter's debugging check: a weighted average with non-negative weights that sum to 1 lies in
+    the convex hull of the values, so each coordinate lies within the coordinate range of the
+    eligible values. A False means a mask, axis, normalisation or code path is not what was stated.
+    ``context`` (D_v,) and ``values`` (S, D_v); ``mask`` (S,) marks eligible values.
+    """
+    c = V.real_array(context, "context", min_ndim=1)
+    vals = V.real_array(values, "values", min_ndim=2)
+    if vals.ndim != 2 or c.shape != vals.shape[-1:]:
+        raise ValueError(f"context has shape {shape_str(c.shape)} and values "
+                         f"{shape_str(vals.shape)}; expected (D_v,) and (S, D_v)")
+    m = np.ones(vals.shape[0], bool) if mask is None else V.mask_for(mask, (vals.shape[0],))
+    if not m.any():
+        return np.zeros(c.shape, dtype=bool)
+    eligible = vals[m]
+    return (c >= eligible.min(axis=0) - atol) & (c <= eligible.max(axis=0) + atol)

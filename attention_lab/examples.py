@@ -117,3 +117,43 @@ def tensor_example(seed: int = 19, dtype=None):
     if dtype is not None:
         Q, K, V = Q.to(dtype), K.to(dtype), V.to(dtype)
     return Q, K, V
+
+
+def running_additive_params(alignment_width: int = 4, seed: int = 19) -> dict:
+    """Additive-score parameters for the running example (query and keys of width 3):
+    ``{"W_q": (A, 3), "W_k": (A, 3), "v": (A,)}`` from ``numpy.random.default_rng(seed)``.
+
+    The chapter gives no additive parameters for its running example; these are ours, drawn once
+    so that the score explorer can put additive scores beside the dot and bilinear ones. ``v`` is
+    scaled so that the scores stay within +-3 like the other two.
+    """
+    rng = np.random.default_rng(seed)
+    W_q = rng.normal(size=(alignment_width, 3))
+    W_k = rng.normal(size=(alignment_width, 3))
+    v = rng.normal(size=alignment_width)
+    v = v * (2.5 / np.abs(v).sum())  # |score| <= ||v||_1 = 2.5
+    return {"W_q": W_q, "W_k": W_k, "v": v}
+
+
+@dataclass(frozen=True)
+class LocalExample:
+    """Ten source positions for global vs local attention: ``scores`` (S,), ``values`` (S, 2) and the
+    ``target`` position (0-based) whose key matches the query best."""
+
+    scores: np.ndarray
+    values: np.ndarray
+    target: int
+
+
+def local_example(target: int = 7, S: int = 10, seed: int = 19, peak: float = 2.5) -> LocalExample:
+    """A source of ``S`` positions where the query matches position ``target`` strongly (score
+    ``peak``) and the others weakly (small seeded scores), for the global vs local comparison."""
+    if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)):
+        raise TypeError(f"target must be an integer position, got {target!r}")
+    if not 0 <= target < S:
+        raise ValueError(f"target must lie in [0, S-1] = [0, {S - 1}], got {target}")
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(scale=0.4, size=S)
+    values = rng.normal(size=(S, 2))
+    scores[target] = peak
+    return LocalExample(scores=scores, values=values, target=int(target))

@@ -12,6 +12,8 @@ sum to 1. A row with no eligible key follows the ``empty`` policy: ``"zeros"`` (
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import _validate as V
@@ -97,17 +99,23 @@ def fill_softmax(scores, mask, fill: float, *, dtype="float16", stable: bool = T
     A demonstration of fills and dtypes, not a safe softmax: it returns NaN for an all-masked row
     with a ``-inf`` fill (or with a fill that overflows to ``-inf``, such as -1e9 in float16), and
     a uniform row for an all-masked row with a finite fill. ``stable=False`` skips the max shift.
-    ``dtype`` is a numpy dtype name (``"float16"``, ``"float32"``, ``"float64"``).
+    ``dtype`` is ``"float16"``, ``"float32"``, ``"float64"`` or ``"bfloat16"``; every intermediate
+    (filled scores, shifted scores, exponentials, their sum, the quotient) is rounded to it. For
+    bfloat16 the result is float32 holding bfloat16 values (see :func:`round_to_dtype`).
     """
     e = V.real_array(scores, "scores", min_ndim=1)
     m = V.mask_for(mask, e.shape)
-    dt = np.dtype(dtype)
+    name = _dtype_name(dtype)
+
+    def cast(x):
+        return round_to_dtype(x, name)
+
     with np.errstate(all="ignore"):
-        filled = np.where(m, e.astype(dt), np.asarray(fill).astype(dt)).astype(dt)
+        filled = np.where(m, cast(e), cast(np.asarray(fill, dtype=float)))
         if stable:
-            filled = filled - filled.max(axis=-1, keepdims=True)
-        exp = np.exp(filled)
-        return exp / exp.sum(axis=-1, keepdims=True)
+            filled = cast(filled - filled.max(axis=-1, keepdims=True))
+        exp = cast(np.exp(filled))
+        return cast(exp / cast(exp.sum(axis=-1, keepdims=True)))
 
 
 def entropy(weights, axis: int = -1, *, base: float | None = None) -> np.ndarray:
@@ -129,3 +137,109 @@ def entropy(weights, axis: int = -1, *, base: float | None = None) -> np.ndarray
     if base is not None:
         h = h / np.log(V.temperature(base, "base"))
     return h
+
+
+# --- additions for the explorers and notebooks 01-03 -------------------------------------------
+
+class Concentration(NamedTuple):
+    """Largest weight, entropy (nats) and effective number of keys ``exp(entropy)`` per row."""
+
+    max_weight: np.ndarray
+    entropy: np.ndarray
+    effective_keys: np.ndarray
+
+
+#: dtypes the precision demos understand; bfloat16 is emulated in numpy (see :func:`round_to_dtype`).
+DEMO_DTYPES = ("float64", "float32", "float16", "bfloat16")
+_BF16_MAX = 3.3895313892515355e38
+
+
+def _dtype_name(dtype) -> str:
+    name = str(getattr(dtype, "name", dtype)).replace("torch.", "")
+    if name not in DEMO_DTYPES:
+        raise ValueError(f"dtype must be one of {DEMO_DTYPES}, got {dtype!r}")
+    return name
+
+
+def round_to_dtype(x, dtype) -> np.ndarray:
+    """``x`` rounded to the nearest number of ``dtype`` (values too large become +-inf).
+
+    float16/32/64 return an array of that dtype. numpy has no bfloat16, so ``"bfloat16"`` returns
+    float32 values rounded to bfloat16 (8 exponent bits like float32, 8 significand bits; round to
+    nearest, ties to even), exactly what ``tensor.to(torch.bfloat16)`` keeps of a float32 tensor.
+
+    >>> round_to_dtype([1e9, 70000.0], "float16")
+    array([inf, inf], dtype=float16)
+    >>> float(round_to_dtype(1.0 + 2 ** -9, "bfloat16"))
+    1.0
+    """
+    name = _dtype_name(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if name != "bfloat16":
+            return np.asarray(x).astype(name)
+        a = np.asarray(x, dtype=np.float32)
+    bits = a.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    out = (rounded & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(a), np.float32(np.nan), out).reshape(a.shape)
+
+
+def concentration(weights, axis: int = -1):
+    """How concentrated each weight row is: ``Concentration(max_weight, entropy, effective_keys)``.
+
+    ``max_weight`` is the largest weight, ``entropy`` is in nats, and ``effective_keys = exp(entropy)``
+    is the number of keys a uniform distribution with the same entropy would spread over (1 for a
+    one-hot row, n for uniform over n keys). A row of zeros (an all-masked row under the "zeros"
+    policy) has 0 for all three; a NaN row (the "nan" policy) gives NaN.
+    """
+    w = np.asarray(weights, dtype=float)
+    h = entropy(w, axis=axis)
+    ax = V.axis(axis, w.ndim)
+    with np.errstate(invalid="ignore"):
+        total = w.sum(axis=ax)
+        top = w.max(axis=ax)
+    eff = np.where(total > 0, np.exp(h), 0.0)
+    eff = np.where(np.isnan(total), np.nan, eff)[()]
+    return Concentration(top, h, eff)
+
+
+
+
+def hardmax(scores, *, mask=None, empty: str = "zeros") -> np.ndarray:
+    """Hard retrieval: weight 1 on the highest-scoring eligible key (the first one on ties), 0 elsewhere.
+
+    The limit of ``softmax(scores, temperature=tau)`` as tau -> 0 when the maximum is unique. Not
+    differentiable: a small change of a score either changes nothing or moves all the weight.
+    """
+    e = V.real_array(scores, "scores", min_ndim=1, allow_neg_inf=True)
+    V.empty_policy(empty)
+    eligible = np.isfinite(e)
+    if mask is not None:
+        eligible = eligible & V.mask_for(mask, e.shape)
+    masked = np.where(eligible, e, -np.inf)
+    top = np.argmax(masked, axis=-1)
+    out = (np.arange(e.shape[-1]) == top[..., None]).astype(e.dtype)
+    empty_rows = ~eligible.any(axis=-1)
+    if empty_rows.any():
+        if empty == "raise":
+            raise ValueError(f"{int(empty_rows.sum())} row(s) have no eligible key (all masked); "
+                             f"pass empty='zeros' or empty='nan' to allow them")
+        out[empty_rows] = np.nan if empty == "nan" else 0.0
+    return out
+
+
+def mask_after_softmax(scores, mask, *, temperature: float = 1.0,
+                       renormalise: bool = False) -> np.ndarray:
+    """The WRONG order, for demonstrations: softmax over every key, then zero the masked weights.
+
+    Without renormalising, each row keeps only the mass its eligible keys had in the unmasked softmax,
+    so it sums to less than 1 (and the context shrinks). ``renormalise=True`` divides by that mass,
+    which gives back the masked softmax (a row with no eligible key stays all zeros).
+    """
+    e = V.real_array(scores, "scores", min_ndim=1)
+    m = V.mask_for(mask, e.shape)
+    w = softmax(e, temperature=temperature) * m
+    if renormalise:
+        total = w.sum(axis=-1, keepdims=True)
+        w = w / np.where(total > 0, total, 1.0)
+    return w

@@ -1,0 +1,1164 @@
+"""Explorers: ipywidgets controls + a live figure + the core's numbers, nothing else.
+
+Each explorer is an object with
+
+* ``.controls`` -- a dict name -> ipywidget. Setting ``explorer.controls["temperature"].value = 0.5``
+  runs exactly the code path of dragging the slider, so tests drive explorers without a browser;
+* ``.state`` -- a small frozen dataclass of numpy arrays computed by the core
+  (:func:`attention_lab.attend` and friends): always ``scores``, ``weights`` and ``context``, plus
+  what that explorer shows;
+* ``.figure`` -- the matplotlib Figure, built once; a control change updates its artists in place;
+* ``.widget`` -- the ipywidgets container (controls, figure, a text readout of the numbers, a reset
+  button); a bare ``explorer`` at the end of a cell displays it;
+* ``reset()`` -- every control back to its starting value; ``hold()`` -- batch several changes into
+  one redraw; ``set(**values)`` -- set several controls at once.
+
+Figures live on an ipympl canvas when ipympl is importable (``backend="auto"``). The canvas is
+attached to the figure directly, so the notebook's global matplotlib backend stays as it is (inline
+figures keep working). Without ipympl the explorer falls back to redrawing a PNG of the figure into
+an ``ipywidgets.Image`` after every change, and says so once. ``backend="agg"`` draws headless on
+every change (tests, benchmarks). ``presentation=True`` makes figures, fonts and controls larger for
+a projector.
+
+Callbacks never print: an unexpected error is kept in ``explorer.last_error`` and shown as a message
+in the figure instead of a traceback in the notebook.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import itertools
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+
+import ipywidgets as W
+import numpy as np
+
+from . import plots
+from .attention import attend, attend_scores, weighted_sum, within_value_range
+from .examples import (HULL_VALUES, HULL_WEIGHTS, LATER_QUERY, local_example, running_additive_params,
+                       running_example)
+from .masks import combine_masks, local_mask, padding_mask
+from .scores import compute_scores, dot_scores
+from .softmax import (concentration, fill_overflows, fill_softmax, hardmax, mask_after_softmax,
+                      round_to_dtype, safe_fill, softmax)
+
+BACKENDS = ("auto", "ipympl", "inline", "agg")
+
+__all__ = [
+    "Explorer", "QueryExplorer", "ScoreExplorer", "TemperatureExplorer", "MaskExplorer",
+    "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer", "EXPLORERS",
+    "ipympl_available", "BACKENDS",
+]
+
+_figure_numbers = itertools.count(1)
+_fallback_announced = False
+
+FALLBACK_NOTE = ("ipympl is not available here, so this explorer redraws its figure as a picture "
+                 "after every change (slower than the live canvas). Install ipympl "
+                 "(pip install ipympl) and restart the kernel for the live canvas.")
+
+
+def _fast_canvas_class():
+    """ipympl's Canvas, sending its frames to the browser as quickly compressed PNGs.
+
+    Every redraw ships the changed pixels as a PNG. Pillow's default compression (level 6) spends
+    most of a frame's time there; level 1 is several times faster and, for these flat-coloured
+    figures, hardly larger. Everything else is ipympl's own code path.
+    """
+    from io import BytesIO
+
+    from ipympl.backend_nbagg import Canvas
+    from PIL import Image
+
+    class FastCanvas(Canvas):
+        png_compress_level = 1
+
+        def get_diff_image(self):
+            if not self._png_is_old:
+                return None
+            pixels = np.asarray(self.get_renderer().buffer_rgba())
+            buff = pixels.view(np.uint32).squeeze(2)
+            if (self._force_full or buff.shape != self._last_buff.shape
+                    or (pixels[:, :, 3] != 255).any()):
+                self.set_image_mode("full")
+                output = buff
+            else:
+                self.set_image_mode("diff")
+                output = np.where(buff != self._last_buff, buff, 0)
+            self._last_buff = buff.copy()
+            self._force_full = False
+            self._png_is_old = False
+            data = output.view(dtype=np.uint8).reshape((*output.shape, 4))
+            with BytesIO() as png:
+                Image.fromarray(data).save(png, format="png",
+                                           compress_level=self.png_compress_level)
+                return png.getvalue()
+
+    return FastCanvas
+
+
+def ipympl_available() -> bool:
+    """True when ipympl's widget canvas can be imported in this kernel."""
+    try:
+        import ipympl.backend_nbagg  # noqa: F401
+    except Exception:  # ImportError, or a broken install
+        return False
+    return True
+
+
+def _log_slider(value, lo, hi, description, step=0.02):
+    """A base-10 log slider from ``lo`` to ``hi`` whose grid passes exactly through ``value``.
+
+    The browser snaps a slider's value to ``min + k * step`` and sends the snapped value back to
+    the kernel; a starting value off that grid (1.0 on a grid starting at log10(0.05)) would turn
+    into 0.998 as soon as the slider is drawn. So the step is adjusted to land on ``value``.
+    """
+    lo_exp, hi_exp, at = math.log10(lo), math.log10(hi), math.log10(value)
+    if at > lo_exp:
+        step = (at - lo_exp) / max(1, round((at - lo_exp) / step))
+    return W.FloatLogSlider(value=value, base=10, min=lo_exp, max=hi_exp, step=step,
+                            description=description, readout_format=".3g",
+                            continuous_update=True)
+
+
+def _matching_preset(presets: dict, values, step: float) -> str:
+    """The preset whose values equal ``values`` up to half a slider step, else "custom"."""
+    for name, target in presets.items():
+        if np.allclose(target, values, rtol=0, atol=step / 2):
+            return name
+    return "custom"
+
+
+def _slider(value, lo, hi, step, description, fmt=".2f"):
+    return W.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
+                         readout_format=fmt, continuous_update=True)
+
+
+def _table(header, rows) -> str:
+    """A small HTML table: ``header`` cells, then rows of (label, values...)."""
+    th = "".join(f"<th style='padding:0 8px;text-align:right'>{html.escape(str(h))}</th>"
+                 for h in header)
+    body = []
+    for label, *cells in rows:
+        tds = "".join(f"<td style='padding:0 8px;text-align:right;font-family:monospace'>"
+                      f"{html.escape(str(c))}</td>" for c in cells)
+        body.append(f"<tr><th style='padding:0 8px;text-align:left'>{html.escape(str(label))}"
+                    f"</th>{tds}</tr>")
+    return f"<table><tr>{th}</tr>{''.join(body)}</table>"
+
+
+def _num(x, digits=3) -> str:
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.{digits}f}"
+
+
+class Explorer:
+    """Base class: controls + live plot + core computation. Subclasses define ``_make_controls``,
+    ``_make_plot``, ``_compute`` (returns the state, calling the core) and ``_show`` (hands the
+    state's numbers to the plot and the readout)."""
+
+    #: shown above the controls
+    title = ""
+
+    def __init__(self, *, presentation: bool = False, backend: str = "auto"):
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.presentation = bool(presentation)
+        self.controls: dict[str, W.ValueWidget] = self._make_controls()
+        self._initial = {name: c.value for name, c in self.controls.items()}
+        self.plot = self._make_plot()
+        self.plot.add_error_box()
+        self.readout = W.HTML()
+        self.reset_button = W.Button(description="reset", icon="undo",
+                                     tooltip="put every control back to its starting value")
+        self.reset_button.on_click(lambda _b: self.reset())
+        self.last_error: Exception | None = None
+        self._sync_error: Exception | None = None
+        self.state = None
+        self._hold_depth = 0
+        self._pending = False
+        self._syncing = False
+        self._widget = None
+        self._image = None
+        self._note = None
+        self.backend = self._attach(backend)
+        self._update(draw=False)
+        self._draw_now()
+        for c in self.controls.values():
+            c.observe(self._on_change, names="value")
+        self._style_controls()
+
+    # -- construction ------------------------------------------------------------------------
+    def _make_controls(self) -> dict:
+        raise NotImplementedError
+
+    def _make_plot(self):
+        raise NotImplementedError
+
+    def _compute(self):
+        raise NotImplementedError
+
+    def _show(self, state) -> None:
+        raise NotImplementedError
+
+    def _attach(self, backend: str) -> str:
+        """Give the figure its canvas: ipympl's widget canvas, or Agg (inline fallback, tests)."""
+        global _fallback_announced
+        if backend in ("auto", "ipympl"):
+            if ipympl_available():
+                from ipympl.backend_nbagg import FigureManager
+
+                canvas = _fast_canvas_class()(self.figure)
+                FigureManager(canvas, next(_figure_numbers))
+                canvas.header_visible = False
+                canvas.footer_visible = False
+                canvas.toolbar_visible = False
+                canvas.resizable = False
+                canvas.capture_scroll = False
+                return "ipympl"
+            if backend == "ipympl":
+                raise ImportError("backend='ipympl' needs ipympl: pip install ipympl")
+            backend = "inline"
+        if backend == "inline":
+            if not _fallback_announced:
+                _fallback_announced = True
+                self._note = W.HTML(f"<p style='color:#8a5a00'><i>{html.escape(FALLBACK_NOTE)}"
+                                    f"</i></p>")
+            self._image = W.Image(format="png")
+        return backend
+
+    def _style_controls(self) -> None:
+        width = "560px" if self.presentation else "420px"
+        desc = "190px" if self.presentation else "150px"
+        for c in self.controls.values():
+            c.style.description_width = desc
+            if isinstance(c, (W.FloatSlider, W.FloatLogSlider, W.IntSlider, W.Dropdown)):
+                c.layout.width = width
+            if self.presentation:
+                c.add_class("attention-lab-presentation")
+
+    # -- properties ----------------------------------------------------------------------------
+    @property
+    def figure(self):
+        return self.plot.figure
+
+    @property
+    def canvas(self):
+        return self.figure.canvas
+
+    @property
+    def widget(self) -> W.VBox:
+        """The container: title, controls, (a one-time note,) figure, readout, reset button."""
+        if self._widget is None:
+            parts = []
+            if self.title:
+                size = "1.3em" if self.presentation else "1.05em"
+                parts.append(W.HTML(f"<b style='font-size:{size}'>{html.escape(self.title)}</b>"))
+            parts.append(self._controls_box())
+            if self._note is not None:
+                parts.append(self._note)
+            if self.backend == "ipympl":
+                parts.append(self.canvas)
+            else:
+                if self._image is None:
+                    self._image = W.Image(format="png")
+                self._image.value = self.plot.png()
+                parts.append(self._image)
+            parts.append(self.readout)
+            parts.append(self.reset_button)
+            self._widget = W.VBox(parts)
+        return self._widget
+
+    def _controls_box(self):
+        return W.VBox(list(self.controls.values()))
+
+    # -- updating ------------------------------------------------------------------------------
+    def _on_change(self, change) -> None:
+        with self.hold():
+            if not self._syncing:
+                try:
+                    self._sync(change)
+                except Exception as exc:  # never let a callback raise into the notebook
+                    self._sync_error = exc
+            self._pending = True
+
+    def _sync(self, change) -> None:
+        """Keep linked controls consistent (e.g. a preset menu and its sliders)."""
+
+    def _update(self, draw: bool = True) -> None:
+        try:
+            state = self._compute()
+            self.state = state
+            self._show(state)
+            self.last_error, self._sync_error = self._sync_error, None
+            self.plot.message("error", None)
+        except Exception as exc:  # shown in the figure, kept for tests; never printed
+            self.last_error = exc
+            self.plot.message("error", f"unexpected error: {type(exc).__name__}: {exc}"[:200])
+        if draw:
+            self._draw_now()
+
+    def _draw_now(self) -> None:
+        if self.backend == "ipympl":
+            self.canvas.draw_idle()
+        elif self.backend == "inline":
+            if self._image is not None and self._widget is not None:
+                self._image.value = self.plot.png()
+        else:
+            self.canvas.draw()
+
+    @contextmanager
+    def hold(self):
+        """Set several controls with one recomputation and one redraw at the end."""
+        self._hold_depth += 1
+        try:
+            yield self
+        finally:
+            self._hold_depth -= 1
+            if self._hold_depth == 0 and self._pending:
+                self._pending = False
+                self._update()
+
+    def set(self, **values) -> None:
+        """Set several controls at once: ``explorer.set(q1=0.2, temperature=0.5)``."""
+        unknown = sorted(set(values) - set(self.controls))
+        if unknown:
+            raise KeyError(f"unknown control(s) {unknown}; this explorer has {list(self.controls)}")
+        with self.hold():
+            for name, v in values.items():
+                self.controls[name].value = v
+
+    def reset(self) -> None:
+        """Every control back to its starting value (one redraw)."""
+        with self.hold():
+            self._syncing = True
+            try:
+                for name, v in self._initial.items():
+                    self.controls[name].value = v
+            finally:
+                self._syncing = False
+        if self.state is None or self._pending:
+            self._update()
+
+    # -- display -------------------------------------------------------------------------------
+    def describe(self) -> str:
+        """One line about the current state (the text/plain of the displayed explorer)."""
+        s = self.state
+        return (f"{type(self).__name__}: weights {plots.fmt_vec(np.ravel(s.weights)[:10])}"
+                if s is not None and s.weights is not None else type(self).__name__)
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        bundle["text/plain"] = self.describe()
+        bundle["image/png"] = base64.b64encode(self.plot.png()).decode("ascii")
+        return bundle
+
+    def __repr__(self) -> str:
+        return self.describe()
+
+
+def _state_dataclass(cls):
+    cls = dataclass(frozen=True, eq=False)(cls)
+
+    def as_dict(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    cls.as_dict = as_dict
+    return cls
+
+
+# =============================================================================================
+# Query explorer (notebook 01)
+# =============================================================================================
+
+@_state_dataclass
+class QueryState:
+    query: np.ndarray
+    scores: np.ndarray
+    weights: np.ndarray
+    context: np.ndarray
+    temperature: float
+    retrieval: str
+
+
+class QueryExplorer(Explorer):
+    """The running example: move the query, watch scores, weights and the context change.
+
+    Controls: ``preset`` (the chapter's query, a later query, custom), ``q1``-``q3`` (the query's
+    coordinates), ``temperature`` (0.05-5, log), ``retrieval`` ("soft" softmax or "hard" arg max).
+    """
+
+    title = "Query explorer: one query, five sources, one context"
+
+    def __init__(self, *, presentation=False, backend="auto"):
+        self.example = running_example()
+        self.PRESETS = {"chapter": tuple(self.example.query), "later": tuple(LATER_QUERY)}
+        super().__init__(presentation=presentation, backend=backend)
+
+    def _make_controls(self):
+        q = self.example.query
+        return {
+            "preset": W.Dropdown(options=[("chapter's query (0.8, -0.3, 0.5)", "chapter"),
+                                          ("a later query (-1.0, -0.8, -0.3)", "later"),
+                                          ("custom", "custom")],
+                                 value="chapter", description="query preset"),
+            "q1": _slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
+            "q2": _slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
+            "q3": _slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
+            "temperature": _log_slider(1.0, 0.05, 5.0, "temperature τ"),
+            "retrieval": W.ToggleButtons(options=["soft", "hard"], value="soft",
+                                         description="retrieval",
+                                         tooltips=["softmax weights", "all weight on the arg max"]),
+        }
+
+    def _make_plot(self):
+        return plots.QueryPlot(self.example.values, presentation=self.presentation)
+
+    def _sync(self, change):
+        name = change["owner"]
+        c = self.controls
+        if name is c["preset"]:
+            target = self.PRESETS.get(change["new"])
+            if target is not None:
+                self._syncing = True
+                try:
+                    with self.hold():
+                        c["q1"].value, c["q2"].value, c["q3"].value = target
+                finally:
+                    self._syncing = False
+        elif name in (c["q1"], c["q2"], c["q3"]):
+            q = (c["q1"].value, c["q2"].value, c["q3"].value)
+            new = _matching_preset(self.PRESETS, q, c["q1"].step)
+            if c["preset"].value != new:
+                self._syncing = True
+                try:
+                    c["preset"].value = new
+                finally:
+                    self._syncing = False
+
+    def _compute(self):
+        c, ex = self.controls, self.example
+        q = np.array([c["q1"].value, c["q2"].value, c["q3"].value], dtype=float)
+        tau = float(c["temperature"].value)
+        if c["retrieval"].value == "hard":
+            scores = dot_scores(q, ex.keys)
+            weights = hardmax(scores)
+            context = weighted_sum(weights, ex.values)
+        else:
+            r = attend(q, ex.keys, ex.values, temperature=tau)
+            scores, weights, context = r.scores, r.weights, r.context
+        return QueryState(q, scores, weights, context, tau, c["retrieval"].value)
+
+    def _show(self, s):
+        self.plot.update(query=s.query, scores=s.scores, weights=s.weights, context=s.context,
+                         temperature=s.temperature, hard=s.retrieval == "hard")
+        S = s.scores.size
+        self.readout.value = _table(
+            ["", *[f"source {i + 1}" for i in range(S)], "sum"],
+            [["score e", *[_num(e, 3) for e in s.scores], ""],
+             ["weight α", *[_num(w, 3) for w in s.weights], _num(s.weights.sum(), 3)]],
+        ) + f"<p>context c = {plots.fmt_vec(s.context)}</p>"
+
+    def describe(self):
+        s = self.state
+        return (f"QueryExplorer: query {plots.fmt_vec(s.query, 2)}, {s.retrieval}, temperature "
+                f"{s.temperature:.2f} -> weights {plots.fmt_vec(s.weights)}, context "
+                f"{plots.fmt_vec(s.context)}")
+
+
+# =============================================================================================
+# Score explorer (notebook 02)
+# =============================================================================================
+
+@_state_dataclass
+class ScoreState:
+    score: str
+    query: np.ndarray
+    scores: np.ndarray
+    dot_scores: np.ndarray
+    weights: np.ndarray
+    context: np.ndarray
+
+
+class ScoreExplorer(Explorer):
+    """Dot, bilinear (the chapter's W), additive and scaled-dot scores of the running example.
+
+    Controls: ``score`` (the score function) and ``q1``-``q3`` (the query).
+    """
+
+    title = "Score explorer: the same query and keys under four score functions"
+    LABELS = {
+        "dot": "dot product: eᵢ = qᵀkᵢ",
+        "bilinear": "bilinear: eᵢ = qᵀ W kᵢ (the chapter's W)",
+        "additive": "additive: eᵢ = vᵀ tanh(W_q q + W_k kᵢ)",
+        "scaled_dot": "scaled dot product: eᵢ = qᵀkᵢ / √3",
+    }
+
+    def __init__(self, *, presentation=False, backend="auto"):
+        self.example = running_example()
+        self.additive = running_additive_params()
+        super().__init__(presentation=presentation, backend=backend)
+
+    def _make_controls(self):
+        q = self.example.query
+        return {
+            "score": W.ToggleButtons(options=[("dot", "dot"), ("bilinear", "bilinear"),
+                                              ("additive", "additive"),
+                                              ("scaled dot", "scaled_dot")],
+                                     value="dot", description="score function"),
+            "q1": _slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
+            "q2": _slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
+            "q3": _slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
+        }
+
+    def _make_plot(self):
+        return plots.ScorePlot(5, score_limit=3.0, presentation=self.presentation)
+
+    def params(self, kind: str) -> dict:
+        """The parameters the core's ``compute_scores(kind, ...)`` takes for this example."""
+        if kind == "bilinear":
+            return {"W": self.example.W}
+        if kind == "additive":
+            return dict(self.additive)
+        return {}
+
+    def _compute(self):
+        c, ex = self.controls, self.example
+        kind = c["score"].value
+        q = np.array([c["q1"].value, c["q2"].value, c["q3"].value], dtype=float)
+        scores = compute_scores(kind, q, ex.keys, **self.params(kind))
+        r = attend_scores(scores, ex.values)
+        return ScoreState(kind, q, scores, dot_scores(q, ex.keys), r.weights, r.context)
+
+    def _show(self, s):
+        self.plot.update(kind_label=self.LABELS[s.score], scores=s.scores,
+                         dot_scores=s.dot_scores, weights=s.weights)
+        S = s.scores.size
+        self.readout.value = _table(
+            ["", *[f"key {i + 1}" for i in range(S)]],
+            [[f"chosen score ({s.score})", *[_num(e) for e in s.scores]],
+             ["dot-product score", *[_num(e) for e in s.dot_scores]],
+             ["weight", *[_num(w) for w in s.weights]]])
+
+    def describe(self):
+        s = self.state
+        return (f"ScoreExplorer: {s.score} scores {plots.fmt_vec(s.scores)} -> weights "
+                f"{plots.fmt_vec(s.weights)}")
+
+
+# =============================================================================================
+# Temperature explorer (notebook 02)
+# =============================================================================================
+
+@_state_dataclass
+class TemperatureState:
+    temperature: float
+    scores: np.ndarray
+    weights: np.ndarray
+    context: np.ndarray
+    max_weight: float
+    entropy: float
+    effective_keys: float
+
+
+class TemperatureExplorer(Explorer):
+    """The chapter's dot scores at a temperature from 0.05 to 5 (log slider): the weights, the
+    largest weight, the entropy and the effective number of keys exp(entropy).
+
+    Controls: ``temperature``.
+    """
+
+    title = "Temperature explorer: same scores, different concentration"
+    T_MIN, T_MAX = 0.05, 5.0
+
+    def __init__(self, *, presentation=False, backend="auto"):
+        self.example = running_example()
+        super().__init__(presentation=presentation, backend=backend)
+
+    def _make_controls(self):
+        return {"temperature": _log_slider(1.0, self.T_MIN, self.T_MAX, "temperature τ")}
+
+    def _make_plot(self):
+        ex = self.example
+        grid = np.geomspace(self.T_MIN, self.T_MAX, 121)
+        scores = dot_scores(ex.query, ex.keys)
+        grid_weights = np.array([softmax(scores, temperature=t) for t in grid])
+        conc = concentration(grid_weights)
+        return plots.TemperaturePlot(softmax(scores), grid, conc.max_weight, conc.effective_keys,
+                                     presentation=self.presentation)
+
+    def _compute(self):
+        ex = self.example
+        tau = float(self.controls["temperature"].value)
+        r = attend(ex.query, ex.keys, ex.values, temperature=tau)
+        conc = concentration(r.weights)
+        return TemperatureState(tau, r.scores, r.weights, r.context, float(conc.max_weight),
+                                float(conc.entropy), float(conc.effective_keys))
+
+    def _show(self, s):
+        self.plot.update(temperature=s.temperature, weights=s.weights, max_weight=s.max_weight,
+                         effective_keys=s.effective_keys)
+        self.readout.value = _table(
+            ["", *[f"source {i + 1}" for i in range(s.weights.size)]],
+            [["score e / τ", *[_num(e / s.temperature, 2) for e in s.scores]],
+             ["weight α", *[_num(w) for w in s.weights]]]) + (
+            f"<p>τ = {s.temperature:.3g}: largest weight {s.max_weight:.3f}, entropy "
+            f"{s.entropy:.3f} nats, effective keys {s.effective_keys:.2f} of {s.weights.size}; "
+            f"context {plots.fmt_vec(s.context)}</p>")
+
+    def describe(self):
+        s = self.state
+        return (f"TemperatureExplorer: temperature {s.temperature:.3g} -> weights "
+                f"{plots.fmt_vec(s.weights)}, largest {s.max_weight:.3f}, entropy "
+                f"{s.entropy:.3f} nats")
+
+
+# =============================================================================================
+# Mask explorer (notebook 02)
+# =============================================================================================
+
+@_state_dataclass
+class MaskState:
+    mask: np.ndarray
+    scores: np.ndarray
+    weights: np.ndarray | None
+    context: np.ndarray | None
+    masked_mass: float
+    row_sum: float
+    empty: str
+    all_masked: bool
+    error: str | None
+    after_weights: np.ndarray
+    after_context: np.ndarray
+    after_row_sum: float
+
+
+class MaskExplorer(Explorer):
+    """Padding and per-position masks on the running example, masked before softmax (right) and,
+    on request, after softmax without renormalising (wrong), with both row sums.
+
+    Controls: ``length`` (valid length 0-5: positions after it are padding), ``keep1``-``keep5``
+    (one toggle per source position, True = eligible), ``after_softmax`` (show the wrong order),
+    ``empty`` (what an all-masked row returns: "zeros", "nan" or "raise").
+    """
+
+    title = "Mask explorer: which keys may be retrieved"
+
+    def __init__(self, *, presentation=False, backend="auto"):
+        self.example = running_example()
+        super().__init__(presentation=presentation, backend=backend)
+
+    def _make_controls(self):
+        c = {"length": W.IntSlider(value=3, min=0, max=5, description="valid length",
+                                   continuous_update=True)}
+        for i in range(5):
+            c[f"keep{i + 1}"] = W.ToggleButton(value=True, description=f"{i + 1}",
+                                               tooltip=f"source {i + 1} eligible",
+                                               layout=W.Layout(width="auto"))
+        c["after_softmax"] = W.Checkbox(value=False,
+                                        description="also mask AFTER softmax (wrong)",
+                                        indent=False)
+        c["empty"] = W.Dropdown(options=["zeros", "nan", "raise"], value="zeros",
+                                description="all-masked policy")
+        return c
+
+    def _controls_box(self):
+        c = self.controls
+        toggles = W.HBox([W.Label("eligible positions:")] + [c[f"keep{i + 1}"] for i in range(5)])
+        return W.VBox([c["length"], toggles, c["after_softmax"], c["empty"]])
+
+    def _style_controls(self):
+        super()._style_controls()
+        for i in range(5):
+            self.controls[f"keep{i + 1}"].layout.width = "64px" if self.presentation else "44px"
+
+    def _make_plot(self):
+        ex = self.example
+        return plots.MaskPlot(softmax(dot_scores(ex.query, ex.keys)),
+                              presentation=self.presentation)
+
+    def _compute(self):
+        c, ex = self.controls, self.example
+        toggles = np.array([c[f"keep{i + 1}"].value for i in range(5)], dtype=bool)
+        mask = combine_masks(padding_mask(int(c["length"].value), 5), toggles)
+        policy = c["empty"].value
+        scores = dot_scores(ex.query, ex.keys)
+        all_masked = not mask.any()
+        error = None
+        try:
+            r = attend_scores(scores, ex.values, mask=mask, empty=policy)
+            weights, context = r.weights, r.context
+            masked_mass, row_sum = float(r.masked_mass), float(r.row_sums)
+        except ValueError as exc:  # only the "raise" policy on an all-masked row gets here
+            if not (policy == "raise" and all_masked):
+                raise
+            error = f"ValueError: {exc}"
+            weights = context = None
+            masked_mass, row_sum = 0.0, float("nan")
+        after = mask_after_softmax(scores, mask)
+        return MaskState(mask, scores, weights, context, masked_mass, row_sum, policy, all_masked,
+                         error, after, weighted_sum(after, ex.values), float(after.sum()))
+
+    def _message(self, s) -> str | None:
+        if not s.all_masked:
+            return None
+        if s.empty == "zeros":
+            return "all positions masked:\nweights are 0 by the 'zeros' policy"
+        if s.empty == "nan":
+            return "all positions masked:\nweights are NaN by the 'nan' policy"
+        return "all positions masked:\nthe 'raise' policy raises ValueError"
+
+    def _show(self, s):
+        w = s.weights if s.weights is not None else np.zeros(s.scores.size)
+        self.plot.update(mask=s.mask, weights=w, row_sum=s.row_sum,
+                         after_weights=s.after_weights if self.controls["after_softmax"].value
+                         else None, after_row_sum=s.after_row_sum, message=self._message(s))
+        rows = [["eligible", *["yes" if m else "no" for m in s.mask], ""]]
+        if s.weights is not None:
+            rows.append(["before softmax (right)", *[_num(x) for x in s.weights],
+                         _num(s.row_sum)])
+        rows.append(["after softmax (wrong)", *[_num(x) for x in s.after_weights],
+                     _num(s.after_row_sum)])
+        ctx = (f"context (right) {plots.fmt_vec(s.context)}, masked mass {s.masked_mass:.3f}"
+               if s.context is not None else html.escape(s.error or ""))
+        self.readout.value = _table(["", *[f"pos {i + 1}" for i in range(5)], "sum"], rows) + (
+            f"<p>{ctx}<br>context (wrong) {plots.fmt_vec(s.after_context)}</p>")
+
+    def describe(self):
+        s = self.state
+        w = plots.fmt_vec(s.weights) if s.weights is not None else s.error
+        return (f"MaskExplorer: eligible {s.mask.astype(int).tolist()} -> weights {w}, row sum "
+                f"{_num(s.row_sum)}; masked after softmax: row sum {s.after_row_sum:.3f}")
+
+
+# =============================================================================================
+# Window explorer (notebook 02)
+# =============================================================================================
+
+@_state_dataclass
+class WindowState:
+    centre: float
+    half_width: float
+    target: int
+    mask: np.ndarray
+    scores: np.ndarray
+    weights: np.ndarray
+    context: np.ndarray
+    global_weights: np.ndarray
+    global_context: np.ndarray
+    target_weight_global: float
+    target_weight_local: float
+    scored: int
+
+
+class WindowExplorer(Explorer):
+    """Ten source positions: global attention (every key eligible) beside local attention (a window
+    |j - p| <= D around a centre p), with a target position that holds what the query needs.
+
+    Controls: ``centre`` (p, 1-10, in steps of 0.5), ``half_width`` (D, 0-5), ``target`` (1-10).
+    Positions are 1-based here, as in the figure; the core's :func:`local_mask` is 0-based.
+    """
+
+    title = "Window explorer: global vs local access"
+    S = 10
+
+    def _make_controls(self):
+        return {
+            "centre": _slider(5.5, 1.0, 10.0, 0.5, "window centre p", ".1f"),
+            "half_width": _slider(1.5, 0.0, 5.0, 0.5, "half-width D", ".1f"),
+            "target": W.IntSlider(value=8, min=1, max=10, description="target position",
+                                  continuous_update=True),
+        }
+
+    def _make_plot(self):
+        return plots.WindowPlot(self.S, presentation=self.presentation)
+
+    def _compute(self):
+        c = self.controls
+        p, D, t = float(c["centre"].value), float(c["half_width"].value), int(c["target"].value)
+        ex = local_example(target=t - 1, S=self.S)
+        mask = local_mask(p - 1, D, self.S)
+        g = attend_scores(ex.scores, ex.values)
+        loc = attend_scores(ex.scores, ex.values, mask=mask)
+        return WindowState(p, D, t, mask, loc.scores, loc.weights, loc.context, g.weights,
+                           g.context, float(g.weights[t - 1]), float(loc.weights[t - 1]),
+                           int(mask.sum()))
+
+    def _show(self, s):
+        t = s.target - 1
+        where = "inside the window" if s.mask[t] else "outside the window: missed"
+        self.plot.update(
+            target=t, global_weights=s.global_weights, local_weights=s.weights,
+            local_mask=s.mask, centre=s.centre - 1, half_width=s.half_width,
+            global_title=(f"Global: all {self.S} positions scored; target {s.target} gets weight "
+                          f"{s.target_weight_global:.2f}"),
+            local_title=(f"Local (p = {s.centre:g}, D = {s.half_width:g}): {s.scored} scored; "
+                         f"target {s.target} gets {s.target_weight_local:.2f}, {where}"),
+            message=None if s.scored else ("the window holds no source position: all masked,\n"
+                                           "weights are 0 by the 'zeros' policy"))
+        self.readout.value = _table(
+            ["", *[str(i + 1) for i in range(self.S)]],
+            [["eligible (local)", *["yes" if m else "no" for m in s.mask]],
+             ["global weight", *[_num(w, 2) for w in s.global_weights]],
+             ["local weight", *[_num(w, 2) for w in s.weights]]]) + (
+            f"<p>target {s.target}: global {s.target_weight_global:.3f}, local "
+            f"{s.target_weight_local:.3f}; scored positions: global {self.S}, local "
+            f"{s.scored}</p>")
+
+    def describe(self):
+        s = self.state
+        return (f"WindowExplorer: centre {s.centre:g}, half-width {s.half_width:g}, target "
+                f"{s.target} -> {s.scored} position(s) in the window; weight on target global "
+                f"{s.target_weight_global:.3f}, local {s.target_weight_local:.3f}")
+
+
+# =============================================================================================
+# Axis explorer (notebook 03)
+# =============================================================================================
+
+@_state_dataclass
+class AxisState:
+    axis: int
+    batch: int
+    scores: np.ndarray
+    weights: np.ndarray
+    context: np.ndarray
+    correct_weights: np.ndarray
+    correct_context: np.ndarray
+    sums_keys: np.ndarray
+    sums_queries: np.ndarray
+    sums_batch: np.ndarray
+    max_context_error: float
+
+
+class AxisExplorer(Explorer):
+    """Softmax over the key, query or batch axis of a (B, T, S) score tensor: the shape never
+    changes, but only the key axis gives every query a distribution over the sources.
+
+    Controls: ``axis`` (-1 keys, -2 queries, 0 batch) and ``batch`` (which batch item to draw).
+    The default data are the chapter's ``torch.manual_seed(19)`` tensors (B=2, T=3, S=5).
+    """
+
+    title = "Axis explorer: which axis does softmax normalise?"
+    AXIS_LABELS = {-1: "keys (dim=-1, right)", -2: "queries (dim=-2)", 0: "batch (dim=0)"}
+
+    def __init__(self, Q=None, K=None, V=None, *, presentation=False, backend="auto"):
+        if Q is None:
+            from .examples import tensor_example
+
+            Qt, Kt, Vt = tensor_example(19)
+            Q, K, V = (x.double().numpy() for x in (Qt, Kt, Vt))
+        self.Q, self.K, self.V = (np.asarray(x, dtype=float) for x in (Q, K, V))
+        if self.Q.ndim != 3:
+            raise ValueError(f"Q must have shape (B, T, D_k), got {self.Q.shape}")
+        super().__init__(presentation=presentation, backend=backend)
+
+    def _make_controls(self):
+        B = self.Q.shape[0]
+        return {
+            "axis": W.ToggleButtons(options=[(v, k) for k, v in self.AXIS_LABELS.items()],
+                                    value=-1, description="softmax over"),
+            "batch": W.ToggleButtons(options=[(f"item {b + 1}", b) for b in range(B)], value=0,
+                                     description="batch item shown"),
+        }
+
+    def _make_plot(self):
+        return plots.AxisPlot(self.Q.shape[1], self.K.shape[1], presentation=self.presentation)
+
+    def _compute(self):
+        ax, b = int(self.controls["axis"].value), int(self.controls["batch"].value)
+        scores = dot_scores(self.Q, self.K)
+        weights = softmax(scores, axis=ax)
+        right = attend(self.Q, self.K, self.V)
+        context = weighted_sum(weights, self.V)
+        return AxisState(ax, b, scores, weights, context, right.weights, right.context,
+                         weights.sum(axis=-1)[b], weights.sum(axis=-2)[b], weights.sum(axis=0)[0],
+                         float(np.abs(context - right.context).max()))
+
+    def _show(self, s):
+        self.plot.update(batch=s.batch, weights_key=s.correct_weights[s.batch],
+                         weights_axis=s.weights[s.batch],
+                         axis_label=f"chosen: softmax over\n{self.AXIS_LABELS[s.axis]}",
+                         sums_keys=s.sums_keys, sums_queries=s.sums_queries,
+                         sums_batch=s.sums_batch)
+        self.readout.value = (
+            f"<p>scores {tuple(s.scores.shape)}, weights {tuple(s.weights.shape)}, context "
+            f"{tuple(s.context.shape)}: the same shapes for every axis.<br>"
+            f"largest difference from the right context: {s.max_context_error:.3f}<br>"
+            f"sums over keys (item {s.batch + 1}): {plots.fmt_vec(s.sums_keys)}; over queries: "
+            f"{plots.fmt_vec(s.sums_queries)}; over batch (query 1): "
+            f"{plots.fmt_vec(s.sums_batch)}</p>")
+
+    def describe(self):
+        s = self.state
+        return (f"AxisExplorer: softmax over axis {s.axis}, weights {tuple(s.weights.shape)}, "
+                f"largest context error {s.max_context_error:.3f}")
+
+
+# =============================================================================================
+# Precision explorer (notebook 03)
+# =============================================================================================
+
+FILLS = {"-inf": float("-inf"), "-1e9": -1e9, "-1e4": -1e4, "finfo.min": None}
+
+
+@_state_dataclass
+class PrecisionState:
+    dtype: str
+    fill: str
+    fill_value: float
+    fill_cast: float
+    fill_overflows: bool
+    scale: float
+    stable: bool
+    length: int
+    empty: str
+    mask: np.ndarray
+    scores: np.ndarray
+    scores_cast: np.ndarray
+    kernel_weights: np.ndarray
+    kernel_context: np.ndarray
+    weights: np.ndarray | None
+    context: np.ndarray | None
+    error: str | None
+
+
+class PrecisionExplorer(Explorer):
+    """What a typical kernel returns when it casts, fills masked scores and exponentiates in a low
+    precision, beside the library's masked softmax and its declared all-masked policy.
+
+    Controls: ``dtype`` (float32, float16, bfloat16), ``fill`` (-inf, -1e9, -1e4, the dtype's most
+    negative finite number), ``scale`` (scores multiplied by 1 to 10 000), ``softmax`` ("stable"
+    subtracts the row maximum, "naive" does not), ``length`` (valid length 0-5), ``empty`` (the
+    library's all-masked policy).
+    """
+
+    title = "Precision explorer: dtypes, fill values, overflow and NaN"
+
+    def __init__(self, *, presentation=False, backend="auto"):
+        self.example = running_example()
+        super().__init__(presentation=presentation, backend=backend)
+
+    def _make_controls(self):
+        return {
+            "dtype": W.ToggleButtons(options=["float32", "float16", "bfloat16"], value="float16",
+                                     description="dtype"),
+            "fill": W.Dropdown(options=[("-inf", "-inf"), ("-1e9", "-1e9"), ("-1e4", "-1e4"),
+                                        ("finfo(dtype).min", "finfo.min")],
+                               value="-1e9", description="mask fill"),
+            "scale": _log_slider(1.0, 1.0, 1e4, "score scale ×", step=0.05),
+            "softmax": W.ToggleButtons(options=["stable", "naive"], value="stable",
+                                       description="softmax",
+                                       tooltips=["subtract the row maximum first", "exp(e) as is"]),
+            "length": W.IntSlider(value=3, min=0, max=5, description="valid length",
+                                  continuous_update=True),
+            "empty": W.Dropdown(options=["zeros", "nan", "raise"], value="zeros",
+                                description="library policy"),
+        }
+
+    def _make_plot(self):
+        return plots.PrecisionPlot(5, presentation=self.presentation)
+
+    def _compute(self):
+        c, ex = self.controls, self.example
+        dtype, fill_name = c["dtype"].value, c["fill"].value
+        scale, stable = float(c["scale"].value), c["softmax"].value == "stable"
+        length, policy = int(c["length"].value), c["empty"].value
+        fill = FILLS[fill_name]
+        if fill is None:
+            fill = safe_fill(dtype)
+        mask = padding_mask(length, 5)
+        scores = dot_scores(ex.query, ex.keys, scale=scale)
+        kernel = fill_softmax(scores, mask, fill, dtype=dtype, stable=stable)
+        kernel_context = weighted_sum(kernel.astype(float), ex.values, allow_nan=True)
+        error = None
+        try:
+            r = attend_scores(scores, ex.values, mask=mask, empty=policy)
+            weights, context = r.weights, r.context
+        except ValueError as exc:
+            if not (policy == "raise" and not mask.any()):
+                raise
+            weights = context = None
+            error = f"ValueError: {exc}"
+        return PrecisionState(
+            dtype, fill_name, float(fill), float(round_to_dtype(fill, dtype)),
+            fill_overflows(fill, dtype), scale, stable, length, policy, mask, scores,
+            round_to_dtype(scores, dtype).astype(float), kernel.astype(float), kernel_context,
+            weights, context, error)
+
+    def _kernel_message(self, s) -> str | None:
+        w = s.kernel_weights
+        all_masked = not s.mask.any()
+        if np.isnan(w).any():
+            if all_masked and not np.isfinite(s.fill_cast):
+                how = "(-inf) - (-inf) = NaN" if s.stable else "exp(-inf) / sum = 0 / 0 = NaN"
+                return f"all positions masked, fill is -inf in {s.dtype}:\n{how}"
+            if not s.stable:
+                return (f"naive softmax: exp(score) overflows {s.dtype},\ninf / inf = NaN "
+                        f"(use the stable form)")
+            return "NaN weights"
+        if all_masked:
+            return (f"all positions masked, finite fill:\nuniform weights over padding "
+                    f"({np.nanmax(w):.2f} each)")
+        return None
+
+    def _library_message(self, s) -> str | None:
+        if s.mask.any():
+            return None
+        return {"zeros": "all positions masked:\nweights are 0 by the 'zeros' policy",
+                "nan": "all positions masked:\nweights are NaN by the 'nan' policy",
+                "raise": "all positions masked:\nthe 'raise' policy raises ValueError"}[s.empty]
+
+    def _show(self, s):
+        fill_txt = f"{s.fill}" if s.fill != "finfo.min" else f"finfo.min = {s.fill_value:.4g}"
+        cast_txt = f"{s.fill_cast:.4g}" if np.isfinite(s.fill_cast) else "-inf"
+        over = " (overflows!)" if s.fill_overflows else ""
+        info = (f"scores × {s.scale:.3g}: largest {np.max(s.scores):.4g} (in {s.dtype}: "
+                f"{np.max(s.scores_cast):.4g});  fill {fill_txt} in {s.dtype} = {cast_txt}{over}")
+        w = s.weights if s.weights is not None else np.zeros(s.scores.size)
+        self.plot.update(mask=s.mask, kernel_weights=s.kernel_weights,
+                         kernel_title=f"typical kernel: {s.dtype}, {s.softmax_label}",
+                         weights=w, library_title=f"attention_lab: float64, policy '{s.empty}'",
+                         info=info, kernel_message=self._kernel_message(s),
+                         library_message=self._library_message(s))
+        rows = [["kernel", *[_num(x) for x in s.kernel_weights]]]
+        if s.weights is not None:
+            rows.append(["attention_lab", *[_num(x) for x in s.weights]])
+        self.readout.value = _table(["", *[f"pos {i + 1}" for i in range(5)]], rows) + (
+            f"<p>{html.escape(info)}<br>kernel context {plots.fmt_vec(s.kernel_context)}; "
+            f"library context "
+            f"{plots.fmt_vec(s.context) if s.context is not None else html.escape(s.error)}</p>")
+
+    def describe(self):
+        s = self.state
+        return (f"PrecisionExplorer: {s.dtype}, fill {s.fill}, scale {s.scale:.3g}, "
+                f"{s.softmax_label}, valid length {s.length} -> kernel weights "
+                f"{plots.fmt_vec(s.kernel_weights)}")
+
+
+def _softmax_label(self) -> str:
+    return "stable softmax" if self.stable else "naive softmax"
+
+
+PrecisionState.softmax_label = property(_softmax_label)
+
+
+# =============================================================================================
+# Hull explorer (notebook 03)
+# =============================================================================================
+
+@_state_dataclass
+class HullState:
+    raw: np.ndarray
+    scores: np.ndarray
+    temperature: float
+    weights: np.ndarray
+    context: np.ndarray
+    values: np.ndarray
+    inside: np.ndarray
+    empty: bool
+
+
+class HullExplorer(Explorer):
+    """Three 2-D values and the context of a weight vector over them: the context never leaves the
+    triangle the values span.
+
+    Controls: ``preset`` (the chapter's two weight vectors, uniform, custom), ``w1``-``w3``
+    (relative weights, 0-1; they are normalised to sum to 1) and ``temperature``. The weights are
+    the softmax of the scores ``log w_i`` at that temperature: at 1 that is just ``w / sum(w)``,
+    below 1 the largest weight grows, above 1 they even out. A weight of 0 masks its value.
+    """
+
+    title = "Hull explorer: a context is a mixture of the values"
+
+    def __init__(self, *, presentation=False, backend="auto"):
+        self.values = np.array(HULL_VALUES, dtype=float)
+        w = np.array(HULL_WEIGHTS, dtype=float)
+        self.PRESETS = {"chapter1": tuple(w[0]), "chapter2": tuple(w[1]),
+                        "uniform": (1 / 3, 1 / 3, 1 / 3)}
+        super().__init__(presentation=presentation, backend=backend)
+
+    def _make_controls(self):
+        w = self.PRESETS["chapter1"]
+        return {
+            "preset": W.Dropdown(options=[("chapter's context 1: weights (0.6, 0.3, 0.1)",
+                                           "chapter1"),
+                                          ("chapter's context 2: weights (0.15, 0.25, 0.6)",
+                                           "chapter2"),
+                                          ("uniform weights", "uniform"), ("custom", "custom")],
+                                 value="chapter1", description="weights preset"),
+            "w1": _slider(w[0], 0.0, 1.0, 0.01, "weight of value 1"),
+            "w2": _slider(w[1], 0.0, 1.0, 0.01, "weight of value 2"),
+            "w3": _slider(w[2], 0.0, 1.0, 0.01, "weight of value 3"),
+            "temperature": _log_slider(1.0, 0.05, 5.0, "temperature τ"),
+        }
+
+    def _make_plot(self):
+        w = np.array(HULL_WEIGHTS, dtype=float)
+        return plots.HullPlot(self.values, weighted_sum(w, self.values),
+                              presentation=self.presentation)
+
+    def _sync(self, change):
+        c = self.controls
+        names = ("w1", "w2", "w3")
+        if change["owner"] is c["preset"]:
+            target = self.PRESETS.get(change["new"])
+            if target is not None:
+                self._syncing = True
+                try:
+                    with self.hold():
+                        for n, v in zip(names, target):
+                            c[n].value = v
+                finally:
+                    self._syncing = False
+        elif change["owner"] in [c[n] for n in names]:
+            new = _matching_preset(self.PRESETS, tuple(c[n].value for n in names), c["w1"].step)
+            if c["preset"].value != new:
+                self._syncing = True
+                try:
+                    c["preset"].value = new
+                finally:
+                    self._syncing = False
+
+    def _compute(self):
+        c = self.controls
+        raw = np.array([c["w1"].value, c["w2"].value, c["w3"].value], dtype=float)
+        tau = float(c["temperature"].value)
+        positive = raw > 0
+        scores = np.log(np.where(positive, raw, 1.0))  # log w: softmax(log w) = w / sum(w)
+        r = attend_scores(scores, self.values, mask=positive, temperature=tau)
+        empty = not positive.any()
+        inside = (np.zeros(2, dtype=bool) if empty
+                  else within_value_range(r.context, self.values, mask=positive))
+        return HullState(raw, scores, tau, r.weights, r.context, self.values.copy(), inside,
+                         empty)
+
+    def _show(self, s):
+        self.plot.update(weights=s.weights, context=s.context, inside=s.inside,
+                         message=("all weights are 0: nothing to mix,\nthe 'zeros' policy "
+                                  "returns weights 0 and context 0") if s.empty else None)
+        self.readout.value = (f"<p>relative weights {plots.fmt_vec(s.raw, 2)}, τ = "
+                              f"{s.temperature:.3g} → weights {plots.fmt_vec(s.weights)} (sum "
+                              f"{s.weights.sum():.3f}) → context {plots.fmt_vec(s.context)}; "
+                              f"inside the values' range: "
+                              f"{'yes' if s.inside.all() else 'NO'}</p>")
+
+    def describe(self):
+        s = self.state
+        return (f"HullExplorer: weights {plots.fmt_vec(s.weights)} -> context "
+                f"{plots.fmt_vec(s.context)}, inside: {bool(s.inside.all())}")
+
+
+#: name -> class, in notebook order
+EXPLORERS = {
+    "query": QueryExplorer, "score": ScoreExplorer, "temperature": TemperatureExplorer,
+    "mask": MaskExplorer, "window": WindowExplorer, "axis": AxisExplorer,
+    "precision": PrecisionExplorer, "hull": HullExplorer,
+}
