@@ -252,3 +252,17 @@ def test_missing_files_are_reported(tmp_path, copy):
     copy.with_suffix(".json").unlink()
     with pytest.raises(toy.WeightsError, match="no metadata file"):
         toy.load(copy)
+
+
+def test_training_leaves_the_process_floating_point_state_alone():
+    """Training switches on flush-to-zero for speed; it must switch it off again, or every later
+    computation in the process (numpy included) silently loses subnormal numbers."""
+    import numpy as np
+
+    from attention_lab.toy.train import TrainConfig, train
+
+    tiny = np.float64(5e-324)
+    assert tiny > 0
+    train(tc=TrainConfig(steps=2, batch=8), progress=False, evaluate_heldout=False)
+    assert np.float64(5e-324) * 1.0 > 0
+    assert torch.tensor(1e-42, dtype=torch.float32).item() > 0

@@ -66,7 +66,7 @@ def train(cfg: ToyConfig = ToyConfig(), tc: TrainConfig = TrainConfig(), *,
         raise ValueError(f"steps and batch must be >= 1, got steps={tc.steps}, batch={tc.batch}")
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(tc.threads)
-    torch.set_flush_denormal(True)
+    torch.set_flush_denormal(True)  # faster on CPU; process-wide, so switched off again below
     try:
         torch.manual_seed(tc.seed)
         rng = np.random.default_rng(tc.seed)
@@ -98,6 +98,7 @@ def train(cfg: ToyConfig = ToyConfig(), tc: TrainConfig = TrainConfig(), *,
         return model, record
     finally:
         torch.set_num_threads(previous_threads)
+        torch.set_flush_denormal(False)  # the process default; numpy and hypothesis rely on it
 
 
 class _NoBar:
