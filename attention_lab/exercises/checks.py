@@ -1680,3 +1680,75 @@ def encoded_inputs(cases: list[Case]) -> list[dict]:
 
 __all__ = ["Case", "Verdict", "SPECS", "cases_for", "judge", "encoded_inputs", "STUDENT_SEED",
            "EXERCISES"]
+
+
+# ====================================================================== records from the probe
+RECORD_KINDS = ("missing", "value", "written", "calls", "shape", "notcallable", "harness_error")
+
+
+class BadRecord(ValueError):
+    pass
+
+
+def decode_record(raw) -> dict:
+    """Validate a probe record (parsed JSON) and decode its outputs; ``BadRecord`` if malformed.
+
+    The grader calls this on whatever a student's kernel wrote, so it checks every field it uses
+    and never evaluates anything (plain JSON in, numpy arrays out).
+    """
+    from .probe import decode
+
+    if not isinstance(raw, dict) or raw.get("kind") not in RECORD_KINDS:
+        raise BadRecord("record has no known kind")
+    kind = raw["kind"]
+    try:
+        if kind in ("value", "written"):
+            return {"kind": kind, "value": decode(raw.get("value"))}
+        if kind == "notcallable":
+            index = raw.get("index", 0)
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 8:
+                raise BadRecord("bad index")
+            return {"kind": kind, "index": index, "value": decode(raw.get("value"))}
+        if kind == "shape":
+            return {"kind": kind, "what": str(raw.get("what", ""))[:100]}
+        if kind == "harness_error":
+            return {"kind": kind, "message": str(raw.get("message", ""))[:300]}
+        if kind == "missing":
+            return {"kind": kind}
+        calls = raw.get("calls")
+        if not isinstance(calls, list) or len(calls) > 1000:
+            raise BadRecord("calls is not a list")
+        out = []
+        for c in calls:
+            if not isinstance(c, dict):
+                raise BadRecord("a call is not an object")
+            d: dict = {}
+            if "out" in c:
+                d["out"] = decode(c["out"])
+            elif "raised" in c:
+                r = c["raised"]
+                if not isinstance(r, dict):
+                    raise BadRecord("bad exception record")
+                d["raised"] = {k: str(r.get(k, ""))[:500] for k in ("type", "message", "where")}
+            elif "timeout" in c:
+                t = c["timeout"]
+                if not isinstance(t, (int, float)) or isinstance(t, bool):
+                    raise BadRecord("bad timeout")
+                d["timeout"] = float(t)
+            elif c.get("skipped") == "stub":
+                d["skipped"] = "stub"
+            else:
+                raise BadRecord("a call has no result")
+            printed = c.get("printed", 0)
+            if isinstance(printed, int) and not isinstance(printed, bool) and printed > 0:
+                d["printed"] = printed
+            mutated = c.get("mutated")
+            if isinstance(mutated, list) and all(isinstance(i, int) and not isinstance(i, bool)
+                                                 and 0 <= i < 32 for i in mutated):
+                d["mutated"] = mutated
+            out.append(d)
+        return {"kind": "calls", "calls": out}
+    except BadRecord:
+        raise
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+        raise BadRecord(f"record could not be decoded: {exc}") from None

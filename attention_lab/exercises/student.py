@@ -12,7 +12,7 @@ import json
 import os
 
 from . import probe as _probe
-from .checks import STUDENT_SEED, Verdict, cases_for, encoded_inputs, judge
+from .checks import STUDENT_SEED, Verdict, cases_for, decode_record, encoded_inputs, judge
 from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
 
 #: seconds per call of a student's function, and for all calls of one check
@@ -143,20 +143,8 @@ class Result(_Shown):
 
 
 def _round_trip(record: dict) -> dict:
-    """Exactly what the grader does: JSON text out, strict decode in."""
-    text = json.dumps(record, allow_nan=False)
-    data = json.loads(text)
-    if data.get("kind") == "calls":
-        calls = []
-        for c in data["calls"]:
-            c = dict(c)
-            if "out" in c:
-                c["out"] = _probe.decode(c["out"])
-            calls.append(c)
-        data["calls"] = calls
-    elif "value" in data:
-        data["value"] = _probe.decode(data["value"])
-    return data
+    """Exactly what the grader does: JSON text out, strict validation and decoding in."""
+    return decode_record(json.loads(json.dumps(record, allow_nan=False)))
 
 
 def evaluate(ex: Exercise, answer, *, seed: int = STUDENT_SEED,

@@ -1,0 +1,475 @@
+"""Execute one notebook in a sandboxed kernel and collect the raw outputs of its answers.
+
+One call of :func:`run_notebook` = one submission:
+
+1. a scratch folder of its own (the kernel's working directory, temp dir, IPython dir, and the
+   only place it may write when Landlock is available, see :mod:`._sandbox`);
+2. a kernel started by nbclient/jupyter_client through the sandbox launcher (memory limit,
+   process group, Landlock), with stdout/stderr going to a capped log file;
+3. the student's code cells, one at a time, each with the per-cell time limit (interrupt; a
+   kernel that does not answer after the interrupt is killed) and all of them within the
+   whole-notebook limit; errors are recorded, never fatal; outputs are not kept (only error
+   names), so a cell printing gigabytes cannot fill the grader's memory;
+4. the grader's harness cell: the source of :mod:`.probe`, executed in a fresh namespace, looks
+   up each answer by name, calls it on the grader's inputs (read from a file) and appends signed
+   JSON lines to a results file;
+5. if the kernel dies (``os._exit``, a crash) or hangs, it is killed (process group and every
+   process carrying this job's token) and restarted, skipping the cells that killed it, and the
+   harness continues with the exercises not yet recorded (at most ``max_attempts`` kernels).
+
+Nothing computed in the kernel is trusted except those raw outputs; the comparison with the
+reference happens in the grader's process (:mod:`.grading`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROBE_SOURCE = (HERE / "probe.py").read_text(encoding="utf-8")
+SANDBOX = HERE / "_sandbox.py"
+TOKEN_ENV = "ATTENTION_LAB_GRADER_JOB"
+RESULTS_MAX_BYTES = 64 * 2 ** 20
+
+
+@dataclass
+class Limits:
+    """Time and memory limits for one submission (seconds, MiB)."""
+
+    cell_timeout: float = 60.0
+    timeout: float = 600.0
+    memory_mb: int = 2048
+    call_seconds: float = 10.0
+    check_seconds: float = 30.0
+    fsize_mb: int = 256
+    max_attempts: int = 3
+    startup_timeout: float = 60.0
+    require_landlock: bool = False
+
+
+@dataclass
+class CellEvent:
+    index: int  # position of the cell in the notebook (0-based, counting every cell)
+    kind: str  # error | timeout | crash
+    name: str = ""
+    message: str = ""
+
+    def describe(self) -> str:
+        what = {"error": f"raised {self.name}", "timeout": "did not finish in time",
+                "crash": "crashed the kernel"}[self.kind]
+        text = f"cell {self.index} {what}"
+        if self.message:
+            text += f": {self.message}"
+        return text
+
+
+@dataclass
+class RunResult:
+    records: dict = field(default_factory=dict)  # id -> raw (JSON-level) probe record
+    interrupted: dict = field(default_factory=dict)  # id -> "crash" | "timeout"
+    events: list = field(default_factory=list)
+    timed_out: bool = False
+    error: str = ""
+    harness_error: str = ""
+    attempts: int = 0
+    sandbox: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    tampered_lines: int = 0
+
+
+def skip_slow_optional_imports() -> None:
+    """Make ``import nbformat`` fast in the command-line tools.
+
+    jsonschema (imported by nbformat) optionally imports ``rfc3987_syntax``, which builds a parser
+    grammar at import time: about 4 s on this project's machines, more than grading a notebook.
+    It only checks the "iri" string format, which notebooks do not use. Called by ``grade`` and
+    ``submit`` before nbformat is imported; has no effect if it is already imported.
+    """
+    if "rfc3987_syntax" not in sys.modules and "jsonschema" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None  # an ImportError for jsonschema's optional import
+
+
+def _harness_source(config: dict) -> str:
+    return (
+        "def __attention_lab_grader(user_ns, config, source):\n"
+        "    ns = {'__name__': 'attention_lab_grader_probe'}\n"
+        "    exec(compile(source, '<attention-lab grader>', 'exec'), ns)\n"
+        "    ns['run_harness'](user_ns, config)\n"
+        f"__attention_lab_grader(globals(), {config!r}, {PROBE_SOURCE!r})\n"
+        "del __attention_lab_grader\n"
+    )
+
+
+def defined_names(source: str, names) -> set[str]:
+    """Which of ``names`` a cell defines (``def name`` or ``name = ...``)."""
+    found = set()
+    for n in names:
+        if re.search(rf"^\s*(def\s+{re.escape(n)}\b|{re.escape(n)}\s*(:[^=]*)?=(?!=))", source,
+                     re.MULTILINE):
+            found.add(n)
+    return found
+
+
+def read_results(path: Path, key: bytes, known_ids) -> tuple[dict, list, int]:
+    """Parse the harness's results file: ({id: record}, [started ids], n_bad_lines).
+
+    Lines whose HMAC does not verify, that are not valid JSON, or that name unknown exercises are
+    counted and ignored. Never raises.
+    """
+    done: dict = {}
+    started: list = []
+    bad = 0
+    try:
+        size = path.stat().st_size
+        if size > RESULTS_MAX_BYTES:
+            return done, started, 1
+        raw = path.read_bytes()
+    except OSError:
+        return done, started, 0
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        text, sep, mac = line.rpartition(b"\t")
+        if not sep:
+            bad += 1
+            continue
+        want = hmac.new(key, text, hashlib.sha256).hexdigest().encode()
+        if not hmac.compare_digest(want, mac.strip()):
+            bad += 1
+            continue
+        try:
+            msg = json.loads(text)
+        except (ValueError, RecursionError):
+            bad += 1
+            continue
+        if not isinstance(msg, dict) or msg.get("id") not in known_ids:
+            bad += 1
+            continue
+        if msg.get("event") == "start":
+            started.append(msg["id"])
+        elif msg.get("event") == "done" and isinstance(msg.get("record"), dict):
+            done[msg["id"]] = msg["record"]
+        else:
+            bad += 1
+    return done, started, bad
+
+
+def _kill_job(token: str, pgid: int | None) -> None:
+    """SIGKILL the kernel's process group and every process carrying this job's token."""
+    if pgid and pgid > 1 and pgid != os.getpgid(0):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is a grading dependency
+        return
+    me = os.getpid()
+    needle = f"{TOKEN_ENV}={token}".encode()
+    for p in psutil.process_iter(["pid"]):
+        if p.pid in (me, 1):
+            continue
+        try:
+            with open(f"/proc/{p.pid}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+
+
+def _make_client_classes():
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+
+    class SandboxKernelManager(AsyncKernelManager):
+        """Starts ``python -m ipykernel_launcher`` through the sandbox launcher."""
+
+        sandbox_config_path = ""
+
+        def format_kernel_cmd(self, extra_arguments=None):
+            cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
+            cmd += list(extra_arguments or [])
+            return [sys.executable, "-I", "-S", str(SANDBOX), self.sandbox_config_path, "--"] + cmd
+
+    class QuietClient(NotebookClient):
+        """Keeps only error outputs (name and message, truncated); counts the rest."""
+
+        output_bytes = 0
+
+        def output(self, outs, msg, display_id, cell_index):
+            if msg.get("msg_type") == "error":
+                from nbformat.v4 import new_output
+
+                c = msg.get("content", {})
+                out = new_output("error", ename=str(c.get("ename", ""))[:200],
+                                 evalue=str(c.get("evalue", ""))[:1000], traceback=[])
+                outs.append(out)
+                return out
+            try:
+                self.output_bytes += len(json.dumps(msg.get("content", {}))[:10 ** 7])
+            except (TypeError, ValueError):
+                pass
+            return None
+
+        def clear_output(self, outs, msg, cell_index):
+            return None
+
+    return SandboxKernelManager, QuietClient
+
+
+async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits, token: str,
+               result: RunResult, on_pgid) -> None:
+    import nbformat
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    KM, Client = _make_client_classes()
+    start = time.monotonic()
+    deadline = start + limits.timeout
+    root = workdir.parent
+    for sub in ("tmp", "ipython", "runtime", "mpl"):
+        (root / sub).mkdir(exist_ok=True)
+    key = secrets.token_bytes(32)
+    inputs_path = root / "inputs.json"
+    inputs_path.write_text(json.dumps(inputs, allow_nan=False), encoding="utf-8")
+    ids = [ex.id for ex in exercises]
+    pending = list(ids)
+    skip: set[int] = set()
+    events: dict[tuple[int, str], CellEvent] = {}
+
+    cells = [c for c in nb.cells]
+    n = len(cells)
+    probe_index, harness_index = n, n + 1
+
+    env = dict(os.environ)
+    env.update({
+        TOKEN_ENV: token,
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "MALLOC_ARENA_MAX": "2", "PYTHONDONTWRITEBYTECODE": "1",
+        "IPYTHONDIR": str(root / "ipython"), "MPLCONFIGDIR": str(root / "mpl"),
+        "TMPDIR": str(root / "tmp"), "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    })
+    env.pop("JPY_SESSION_NAME", None)
+
+    def record(ev: CellEvent) -> None:
+        events.setdefault((ev.index, ev.kind), ev)
+
+    for attempt in range(1, limits.max_attempts + 1):
+        if not pending:
+            break
+        if time.monotonic() >= deadline:
+            result.timed_out = True
+            break
+        result.attempts = attempt
+        conn = root / f"kernel-{attempt}.json"
+        report = root / f"sandbox-{attempt}.json"
+        cfg_path = root / f"sandbox-config-{attempt}.json"
+        cfg_path.write_text(json.dumps({
+            "memory_mb": limits.memory_mb, "fsize_mb": limits.fsize_mb,
+            "cpu_seconds": int(limits.timeout * 2 + 60), "nproc": 0,
+            "write_dirs": [str(root)], "write_files": ["/dev/null"],
+            "connection_file": str(conn), "report": str(report),
+            "require_landlock": limits.require_landlock,
+        }), encoding="utf-8")
+        km = KM(kernel_name="python3", connection_file=str(conn))
+        km.sandbox_config_path = str(cfg_path)
+        run_nb = nbformat.v4.new_notebook()
+        run_nb.cells = [nbformat.from_dict(dict(c)) for c in cells] + [
+            nbformat.v4.new_code_cell("pass"), nbformat.v4.new_code_cell("")]
+        client = Client(run_nb, km=km, allow_errors=True, interrupt_on_timeout=False,
+                        startup_timeout=int(limits.startup_timeout), kernel_name="python3",
+                        record_timing=False, store_widget_state=False, iopub_timeout=4,
+                        resources={"metadata": {"path": str(workdir)}})
+        timeout_box = [limits.cell_timeout]
+        client.timeout_func = lambda cell: timeout_box[0]
+        log = open(root / f"kernel-{attempt}.log", "ab")
+        pgid = None
+        restart = False
+        try:
+            try:
+                await client.async_start_new_kernel(cwd=str(workdir), env=env, stdout=log,
+                                                    stderr=log, stdin=subprocess.DEVNULL)
+                provisioner = getattr(km, "provisioner", None)
+                pgid = getattr(provisioner, "pgid", None)
+                on_pgid(pgid)
+                await client.async_start_new_kernel_client()
+            except Exception as exc:
+                try:
+                    result.sandbox = json.loads(report.read_text())
+                except (OSError, ValueError):
+                    pass
+                result.error = f"the kernel could not start: {type(exc).__name__}: {exc}"[:500]
+                break
+            try:
+                result.sandbox = json.loads(report.read_text())
+            except (OSError, ValueError):
+                result.sandbox = {}
+            # ---- the student's cells
+            for idx, cell in enumerate(cells):
+                if cell.get("cell_type") != "code" or idx in skip or not str(
+                        cell.get("source", "")).strip():
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    result.timed_out = True
+                    break
+                timeout_box[0] = max(0.5, min(limits.cell_timeout, remaining))
+                try:
+                    ran = await client.async_execute_cell(run_nb.cells[idx], idx)
+                    for out in ran.get("outputs", []):
+                        if out.get("output_type") == "error":
+                            record(CellEvent(idx, "error", out.get("ename", ""),
+                                             str(out.get("evalue", ""))[:300]))
+                except CellTimeoutError:
+                    await _cancel_stale_pollers()
+                    skip.add(idx)
+                    if time.monotonic() >= deadline:
+                        result.timed_out = True
+                        break
+                    record(CellEvent(idx, "timeout", "",
+                                     f"stopped after {timeout_box[0]:.0f} s"))
+                    if not await _recover(client, km, probe_index, timeout_box):
+                        restart = True
+                        break
+                except DeadKernelError:
+                    skip.add(idx)
+                    record(CellEvent(idx, "crash", "", "the kernel process died"))
+                    restart = True
+                    break
+            if result.timed_out or restart:
+                continue
+            # ---- the grader's harness
+            results_path = root / f"results-{attempt}.jsonl"
+            todo = [ex for ex in exercises if ex.id in pending]
+            config = {"inputs": str(inputs_path), "results": str(results_path), "key": key.hex(),
+                      "exercises": [{"id": ex.id, "kind": ex.kind, "names": list(ex.answer_names)}
+                                    for ex in todo],
+                      "call_seconds": limits.call_seconds, "total_seconds": limits.check_seconds}
+            run_nb.cells[harness_index].source = _harness_source(config)
+            remaining = deadline - time.monotonic()
+            timeout_box[0] = max(0.5, min(remaining, len(todo) * (limits.check_seconds + 2) + 15))
+            harness_failed = ""
+            harness_stopped = crash = False
+            try:
+                ran = await client.async_execute_cell(run_nb.cells[harness_index], harness_index)
+                for out in ran.get("outputs", []):
+                    if out.get("output_type") == "error":
+                        harness_failed = f"{out.get('ename')}: {out.get('evalue')}"[:300]
+            except (CellTimeoutError, DeadKernelError) as exc:
+                await _cancel_stale_pollers()
+                harness_stopped = True
+                crash = isinstance(exc, DeadKernelError)
+                if time.monotonic() >= deadline:
+                    result.timed_out = True
+            done, started, bad = read_results(results_path, key, set(ids))
+            result.tampered_lines += bad
+            for i, rec in done.items():
+                if i in pending:
+                    result.records[i] = rec
+                    pending.remove(i)
+            if harness_stopped:
+                running = [i for i in started if i in pending]
+                if running:
+                    result.interrupted[running[0]] = "crash" if crash else "timeout"
+                    pending.remove(running[0])
+                if result.timed_out:
+                    break
+                continue
+            if pending:
+                result.harness_error = harness_failed or "the harness stopped early"
+            break
+        finally:
+            await _shutdown(client, km, token, pgid)
+            log.close()
+    result.events = sorted(events.values(), key=lambda e: (e.index, e.kind))
+    result.seconds = time.monotonic() - start
+
+
+async def _cancel_stale_pollers() -> None:
+    """nbclient leaves the output poller of a timed-out cell running (CellTimeoutError is a
+    control signal); it would steal the next cell's messages. Cancel it and its liveness poller."""
+    stale = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()
+             and getattr(t.get_coro(), "__qualname__", "").endswith(
+                 ("_async_poll_output_msg", "_async_poll_kernel_alive", "_async_poll_for_reply"))]
+    for t in stale:
+        t.cancel()
+    if stale:
+        await asyncio.gather(*stale, return_exceptions=True)
+
+
+async def _recover(client, km, probe_index: int, timeout_box: list) -> bool:
+    """After a cell timed out: interrupt, then check that the kernel answers within 3 s."""
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    try:
+        await km.interrupt_kernel()
+    except Exception:
+        return False
+    timeout_box[0] = 3
+    try:
+        await client.async_execute_cell(client.nb.cells[probe_index], probe_index)
+        return True
+    except (CellTimeoutError, DeadKernelError):
+        await _cancel_stale_pollers()
+        return False
+    except Exception:
+        return False
+
+
+async def _shutdown(client, km, token: str, pgid) -> None:
+    try:
+        if client.kc is not None:
+            client.kc.stop_channels()
+    except Exception:
+        pass
+    try:
+        await asyncio.wait_for(km.shutdown_kernel(now=True), timeout=10)
+    except Exception:
+        pass
+    _kill_job(token, pgid)
+    try:
+        await km.cleanup_resources()
+    except Exception:
+        pass
+    client.kc = None
+
+
+def run_notebook(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
+                 token: str | None = None, on_pgid=lambda pgid: None) -> RunResult:
+    """Run ``nb`` (an nbformat v4 notebook) in a sandboxed kernel in ``workdir`` and return the
+    raw records of ``exercises``. Never raises; problems end up in the result."""
+    token = token or secrets.token_hex(16)
+    result = RunResult()
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        asyncio.run(_run(nb, workdir, exercises, inputs, limits, token, result, on_pgid))
+    except Exception as exc:  # a grader bug must not abort the batch
+        result.error = f"grader error while running the notebook: {type(exc).__name__}: {exc}"
+        _kill_job(token, None)
+    return result
+
+
+def kill_job(token: str, pgid: int | None = None) -> None:
+    _kill_job(token, pgid)
+
+
+__all__ = ["Limits", "RunResult", "CellEvent", "run_notebook", "read_results", "defined_names",
+           "kill_job"]
