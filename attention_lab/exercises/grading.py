@@ -252,16 +252,18 @@ def verdicts_from_run(run, cases: dict, nb) -> tuple[dict, str, str]:
         elif run.error:
             grades[ex.id] = ExerciseGrade("error", run.error, 0, "error")
         else:
-            grades[ex.id] = ExerciseGrade("error", "the grader could not collect this answer: "
-                                                   f"{run.harness_error or 'no record'}", 0,
-                                          "not collected")
+            why = run.harness_errors.get(ex.id, "no record")
+            grades[ex.id] = ExerciseGrade("error", "the grader could not collect this answer "
+                                                   f"({why}); the notebook may have interfered "
+                                                   f"with the grader", 0, "not collected")
     if run.error:
         return grades, "error", run.error
     if run.timed_out:
         return grades, "timeout", "the notebook did not finish within the time limit"
     msgs = [e.describe() for e in run.events if e.kind in ("timeout", "crash")]
-    if run.harness_error:
-        msgs.append(f"the grader's harness failed: {run.harness_error}")
+    if run.harness_errors:
+        msgs.append(f"the grader's harness recorded nothing for {len(run.harness_errors)} "
+                    f"exercise(s)")
     if run.tampered_lines:
         msgs.append(f"{run.tampered_lines} result line(s) failed verification and were ignored")
     return grades, "graded", "; ".join(msgs)

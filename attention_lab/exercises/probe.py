@@ -504,8 +504,7 @@ def run_harness(user_ns: dict, config: dict) -> None:
     with open(config["results"], "a", encoding="utf-8") as out:
         for ex in config["exercises"]:
             out.write(_line({"event": "start", "id": ex["id"]}, key))
-            out.flush()
-            os.fsync(out.fileno())
+            out.flush()  # the grader reads the file after the kernel is gone: flush is enough
             names = ex["names"]
             objs = [user_ns.get(n, MISSING) for n in names]
             if any(o is MISSING for o in objs):
@@ -523,4 +522,3 @@ def run_harness(user_ns: dict, config: dict) -> None:
                                          "message": f"{type(exc).__name__}: {exc}"[:300]}}, key)
             out.write(text)
             out.flush()
-            os.fsync(out.fileno())

@@ -82,7 +82,7 @@ class RunResult:
     events: list = field(default_factory=list)
     timed_out: bool = False
     error: str = ""
-    harness_error: str = ""
+    harness_errors: dict = field(default_factory=dict)  # id -> why the harness recorded nothing
     attempts: int = 0
     sandbox: dict = field(default_factory=dict)
     seconds: float = 0.0
@@ -101,13 +101,22 @@ def skip_slow_optional_imports() -> None:
         sys.modules["rfc3987_syntax"] = None  # an ImportError for jsonschema's optional import
 
 
-def _harness_source(config: dict) -> str:
+def _harness_source(config: dict, first: bool) -> str:
+    """The harness cell. The first one of a kernel compiles the probe's source into a private
+    module (the grader's own text, not the package a notebook may have patched); the following
+    ones reuse it. Nothing here is trusted: only the recorded outputs matter, and the grader
+    judges them in its own process."""
+    source = PROBE_SOURCE if first else None
     return (
         "def __attention_lab_grader(user_ns, config, source):\n"
-        "    ns = {'__name__': 'attention_lab_grader_probe'}\n"
-        "    exec(compile(source, '<attention-lab grader>', 'exec'), ns)\n"
-        "    ns['run_harness'](user_ns, config)\n"
-        f"__attention_lab_grader(globals(), {config!r}, {PROBE_SOURCE!r})\n"
+        "    import sys, types\n"
+        "    name = '__attention_lab_grader_probe__'\n"
+        "    if source is not None:\n"
+        "        mod = types.ModuleType(name)\n"
+        "        exec(compile(source, '<attention-lab grader>', 'exec'), mod.__dict__)\n"
+        "        sys.modules[name] = mod\n"
+        "    sys.modules[name].run_harness(user_ns, config)\n"
+        f"__attention_lab_grader(globals(), {config!r}, {source!r})\n"
         "del __attention_lab_grader\n"
     )
 
@@ -246,8 +255,11 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
     for sub in ("tmp", "ipython", "runtime", "mpl"):
         (root / sub).mkdir(exist_ok=True)
     key = secrets.token_bytes(32)
-    inputs_path = root / "inputs.json"
-    inputs_path.write_text(json.dumps(inputs, allow_nan=False), encoding="utf-8")
+    inputs_paths = {}
+    for ex in exercises:
+        inputs_paths[ex.id] = root / f"inputs-{ex.id}.json"
+        inputs_paths[ex.id].write_text(json.dumps({ex.id: inputs.get(ex.id, [])},
+                                                  allow_nan=False), encoding="utf-8")
     ids = [ex.id for ex in exercises]
     pending = list(ids)
     skip: set[int] = set()
@@ -355,45 +367,59 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                     break
             if result.timed_out or restart:
                 continue
-            # ---- the grader's harness
+            # ---- the grader's harness: one cell per exercise, each with its own time limit
             results_path = root / f"results-{attempt}.jsonl"
             todo = [ex for ex in exercises if ex.id in pending]
-            config = {"inputs": str(inputs_path), "results": str(results_path), "key": key.hex(),
-                      "exercises": [{"id": ex.id, "kind": ex.kind, "names": list(ex.answer_names)}
-                                    for ex in todo],
-                      "call_seconds": limits.call_seconds, "total_seconds": limits.check_seconds}
-            run_nb.cells[harness_index].source = _harness_source(config)
-            remaining = deadline - time.monotonic()
-            timeout_box[0] = max(0.5, min(remaining, len(todo) * (limits.check_seconds + 2) + 15))
-            harness_failed = ""
-            harness_stopped = crash = False
-            try:
-                ran = await client.async_execute_cell(run_nb.cells[harness_index], harness_index)
-                for out in ran.get("outputs", []):
-                    if out.get("output_type") == "error":
-                        harness_failed = f"{out.get('ename')}: {out.get('evalue')}"[:300]
-            except (CellTimeoutError, DeadKernelError) as exc:
-                await _cancel_stale_pollers()
-                harness_stopped = True
-                crash = isinstance(exc, DeadKernelError)
-                if time.monotonic() >= deadline:
+            failed: dict[str, str] = {}
+            first = True
+            for ex in todo:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
                     result.timed_out = True
-            done, started, bad = read_results(results_path, key, set(ids))
+                    break
+                config = {"inputs": str(inputs_paths[ex.id]), "results": str(results_path),
+                          "key": key.hex(), "call_seconds": limits.call_seconds,
+                          "total_seconds": limits.check_seconds,
+                          "exercises": [{"id": ex.id, "kind": ex.kind,
+                                         "names": list(ex.answer_names)}]}
+                run_nb.cells[harness_index].source = _harness_source(config, first)
+                first = False
+                timeout_box[0] = max(0.5, min(remaining, limits.check_seconds + 5))
+                try:
+                    ran = await client.async_execute_cell(run_nb.cells[harness_index],
+                                                          harness_index)
+                    for out in ran.get("outputs", []):
+                        if out.get("output_type") == "error":
+                            failed[ex.id] = f"{out.get('ename')}: {out.get('evalue')}"[:300]
+                except CellTimeoutError:
+                    await _cancel_stale_pollers()
+                    if time.monotonic() >= deadline:
+                        result.timed_out = True
+                        break
+                    result.interrupted[ex.id] = "timeout"
+                    pending.remove(ex.id)
+                    if not await _recover(client, km, probe_index, timeout_box):
+                        restart = True
+                        break
+                except DeadKernelError:
+                    await _cancel_stale_pollers()
+                    result.interrupted[ex.id] = "crash"
+                    pending.remove(ex.id)
+                    restart = True
+                    break
+            done, _, bad = read_results(results_path, key, set(ids))
             result.tampered_lines += bad
             for i, rec in done.items():
                 if i in pending:
                     result.records[i] = rec
                     pending.remove(i)
-            if harness_stopped:
-                running = [i for i in started if i in pending]
-                if running:
-                    result.interrupted[running[0]] = "crash" if crash else "timeout"
-                    pending.remove(running[0])
-                if result.timed_out:
-                    break
+            if result.timed_out:
+                break
+            if restart:
                 continue
-            if pending:
-                result.harness_error = harness_failed or "the harness stopped early"
+            for i in list(pending):  # the harness cell ran but recorded nothing
+                result.harness_errors[i] = failed.get(i, "no result was recorded")
+                pending.remove(i)
             break
         finally:
             await _shutdown(client, km, token, pgid)
