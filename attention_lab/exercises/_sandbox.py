@@ -74,6 +74,16 @@ def _syscall(libc, *args) -> int:
     return res
 
 
+def landlock_abi() -> int:
+    """The Landlock ABI version of the running kernel, 0 when Landlock is unavailable."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return _syscall(libc, ctypes.c_long(SYS_CREATE), None, ctypes.c_size_t(0),
+                        ctypes.c_uint32(CREATE_RULESET_VERSION))
+    except (OSError, AttributeError):
+        return 0
+
+
 def apply_landlock(cfg: dict, report: dict) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     try:

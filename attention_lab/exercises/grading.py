@@ -597,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     limits = Limits(cell_timeout=args.cell_timeout, timeout=args.timeout,
                     memory_mb=args.memory_mb,
-                    call_seconds=min(10.0, args.cell_timeout),
+                    call_seconds=min(10.0, args.cell_timeout / 2),
                     check_seconds=min(30.0, max(args.cell_timeout, 5.0)),
                     require_landlock=args.require_sandbox)
     try:

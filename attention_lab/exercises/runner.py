@@ -54,7 +54,7 @@ class Limits:
     call_seconds: float = 10.0
     check_seconds: float = 30.0
     fsize_mb: int = 256
-    max_attempts: int = 3
+    max_attempts: int = 6
     startup_timeout: float = 60.0
     require_landlock: bool = False
 
@@ -251,13 +251,21 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
     KM, Client = _make_client_classes()
     start = time.monotonic()
     deadline = start + limits.timeout
-    root = workdir.parent
+    # Layout of the job folder; the kernel may write only where marked:
+    #   work/   its working directory (the notebook copy)             create, write, delete
+    #   home/   TMPDIR, IPYTHONDIR, MPLCONFIGDIR, JUPYTER_RUNTIME_DIR create, write, delete
+    #   out/    results-N.jsonl, created empty by the grader          append/write only
+    #   in/     inputs, connection files, sandbox config, logs        read only
+    job = workdir.parent
+    home, out_dir, in_dir = job / "home", job / "out", job / "in"
+    for d in (home, out_dir, in_dir):
+        d.mkdir(exist_ok=True)
     for sub in ("tmp", "ipython", "runtime", "mpl"):
-        (root / sub).mkdir(exist_ok=True)
+        (home / sub).mkdir(exist_ok=True)
     key = secrets.token_bytes(32)
     inputs_paths = {}
     for ex in exercises:
-        inputs_paths[ex.id] = root / f"inputs-{ex.id}.json"
+        inputs_paths[ex.id] = in_dir / f"inputs-{ex.id}.json"
         inputs_paths[ex.id].write_text(json.dumps({ex.id: inputs.get(ex.id, [])},
                                                   allow_nan=False), encoding="utf-8")
     ids = [ex.id for ex in exercises]
@@ -274,9 +282,13 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
         TOKEN_ENV: token,
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         "MALLOC_ARENA_MAX": "2", "PYTHONDONTWRITEBYTECODE": "1",
-        "IPYTHONDIR": str(root / "ipython"), "MPLCONFIGDIR": str(root / "mpl"),
-        "TMPDIR": str(root / "tmp"), "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+        "IPYTHONDIR": str(home / "ipython"), "MPLCONFIGDIR": str(home / "mpl"),
+        "TMPDIR": str(home / "tmp"), "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        # the student's own check() cells obey the grader's limits, so that a slow answer makes
+        # its check cell report a time-out instead of running into the cell limit
+        "ATTENTION_LAB_CALL_SECONDS": f"{limits.call_seconds:g}",
+        "ATTENTION_LAB_CHECK_SECONDS": f"{max(0.5, min(limits.check_seconds, 0.8 * limits.cell_timeout)):g}",
     })
     env.pop("JPY_SESSION_NAME", None)
 
@@ -290,13 +302,17 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
             result.timed_out = True
             break
         result.attempts = attempt
-        conn = root / f"kernel-{attempt}.json"
-        report = root / f"sandbox-{attempt}.json"
-        cfg_path = root / f"sandbox-config-{attempt}.json"
+        conn = in_dir / f"kernel-{attempt}.json"
+        report = out_dir / f"sandbox-{attempt}.json"
+        report.write_text("")
+        results_path = out_dir / f"results-{attempt}.jsonl"
+        results_path.write_text("")
+        cfg_path = in_dir / f"sandbox-config-{attempt}.json"
         cfg_path.write_text(json.dumps({
             "memory_mb": limits.memory_mb, "fsize_mb": limits.fsize_mb,
             "cpu_seconds": int(limits.timeout * 2 + 60), "nproc": 0,
-            "write_dirs": [str(root)], "write_files": ["/dev/null"],
+            "write_dirs": [str(workdir), str(home)],
+            "write_files": ["/dev/null", str(report), str(results_path)],
             "connection_file": str(conn), "report": str(report),
             "require_landlock": limits.require_landlock,
         }), encoding="utf-8")
@@ -311,7 +327,7 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                         resources={"metadata": {"path": str(workdir)}})
         timeout_box = [limits.cell_timeout]
         client.timeout_func = lambda cell: timeout_box[0]
-        log = open(root / f"kernel-{attempt}.log", "ab")
+        log = open(in_dir / f"kernel-{attempt}.log", "ab")
         pgid = None
         restart = False
         try:
@@ -368,7 +384,6 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
             if result.timed_out or restart:
                 continue
             # ---- the grader's harness: one cell per exercise, each with its own time limit
-            results_path = root / f"results-{attempt}.jsonl"
             todo = [ex for ex in exercises if ex.id in pending]
             failed: dict[str, str] = {}
             first = True
@@ -424,6 +439,10 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
         finally:
             await _shutdown(client, km, token, pgid)
             log.close()
+    if pending and not result.timed_out and not result.error:
+        for i in pending:
+            result.harness_errors[i] = (f"not run: the kernel died or hung {result.attempts} "
+                                        f"times, the limit")
     result.events = sorted(events.values(), key=lambda e: (e.index, e.kind))
     result.seconds = time.monotonic() - start
 

@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"running {path.name} in a fresh kernel (this takes a few seconds) ...", flush=True)
     limits = Limits(cell_timeout=args.cell_timeout, timeout=args.timeout,
-                    call_seconds=min(10.0, args.cell_timeout),
+                    call_seconds=min(10.0, args.cell_timeout / 2),
                     check_seconds=min(30.0, max(args.cell_timeout, 5.0)))
     scratch = Path(tempfile.mkdtemp(prefix="attention-lab-submit-"))
     try:
