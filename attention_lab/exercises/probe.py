@@ -21,6 +21,7 @@ import json
 import math
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -42,6 +43,7 @@ class _Missing:
 
 
 MISSING = _Missing()
+_PROBE_GLOBALS = globals()
 
 
 class EncodeError(Exception):
@@ -319,7 +321,29 @@ class _TimeLimit(BaseException):
     ``except Exception`` in the student's code does not swallow it)."""
 
 
+_EXPIRED = [False]
+
+
+def _tracer(frame, event, arg):
+    """Installed only once the time is up: raises again at every line of the student's code, so
+    even ``except BaseException: pass`` inside a loop cannot keep the call alive (the exception
+    raised inside the handler escapes it). The probe's own frames are left alone."""
+    if not _EXPIRED[0] or frame.f_globals is _PROBE_GLOBALS:
+        return None
+    if event in ("line", "call"):
+        raise _TimeLimit()
+    return _tracer
+
+
 def _on_alarm(signum, frame):
+    _EXPIRED[0] = True
+    sys.settrace(_tracer)
+    f = frame
+    while f is not None:
+        if f.f_globals is not _PROBE_GLOBALS:
+            f.f_trace = _tracer
+            f.f_trace_lines = True
+        f = f.f_back
     raise _TimeLimit()
 
 
@@ -385,12 +409,22 @@ def call(fn, args: tuple, seconds: float) -> dict:
     printed = _CappedText()
     rec: dict = {}
     old_handler = None
+    old_trace = sys.gettrace()
     start = time.perf_counter()
+
+    def disarm():
+        if use_timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        _EXPIRED[0] = False
+        if sys.gettrace() is _tracer:
+            sys.settrace(old_trace)
+
     try:
         try:
             if use_timer:
+                _EXPIRED[0] = False
                 old_handler = signal.signal(signal.SIGALRM, _on_alarm)
-                # re-fires every 50 ms, so code that swallows the first alarm gets another
+                # re-fires every 50 ms until disarmed
                 signal.setitimer(signal.ITIMER_REAL, float(seconds), 0.05)
             with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
                     np.errstate(all="ignore"), warnings.catch_warnings():
@@ -398,8 +432,7 @@ def call(fn, args: tuple, seconds: float) -> dict:
                 out = fn(*args)
                 rec["out"] = encode(out)
         finally:
-            if use_timer:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+            disarm()
     except _TimeLimit:
         rec = {"timeout": float(seconds)}
     except BaseException as exc:  # the student's exception, whatever it is
@@ -412,8 +445,8 @@ def call(fn, args: tuple, seconds: float) -> dict:
     finally:
         while True:  # an alarm may still fire between the call and here
             try:
+                disarm()
                 if use_timer:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
                     signal.signal(signal.SIGALRM, old_handler or signal.SIG_DFL)
                 break
             except _TimeLimit:
