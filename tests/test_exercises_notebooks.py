@@ -107,3 +107,18 @@ def test_every_exercise_is_placed_in_exactly_one_notebook():
             if f'check("{ex_id}"' in text:
                 seen.setdefault(ex_id, []).append(level)
     assert seen == {i: [EXERCISES[i].level] for i in EXERCISES}
+
+
+def test_readme_table_maps_every_chapter_exercise_to_its_notebook_and_checks():
+    readme = (FOLDER.parents[1] / "README.md").read_text()
+    section = readme.split("## Exercises, submission and grading", 1)[1]
+    rows = [ln for ln in section.splitlines() if re.match(r"\| \d+ \|", ln)]
+    assert len(rows) == 22
+    for n, row in enumerate(rows, 1):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        exs = [ex for ex in EXERCISES.values() if ex.chapter == n]
+        assert cells[0] == str(n)
+        assert cells[2] == f"`{NOTEBOOKS[exs[0].level]}`"
+        assert re.findall(r"`(\d\.\d)`", cells[3]) == [ex.id for ex in exs]
+        for ex in exs:
+            assert f"`{ex.answer_label}`" in cells[3]
