@@ -315,7 +315,9 @@ def test_kernel_crash(graded):
     assert st["2.5"] == "error" and "kernel died" in sub["exercises"]["2.5"]["message"]
     assert all(st[i] == "pass" for i in LEVEL2_AUTO if i != "2.5"), st
     assert any(c["event"] == "crash" for c in sub["cells"])
-    assert sub["kernel_starts"] == 4  # the crash cell, the check cell calling the answer, the harness
+    # kernels: the crash (careful mode is switched on to pin the culprit), the crash cell found,
+    # the student's own check cell calling the crashing answer, the harness, the rest
+    assert sub["kernel_starts"] == 5
 
 
 @pytest.mark.skipif(not CONTAINED, reason="needs Linux Landlock ABI >= 6 to contain the notebook")
@@ -368,6 +370,25 @@ def test_submission_file_from_submit(graded):
 
 
 # ------------------------------------------------------------------ without a corpus
+def test_exit_in_a_cell_is_attributed_to_that_cell(tmp_path):
+    from attention_lab.exercises.checks import cases_for, encoded_inputs
+    from attention_lab.exercises.runner import Limits, run_notebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query"),
+                nbformat.v4.new_code_cell("exit()"),
+                nbformat.v4.new_code_cell("import numpy as np\n"
+                                          "def padding_mask(lengths, S):\n"
+                                          "    return np.arange(S) < lengths[:, None]")]
+    exs = [EXERCISES[i] for i in ("2.1", "2.5", "2.6")]
+    inputs = {ex.id: encoded_inputs(cases_for(ex, 3)) for ex in exs}
+    run = run_notebook(nb, tmp_path / "work", exs, inputs, Limits(cell_timeout=10, timeout=60))
+    assert [(e.index, e.kind) for e in run.events] == [(1, "crash")]
+    assert run.interrupted == {}
+    assert run.records["2.1"]["kind"] == "calls" and run.records["2.5"]["kind"] == "calls"
+    assert run.records["2.6"] == {"kind": "missing"}
+
+
 def test_whole_notebook_time_limit(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)") for _ in range(5)]

@@ -42,6 +42,11 @@ PROBE_SOURCE = (HERE / "probe.py").read_text(encoding="utf-8")
 SANDBOX = HERE / "_sandbox.py"
 TOKEN_ENV = "ATTENTION_LAB_GRADER_JOB"
 RESULTS_MAX_BYTES = 64 * 2 ** 20
+EXITING = "attention-lab grader: the kernel is exiting"
+#: Liveness probe. exit(), quit() or kernel.do_shutdown() in a cell do not stop the kernel at
+#: once: ipykernel sets ``exit_now`` and stops its loop 0.1 s later. The probe catches that.
+PROBE_CELL = (f"if getattr(get_ipython(), 'exit_now', False):\n"
+              f"    raise SystemExit({EXITING!r})")
 
 
 @dataclass
@@ -54,7 +59,7 @@ class Limits:
     call_seconds: float = 10.0
     check_seconds: float = 30.0
     fsize_mb: int = 256
-    max_attempts: int = 6
+    max_attempts: int = 8
     startup_timeout: float = 60.0
     require_landlock: bool = False
 
@@ -108,6 +113,7 @@ def _harness_source(config: dict, first: bool) -> str:
     judges them in its own process."""
     source = PROBE_SOURCE if first else None
     return (
+        PROBE_CELL + "\n"
         "def __attention_lab_grader(user_ns, config, source):\n"
         "    import sys, types\n"
         "    name = '__attention_lab_grader_probe__'\n"
@@ -295,6 +301,12 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
     def record(ev: CellEvent) -> None:
         events.setdefault((ev.index, ev.kind), ev)
 
+    # Careful mode (after a kernel died at a moment that does not pin down the culprit, e.g. a
+    # cell that calls exit() makes the kernel stop *after* it finished): every student cell is
+    # followed by a liveness probe, so the cell that ends the kernel is found exactly.
+    careful = False
+    blamed: set[str] = set()
+
     for attempt in range(1, limits.max_attempts + 1):
         if not pending:
             break
@@ -320,7 +332,7 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
         km.sandbox_config_path = str(cfg_path)
         run_nb = nbformat.v4.new_notebook()
         run_nb.cells = [nbformat.from_dict(dict(c)) for c in cells] + [
-            nbformat.v4.new_code_cell("pass"), nbformat.v4.new_code_cell("")]
+            nbformat.v4.new_code_cell(PROBE_CELL), nbformat.v4.new_code_cell("")]
         client = Client(run_nb, km=km, allow_errors=True, interrupt_on_timeout=False,
                         startup_timeout=int(limits.startup_timeout), kernel_name="python3",
                         record_timing=False, store_widget_state=False, iopub_timeout=4,
@@ -365,6 +377,13 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                         if out.get("output_type") == "error":
                             record(CellEvent(idx, "error", out.get("ename", ""),
                                              str(out.get("evalue", ""))[:300]))
+                    if careful and not await _recover(client, km, probe_index, timeout_box,
+                                                      interrupt=False):
+                        skip.add(idx)
+                        record(CellEvent(idx, "crash", "", "the kernel stopped or stopped "
+                                                           "answering right after this cell"))
+                        restart = True
+                        break
                 except CellTimeoutError:
                     await _cancel_stale_pollers()
                     skip.add(idx)
@@ -377,8 +396,12 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                         restart = True
                         break
                 except DeadKernelError:
-                    skip.add(idx)
-                    record(CellEvent(idx, "crash", "", "the kernel process died"))
+                    await _cancel_stale_pollers()
+                    if careful:  # the previous cell was probed: this one ended the kernel
+                        skip.add(idx)
+                        record(CellEvent(idx, "crash", "", "the kernel process died"))
+                    else:  # maybe this cell, maybe an earlier one: find out on the next kernel
+                        careful = True
                     restart = True
                     break
             if result.timed_out or restart:
@@ -387,6 +410,7 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
             todo = [ex for ex in exercises if ex.id in pending]
             failed: dict[str, str] = {}
             first = True
+            previous = None
             for ex in todo:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -403,6 +427,16 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                 try:
                     ran = await client.async_execute_cell(run_nb.cells[harness_index],
                                                           harness_index)
+                    if _exiting(ran):  # a cell or the previous answer asked the kernel to exit
+                        if previous is not None:
+                            result.interrupted[previous] = "crash"
+                            blamed.add(previous)
+                            if previous in pending:
+                                pending.remove(previous)
+                        else:
+                            careful = True
+                        restart = True
+                        break
                     for out in ran.get("outputs", []):
                         if out.get("output_type") == "error":
                             failed[ex.id] = f"{out.get('ename')}: {out.get('evalue')}"[:300]
@@ -418,14 +452,26 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                         break
                 except DeadKernelError:
                     await _cancel_stale_pollers()
-                    result.interrupted[ex.id] = "crash"
-                    pending.remove(ex.id)
+                    _, started, _ = read_results(results_path, key, set(ids))
+                    if ex.id in started:  # the answer was running
+                        culprit = ex.id
+                    elif previous is not None:  # the previous answer stopped the kernel late
+                        culprit = previous
+                    else:  # before any answer ran: one of the student's cells did it
+                        culprit = None
+                        careful = True
+                    if culprit is not None:
+                        result.interrupted[culprit] = "crash"
+                        blamed.add(culprit)
+                        if culprit in pending:
+                            pending.remove(culprit)
                     restart = True
                     break
+                previous = ex.id
             done, _, bad = read_results(results_path, key, set(ids))
             result.tampered_lines += bad
             for i, rec in done.items():
-                if i in pending:
+                if i in pending and i not in blamed:
                     result.records[i] = rec
                     pending.remove(i)
             if result.timed_out:
@@ -447,6 +493,11 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
     result.seconds = time.monotonic() - start
 
 
+def _exiting(cell) -> bool:
+    return any(out.get("output_type") == "error" and EXITING in str(out.get("evalue", ""))
+               for out in cell.get("outputs", []))
+
+
 async def _cancel_stale_pollers() -> None:
     """nbclient leaves the output poller of a timed-out cell running (CellTimeoutError is a
     control signal); it would steal the next cell's messages. Cancel it and its liveness poller."""
@@ -459,18 +510,21 @@ async def _cancel_stale_pollers() -> None:
         await asyncio.gather(*stale, return_exceptions=True)
 
 
-async def _recover(client, km, probe_index: int, timeout_box: list) -> bool:
-    """After a cell timed out: interrupt, then check that the kernel answers within 3 s."""
+async def _recover(client, km, probe_index: int, timeout_box: list,
+                   interrupt: bool = True) -> bool:
+    """After a cell timed out: interrupt, then check that the kernel answers within 3 s.
+    With ``interrupt=False``: only the liveness check (careful mode)."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-    try:
-        await km.interrupt_kernel()
-    except Exception:
-        return False
+    if interrupt:
+        try:
+            await km.interrupt_kernel()
+        except Exception:
+            return False
     timeout_box[0] = 3
     try:
-        await client.async_execute_cell(client.nb.cells[probe_index], probe_index)
-        return True
+        ran = await client.async_execute_cell(client.nb.cells[probe_index], probe_index)
+        return not _exiting(ran)
     except (CellTimeoutError, DeadKernelError):
         await _cancel_stale_pollers()
         return False
