@@ -96,6 +96,10 @@ def graded(tmp_path_factory):
             e = np.exp(scores - scores.max(axis=-1, keepdims=True))
             return e / e.sum(axis=-1, keepdims=True) * mask
     """)
+    replace_answer(wrong, "softmax_temperature", """
+        def softmax_temperature(scores, temperature):
+            return np.exp(scores / temperature) / (
+    """)
     write("wrong.ipynb", wrong)
     (sub / "malformed.ipynb").write_text('{"cells": [{"cell_type": "code", "source": "x = ')
     (sub / "picture.ipynb").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
@@ -278,6 +282,8 @@ def test_wrong_notebook_fails_with_reasons(graded):
     ex = graded["subs"]["wrong.ipynb"]["exercises"]
     assert ex["2.1"]["status"] == "fail" and "sqrt(D_k)" in ex["2.1"]["message"]
     assert ex["2.6"]["status"] == "fail" and "without renormalising" in ex["2.6"]["message"]
+    assert ex["2.4"]["status"] == "error" and "raised SyntaxError" in ex["2.4"]["message"]
+    assert "defines `softmax_temperature`" in ex["2.4"]["message"]
     assert ex["2.5"]["status"] == "not_attempted" and ex["2.3"]["status"] == "not_attempted"
     assert graded["subs"]["wrong.ipynb"]["total"] == 0
 

@@ -49,6 +49,26 @@ def _limit(which, soft, report, name):
         report[name] = f"not set: {exc}"
 
 
+def _tasks_of_user(uid: int) -> int:
+    """Processes and threads owned by ``uid`` now (what RLIMIT_NPROC counts)."""
+    total = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", encoding="ascii", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        try:
+            if int(fields.get("Uid", "-1").split()[0]) == uid:
+                total += int(fields.get("Threads", "1").strip())
+        except (ValueError, IndexError):
+            continue
+    return total
+
+
 def apply_limits(cfg: dict, report: dict) -> None:
     mb = int(cfg.get("memory_mb", 0))
     if mb > 0:
@@ -60,9 +80,13 @@ def apply_limits(cfg: dict, report: dict) -> None:
     if cpu > 0:
         _limit(resource.RLIMIT_CPU, cpu, report, "cpu_seconds")
     _limit(resource.RLIMIT_CORE, 0, report, "core_bytes")
-    nproc = int(cfg.get("nproc", 0))
-    if nproc > 0:
-        _limit(resource.RLIMIT_NPROC, nproc, report, "processes")
+    margin = int(cfg.get("nproc_margin", 0))
+    if margin > 0:
+        if os.geteuid() == 0:
+            report["processes"] = "not limited: RLIMIT_NPROC does not apply to root"
+        else:
+            _limit(resource.RLIMIT_NPROC, _tasks_of_user(os.getuid()) + margin, report,
+                   "processes")
 
 
 def _syscall(libc, *args) -> int:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checks import BadRecord, Verdict, cases_for, decode_record, encoded_inputs, judge
-from .registry import EXERCISES, IDS, Exercise
+from .registry import EXERCISES, IDS
 from .runner import Limits, defined_names, kill_job, run_notebook, skip_slow_optional_imports
 
 STATUSES = ("pass", "fail", "error", "not_attempted", "timeout", "unreadable", "needs_instructor")
@@ -226,8 +226,8 @@ def verdicts_from_run(run, cases: dict, nb) -> tuple[dict, str, str]:
             if status == "not_attempted" and cell_events:
                 ev = cell_events[0]
                 status = {"timeout": "timeout"}.get(ev.kind, "error")
-                message = (f"the cell defining `{ex.answer_label}` {ev.describe().split(' ', 2)[2]}"
-                           f" (so the answer could not be checked)")
+                message = (f"{ev.describe()}; that cell defines `{ex.answer_label}`, so the "
+                           f"answer could not be checked")
             elif cell_events and status != "pass":
                 message += "\n(Note: " + "; ".join(e.describe() for e in cell_events[:2]) + ")"
             answer = v.details.get("answer") if ex.kind == "written" else None

@@ -322,7 +322,7 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
         cfg_path = in_dir / f"sandbox-config-{attempt}.json"
         cfg_path.write_text(json.dumps({
             "memory_mb": limits.memory_mb, "fsize_mb": limits.fsize_mb,
-            "cpu_seconds": int(limits.timeout * 2 + 60), "nproc": 0,
+            "cpu_seconds": int(limits.timeout * 2 + 60), "nproc_margin": 512,
             "write_dirs": [str(workdir), str(home)],
             "write_files": ["/dev/null", str(report), str(results_path)],
             "connection_file": str(conn), "report": str(report),
