@@ -44,15 +44,22 @@ def run(quick: bool = False) -> list[Row]:
             report = grade_folder(tmp, jobs=jobs, seed=1, progress=False,
                                   limits=Limits(cell_timeout=60, timeout=600))
             times[jobs] = time.perf_counter() - t0
-            statuses[jobs] = {s.file: {i: g.status for i, g in s.exercises.items()}
+            statuses[jobs] = {s.file: {i: (g.status, g.message.splitlines()[0][:80]
+                                           if g.message else "")
+                                       for i, g in s.exercises.items()}
                               for s in report.submissions}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    same = statuses[1] == statuses[2]
+    diffs = [f"{f} {i}: {statuses[1][f][i][0]} -> {statuses[2][f][i][0]} "
+             f"({statuses[2][f][i][1] or statuses[1][f][i][1]})"
+             for f in statuses[1] for i in statuses[1][f]
+             if statuses[1][f][i][0] != statuses[2][f][i][0]]
+    same = not diffs
     ratio = times[2] / times[1]
     return [
         Row(GROUP, f"grade {n} notebooks, --jobs 1", times[1], "s", goal="reported"),
-        Row(GROUP, f"grade {n} notebooks, --jobs 2" + ("" if same else " (GRADES DIFFER!)"),
+        Row(GROUP, f"grade {n} notebooks, --jobs 2"
+            + ("" if same else f" (GRADES DIFFER in {len(diffs)}: {diffs[0]})"),
             times[2], "s", times[1], "--jobs 1",
             "<= 120 s and <= 0.6x --jobs 1" if not quick else "<= 0.6x --jobs 1",
             (times[2] <= 120 or quick) and ratio <= 0.6 and same),

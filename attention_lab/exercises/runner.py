@@ -306,6 +306,8 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
     # followed by a liveness probe, so the cell that ends the kernel is found exactly.
     careful = False
     blamed: set[str] = set()
+    start_failures = 0
+    last_start_error = ""
 
     for attempt in range(1, limits.max_attempts + 1):
         if not pending:
@@ -355,8 +357,18 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                     result.sandbox = json.loads(report.read_text())
                 except (OSError, ValueError):
                     pass
-                result.error = f"the kernel could not start: {type(exc).__name__}: {exc}"[:500]
-                break
+                # e.g. another program took one of the five ports between their choice and the
+                # kernel's bind (jupyter_client issue 487): try again with fresh ports
+                start_failures += 1
+                last_start_error = f"{type(exc).__name__}: {exc}"[:400]
+                no_sandbox = limits.require_landlock and not result.sandbox.get("landlock")
+                if start_failures >= 3 or no_sandbox:
+                    result.error = (
+                        "not run: --require-sandbox was given but Linux Landlock is unavailable "
+                        f"({result.sandbox.get('landlock_error', 'unknown reason')})"
+                        if no_sandbox else f"the kernel could not start: {last_start_error}")
+                    break
+                continue
             try:
                 result.sandbox = json.loads(report.read_text())
             except (OSError, ValueError):
