@@ -81,7 +81,7 @@ def apply_limits(cfg: dict, report: dict) -> None:
         _limit(resource.RLIMIT_CPU, cpu, report, "cpu_seconds")
     _limit(resource.RLIMIT_CORE, 0, report, "core_bytes")
     margin = int(cfg.get("nproc_margin", 0))
-    if margin > 0:
+    if margin > 0 and os.path.isdir("/proc"):
         if os.geteuid() == 0:
             report["processes"] = "not limited: RLIMIT_NPROC does not apply to root"
         else:
@@ -100,6 +100,8 @@ def _syscall(libc, *args) -> int:
 
 def landlock_abi() -> int:
     """The Landlock ABI version of the running kernel, 0 when Landlock is unavailable."""
+    if not sys.platform.startswith("linux"):
+        return 0
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return _syscall(libc, ctypes.c_long(SYS_CREATE), None, ctypes.c_size_t(0),
@@ -109,6 +111,10 @@ def landlock_abi() -> int:
 
 
 def apply_landlock(cfg: dict, report: dict) -> None:
+    if not sys.platform.startswith("linux"):  # the syscall numbers below are Linux's
+        report["landlock"] = None
+        report["landlock_error"] = f"not available on {sys.platform}"
+        return
     libc = ctypes.CDLL(None, use_errno=True)
     try:
         abi = _syscall(libc, ctypes.c_long(SYS_CREATE), None, ctypes.c_size_t(0),

@@ -199,10 +199,15 @@ def _kill_job(token: str, pgid: int | None) -> None:
             continue
         try:
             with open(f"/proc/{p.pid}/environ", "rb") as fh:
-                env = fh.read()
+                found = needle in fh.read().split(b"\0")
+        except FileNotFoundError:  # no /proc (macOS): ask psutil
+            try:
+                found = p.environ().get(TOKEN_ENV) == token
+            except psutil.Error:
+                continue
         except OSError:
             continue
-        if needle in env.split(b"\0"):
+        if found:
             try:
                 p.kill()
             except psutil.Error:
