@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from attention_lab.exercises import probe
-from attention_lab.exercises.runner import defined_names, read_results
+from attention_lab.exercises.runner import defined_names, only_feedback, read_results
 
 
 def roundtrip(obj):
@@ -201,3 +201,14 @@ def test_sandbox_process_cap_for_a_non_root_grader(tmp_path):
         pytest.skip(f"cannot run as an unprivileged user here: {out.stderr[-300:]}")
     limit, soft, tasks_after = (int(x) for x in out.stdout.split())
     assert limit == soft and limit - 7 <= tasks_after <= limit
+
+
+@pytest.mark.parametrize("source,skip", [
+    ('check("2.1", dot_scores)', True), ("status()", True), ('hint("2.1");', True),
+    ('check("3.3", (dot_attention, bilinear_attention))\n', True),
+    ('x = 1\ncheck("2.1", dot_scores)', False), ('r = check("2.1", dot_scores)', False),
+    ("def check(*a):\n    pass", False), ("print(check)", False), ("check(", False),
+    ('ae.check("2.1", f)', False),
+])
+def test_cells_the_grader_does_not_need_to_run(source, skip):
+    assert only_feedback(source) is skip

@@ -137,6 +137,24 @@ def defined_names(source: str, names) -> set[str]:
     return found
 
 
+def only_feedback(source: str) -> bool:
+    """True for a cell that only calls ``check``, ``hint`` or ``status`` (one call, nothing else).
+
+    The grader skips such cells: it runs its own checks, and the student's would only repeat the
+    work (and repeat any crash or endless loop of the answer they call).
+    """
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    return (len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr)
+            and isinstance(tree.body[0].value, ast.Call)
+            and isinstance(tree.body[0].value.func, ast.Name)
+            and tree.body[0].value.func.id in ("check", "hint", "status"))
+
+
 def read_results(path: Path, key: bytes, known_ids) -> tuple[dict, list, int]:
     """Parse the harness's results file: ({id: record}, [started ids], n_bad_lines).
 
@@ -286,6 +304,8 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
 
     cells = [c for c in nb.cells]
     n = len(cells)
+    skip.update(i for i, c in enumerate(cells)
+                if c.get("cell_type") == "code" and only_feedback(str(c.get("source", ""))))
     probe_index, harness_index = n, n + 1
 
     env = dict(os.environ)
