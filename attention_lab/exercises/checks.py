@@ -24,7 +24,7 @@ from .. import cost
 from ..attention import attend
 from ..examples import HULL_VALUES, HULL_WEIGHTS, additive_example, running_example
 from ..masks import local_mask, padding_mask
-from ..scores import additive_scores
+from ..scores import additive_scores, dot_scores
 from ..softmax import entropy, softmax
 from .probe import Impl, TooLarge, Unsupported
 from .registry import EXERCISES, Exercise
@@ -463,7 +463,7 @@ class ContextVector(Spec):
 
     def compare(self, case, out):
         w, V = case.args
-        ref = w @ V
+        ref = w @ V  # the definition of the context: sum_i w_i v_i
         arr = numeric(to_array(out))
         if arr.shape == V.shape and arr.shape != ref.shape:
             raise Reject(f"your result has shape {arr.shape}, one row per value: you scaled the "
@@ -596,7 +596,7 @@ class DotScores(Spec):
 
     def compare(self, case, out):
         q, K = case.args
-        ref = K @ q
+        ref = dot_scores(q, K)
         arr = numeric(to_array(out, "your scores"), "your scores")
         if arr.shape == (K.shape[1],) and arr.shape != ref.shape:
             raise Reject(f"your scores have shape {arr.shape}, one per key coordinate: you summed "
@@ -1069,9 +1069,8 @@ class DotBilinear(Spec):
     def compare(self, case, out):
         Q, K, V = case.args[:3]
         W = case.args[3] if case.fn == 1 else None
-        scores = Q @ K.T if W is None else Q @ W @ K.T
-        weights = _sm(scores)
-        context = weights @ V
+        ref = attend(Q, K, V) if W is None else attend(Q, K, V, score="bilinear", W=W)
+        scores, weights, context = ref.scores, ref.weights, ref.context
         name = self.NAMES[case.fn]
         s, w, c = _pair(out, 3, "(scores, weights, context)")
         sarr = numeric(to_array(s, f"{name}'s scores"), f"{name}'s scores")
@@ -1206,9 +1205,8 @@ class Batched(Spec):
 
     def compare(self, case, out):
         Q, K, V = case.args
-        scores = Q @ np.swapaxes(K, -1, -2)
-        ref_w = _sm(scores)
-        ref_c = ref_w @ V
+        ref = attend(Q, K, V)
+        scores, ref_w, ref_c = ref.scores, ref.weights, ref.context
         w, c = _pair(out, 2, "(weights, context)")
         warr = numeric(to_array(w, "your weights"), "your weights")
         try:
@@ -1363,11 +1361,12 @@ class Intervention(Spec):
 
     def compare(self, case, out):
         q, K, V, ctl = case.args
-        w = _sm(K @ q)
+        before = attend(q, K, V)
+        w = before.weights
         pos = int(np.argmax(w))
         V2 = V.copy()
         V2[pos] = ctl
-        change = float(np.linalg.norm(w @ V2 - w @ V))
+        change = float(np.linalg.norm(attend(q, K, V2).context - before.context))
         p, ch = _pair(out, 2, "(position, change)")
         got_p = _int(p, "the position")
         if got_p != pos:
