@@ -1,0 +1,119 @@
+"""Maintainer tool: the student exercise notebooks are generated from the instructor solutions.
+
+Each level has one source of truth, ``notebooks/exercises/solutions/<stem>_solutions.py``
+(py:percent). Solution code sits between marker lines::
+
+    def dot_scores(query, keys):
+        # BEGIN SOLUTION
+        return keys @ query
+        # END SOLUTION
+
+and the student version replaces the block by ``raise NotImplementedError`` (at the marker's
+indentation), or by the block's ``#> `` lines, uncommented, when it has any (a stub value such as
+``parts = {...}`` or an empty written-answer template). Markdown between
+``<!-- BEGIN SOLUTION -->`` and ``<!-- END SOLUTION -->`` appears only in the solutions.
+
+    python -m attention_lab.exercises.authoring build            # write the student .py files
+    python -m attention_lab.exercises.authoring build --execute  # ... and execute all eight pairs
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDER = ROOT / "notebooks" / "exercises"
+SOLUTIONS = FOLDER / "solutions"
+STUB = "raise NotImplementedError  # replace this line with your code"
+
+
+class MarkerError(ValueError):
+    pass
+
+
+def _marker(line: str) -> str | None:
+    s = line.strip()
+    if s.startswith("#"):
+        s = s.lstrip("#").strip()
+    if s in ("BEGIN SOLUTION", "<!-- BEGIN SOLUTION -->"):
+        return "begin"
+    if s in ("END SOLUTION", "<!-- END SOLUTION -->"):
+        return "end"
+    return None
+
+
+def student_version(text: str) -> str:
+    """The student notebook text for a solution notebook text."""
+    out: list[str] = []
+    block: list[str] | None = None
+    indent = ""
+    markdown = False
+    for n, line in enumerate(text.splitlines(), 1):
+        kind = _marker(line)
+        if kind == "begin":
+            if block is not None:
+                raise MarkerError(f"line {n}: BEGIN SOLUTION inside another solution block")
+            block = []
+            indent = line[: len(line) - len(line.lstrip())]
+            markdown = "<!--" in line
+            continue
+        if kind == "end":
+            if block is None:
+                raise MarkerError(f"line {n}: END SOLUTION without BEGIN SOLUTION")
+            if not markdown:
+                stubs = [b for b in block if b.strip().startswith("#>")]
+                if stubs:
+                    for b in stubs:
+                        pre = b[: len(b) - len(b.lstrip())]
+                        rest = b.strip()[2:]
+                        out.append(pre + (rest[1:] if rest.startswith(" ") else rest))
+                else:
+                    out.append(indent + STUB)
+            block = None
+            continue
+        if block is not None:
+            block.append(line)
+        else:
+            out.append(line)
+    if block is not None:
+        raise MarkerError("a solution block is not closed (missing END SOLUTION)")
+    return "\n".join(out) + "\n"
+
+
+def solution_files() -> list[Path]:
+    return sorted(SOLUTIONS.glob("*_solutions.py"))
+
+
+def student_path(solution: Path) -> Path:
+    return FOLDER / (solution.name.replace("_solutions.py", ".py"))
+
+
+def build(execute: bool = False) -> list[Path]:
+    written = []
+    for sol in solution_files():
+        dest = student_path(sol)
+        dest.write_text(student_version(sol.read_text(encoding="utf-8")), encoding="utf-8")
+        written.append(dest)
+    if execute:
+        from ..nbtools import execute as run
+
+        for p in written + solution_files():
+            print(f"executed {run(p)}")
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attention_lab.exercises.authoring")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="write the student notebooks from the solutions")
+    b.add_argument("--execute", action="store_true", help="then execute all notebook pairs")
+    args = parser.parse_args(argv)
+    for p in build(execute=args.execute):
+        print(f"wrote {p.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

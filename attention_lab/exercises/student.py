@@ -1,0 +1,270 @@
+"""The student side: ``check(id, answer)``, ``hint(id)`` and ``status()``.
+
+``check`` runs the answer through the same probe the grader uses (with the fixed student seed,
+so a notebook's output is reproducible), judges the recorded outputs, displays the result and
+returns it. It never raises, whatever the answer does.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+
+from . import probe as _probe
+from .checks import STUDENT_SEED, Verdict, cases_for, decode_record, encoded_inputs, judge
+from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
+
+#: seconds per call of a student's function, and for all calls of one check
+CALL_SECONDS = float(os.environ.get("ATTENTION_LAB_CALL_SECONDS", 5))
+CHECK_SECONDS = float(os.environ.get("ATTENTION_LAB_CHECK_SECONDS", 30))
+
+LABELS = {
+    "pass": ("✔", "pass", "#1b7837"),
+    "fail": ("✘", "fail", "#b2182b"),
+    "error": ("✘", "fail (your code raised an error)", "#b2182b"),
+    "timeout": ("✘", "fail (time limit)", "#b2182b"),
+    "not_attempted": ("○", "not attempted", "#6b6b6b"),
+    "needs_instructor": ("✎", "needs instructor", "#2166ac"),
+    "not_checked": ("·", "not checked yet", "#6b6b6b"),
+}
+
+_SESSION: dict[str, Result] = {}
+_HINTS_SHOWN: dict[str, int] = {}
+
+
+def _execution_count():
+    try:
+        from IPython import get_ipython
+    except Exception:
+        return None
+    ip = get_ipython()
+    return getattr(ip, "execution_count", None) if ip is not None else None
+
+
+def _in_ipython() -> bool:
+    try:
+        from IPython import get_ipython
+    except Exception:
+        return False
+    return get_ipython() is not None
+
+
+class _Shown:
+    """Shows itself once per cell: ``check`` displays the result, and when the same object is
+    also the cell's value it is not shown a second time."""
+
+    _shown_in = None
+
+    def text(self) -> str:  # pragma: no cover - overridden
+        return ""
+
+    def html(self) -> str:  # pragma: no cover - overridden
+        return html.escape(self.text())
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _ipython_display_(self):
+        count = _execution_count()
+        if self._shown_in is not None and self._shown_in == count:
+            return
+        self._shown_in = count
+        from IPython.display import display
+
+        display({"text/plain": self.text(), "text/html": self.html()}, raw=True)
+
+    def show(self) -> None:
+        if _in_ipython():
+            self._ipython_display_()
+        else:
+            print(self.text())
+
+
+class Result(_Shown):
+    """What ``check`` returns: ``status`` (pass, fail, error, timeout, not_attempted,
+    needs_instructor), ``message``, and ``passed``."""
+
+    def __init__(self, exercise: Exercise | None, verdict: Verdict, exercise_id: str = ""):
+        self.exercise = exercise
+        self.id = exercise.id if exercise else exercise_id
+        self.status = verdict.status
+        self.message = verdict.message
+        self.summary = verdict.summary
+        self.details = verdict.details
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def _header(self) -> str:
+        mark, label, _ = LABELS.get(self.status, ("?", self.status, "#000"))
+        if self.exercise is None:
+            return f"{mark} {self.id}: {label}"
+        ex = self.exercise
+        return f"{mark} {ex.id} {ex.title} ({ex.answer_label}): {label}"
+
+    def _footer(self) -> str:
+        if self.exercise is None:
+            return ""
+        if self.status in ("fail", "error", "timeout"):
+            return f'hint("{self.id}") gives a hint.'
+        if self.status == "not_attempted" and self.exercise.kind != "written":
+            return "Write your answer in the cell above, run it, then run this check again."
+        if self.status == "not_attempted":
+            return "Fill in the fields above, run the cell, then run this check again."
+        return ""
+
+    def text(self) -> str:
+        lines = [self._header()]
+        lines += ["  " + ln for ln in self.message.splitlines() if ln.strip()]
+        foot = self._footer()
+        if foot:
+            lines.append("  " + foot)
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        _, _, colour = LABELS.get(self.status, ("?", self.status, "#000"))
+        body = html.escape("\n".join(self.message.splitlines()))
+        foot = html.escape(self._footer())
+        parts = [f'<div style="border-left: 4px solid {colour}; padding: 0.2em 0.8em; '
+                 f'margin: 0.3em 0;">',
+                 f'<div style="font-weight: bold; color: {colour};">'
+                 f"{html.escape(self._header())}</div>"]
+        if body:
+            parts.append(f'<pre style="white-space: pre-wrap; margin: 0.3em 0;">{body}</pre>')
+        if foot:
+            parts.append(f"<div><i>{foot}</i></div>")
+        parts.append("</div>")
+        return "".join(parts)
+
+
+def _round_trip(record: dict) -> dict:
+    """Exactly what the grader does: JSON text out, strict validation and decoding in."""
+    return decode_record(json.loads(json.dumps(record, allow_nan=False)))
+
+
+def evaluate(ex: Exercise, answer, *, seed: int = STUDENT_SEED,
+             call_seconds: float | None = None, total_seconds: float | None = None) -> Verdict:
+    """Probe and judge ``answer`` in this process (no display, no session record)."""
+    cases = cases_for(ex, seed)
+    record = _probe.probe(ex.kind, answer, encoded_inputs(cases),
+                          n_functions=len(ex.answer_names),
+                          call_seconds=CALL_SECONDS if call_seconds is None else call_seconds,
+                          total_seconds=CHECK_SECONDS if total_seconds is None else total_seconds)
+    return judge(ex, cases, _round_trip(record))
+
+
+def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
+          seed: int = STUDENT_SEED) -> Result:
+    """Check ``answer`` for exercise ``exercise_id`` ("2.1"); display and return the result.
+
+    The answer is the object the exercise asks for (a function, a value, a dict of written
+    fields). Never raises: a stub, an exception, a wrong type, an endless loop (stopped after
+    a few seconds) or a print all end up as a readable result.
+    """
+    try:
+        ex = get(exercise_id)
+    except KeyError as exc:
+        res = Result(None, Verdict("fail", str(exc).strip("'\""), "unknown exercise"),
+                     str(exercise_id))
+        if show:
+            res.show()
+        return res
+    try:
+        if answer is _probe.MISSING:
+            verdict = Verdict("not_attempted", f"pass your answer too: check({ex.id!r}, "
+                                               f"{ex.answer_label if ex.kind != 'function' or len(ex.answer_names) == 1 else '(' + ex.answer_label + ')'})",
+                              "not attempted")
+        else:
+            verdict = evaluate(ex, answer, seed=seed)
+    except BaseException as exc:  # never let a check raise into the notebook
+        verdict = Verdict("error", f"the check could not run ({type(exc).__name__}: {exc})",
+                          "error")
+    res = Result(ex, verdict)
+    _SESSION[ex.id] = res
+    if show:
+        res.show()
+    return res
+
+
+def hint(exercise_id) -> None:
+    """Print the next hint for an exercise (each call shows one more)."""
+    try:
+        ex = get(exercise_id)
+    except KeyError as exc:
+        print(str(exc).strip("'\""))
+        return
+    if not ex.hints:
+        print(f"{ex.id} {ex.title}: no hints for a written exercise; the task is:\n  {ex.task}")
+        return
+    n = _HINTS_SHOWN.get(ex.id, 0)
+    if n >= len(ex.hints):
+        print(f"{ex.id}: that was the last hint ({len(ex.hints)} of {len(ex.hints)}). The task "
+              f"again: {ex.task}")
+        return
+    _HINTS_SHOWN[ex.id] = n + 1
+    print(f"Hint {n + 1} of {len(ex.hints)} for {ex.id} ({ex.answer_label}): {ex.hints[n]}")
+
+
+class StatusTable(_Shown):
+    def __init__(self, rows: list[tuple[Exercise, str]]):
+        self.rows = rows
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for _, st in self.rows:
+            out[st] = out.get(st, 0) + 1
+        return out
+
+    def text(self) -> str:
+        if not self.rows:
+            return "no exercises"
+        head = ("id", "ex.", "exercise", "status")
+        body = [(ex.id, str(ex.chapter), ex.title, LABELS[st][1]) for ex, st in self.rows]
+        widths = [max(len(r[i]) for r in [head, *body]) for i in range(4)]
+        fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+        lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+        lines += [fmt.format(*r) for r in body]
+        auto = [st for ex, st in self.rows if ex.auto]
+        lines.append(f"{sum(st == 'pass' for st in auto)} of {len(auto)} checked exercises pass; "
+                     f"{sum(st == 'needs_instructor' for _, st in self.rows)} written answer(s) "
+                     f"for the instructor.")
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        rows = []
+        for ex, st in self.rows:
+            mark, label, colour = LABELS[st]
+            rows.append(f"<tr><td>{ex.id}</td><td>{ex.chapter}</td><td>{html.escape(ex.title)}"
+                        f"</td><td style=\"color: {colour};\">{mark} {label}</td></tr>")
+        summary = html.escape(self.text().splitlines()[-1]) if self.rows else ""
+        return ("<table><thead><tr><th>id</th><th>ex.</th><th>exercise</th><th>status</th></tr>"
+                "</thead><tbody>" + "".join(rows) + f"</tbody></table><p>{summary}</p>")
+
+
+def status(level: int | None = None, *, show: bool = True) -> StatusTable:
+    """A table of the exercises of one level (default: the levels checked in this session, or
+    all) with their latest result in this session."""
+    if level is None:
+        levels = sorted({EXERCISES[i].level for i in _SESSION}) or sorted(LEVEL_TITLES)
+    else:
+        levels = [int(level)] if str(level).isdigit() and int(level) in LEVEL_TITLES else []
+    rows = []
+    for i in IDS:
+        ex = EXERCISES[i]
+        if ex.level in levels:
+            rows.append((ex, _SESSION[i].status if i in _SESSION else "not_checked"))
+    table = StatusTable(rows)
+    if show:
+        table.show()
+    return table
+
+
+def reset() -> None:
+    """Forget this session's results and hint counters."""
+    _SESSION.clear()
+    _HINTS_SHOWN.clear()

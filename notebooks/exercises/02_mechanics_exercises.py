@@ -1,0 +1,144 @@
+# %% [markdown]
+# # Exercises, level 2: mechanics
+#
+# Seven of the chapter's exercises on the steps of attention: scores, softmax, temperature and
+# masks (chapter exercises 2, 3, 4, 5, 9, 10 and 15). Each exercise has an answer cell and a
+# check cell. A check says **pass**, **fail** (with the reason and the smallest input that goes
+# wrong) or **not attempted**; `hint("2.4")` gives one more hint per run; `status()` at the end
+# lists where you stand. Exercise 4 is a written answer: it is recorded for your instructor and
+# the check shows a rubric to compare against.
+#
+# Replace each `raise NotImplementedError` (or `...`, or empty string) with your answer, run
+# the cell, then the check. Hand in with
+# `python -m attention_lab submit 02_mechanics_exercises.ipynb`.
+
+# %%
+import numpy as np
+
+from attention_lab.examples import running_example
+from attention_lab.exercises import check, hint, status
+
+ex = running_example()
+np.set_printoptions(precision=3, suppress=True)
+
+# %% [markdown]
+# ## Exercise 2 (check 2.1): dot-product scores
+#
+# Write `dot_scores(query, keys)`: `query` has shape `(D_k,)`, `keys` has shape `(S, D_k)`,
+# and the result holds one plain dot product per key, shape `(S,)`. The chapter's score is
+# not divided by anything.
+
+# %%
+def dot_scores(query, keys):
+    """One unscaled dot product per key: (D_k,) and (S, D_k) -> (S,)."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("2.1", dot_scores)
+
+# %% [markdown]
+# ## Exercise 3 (check 2.2): softmax by hand
+#
+# Compute the softmax weights of the three scores `[2.0, 1.0, 0.1]` by hand (a calculator is
+# fine, numpy is not the point here) and write them as a list of three numbers rounded to
+# three decimals. Check for yourself that they add up to one.
+
+# %%
+softmax_by_hand = ...  # a list of three numbers
+if softmax_by_hand is not ...:
+    print("sum:", round(sum(softmax_by_hand), 3))
+
+# %%
+check("2.2", softmax_by_hand)
+
+# %% [markdown]
+# ## Exercise 4 (check 2.3, written): adding a constant leaves softmax unchanged
+#
+# Show with algebra that `softmax(e + c) = softmax(e)` for every constant `c`, and explain
+# what a numerically stable softmax does with this fact. Write plain text in the two fields;
+# formulas can be written as `exp(e_i + c)`.
+
+# %%
+shift_invariance = {
+    "derivation": "",   # write softmax(e + c)_i and simplify
+    "consequence": "",  # what a stable softmax does with this, and why
+}
+
+# %%
+check("2.3", shift_invariance)
+
+# %% [markdown]
+# ## Exercise 5 (check 2.4): temperature
+#
+# Write `softmax_temperature(scores, temperature)`: the softmax of `scores / temperature`
+# over the last axis, for a vector `(S,)` or rows `(..., S)`. When it passes, the check prints
+# your weights for the chapter's dot scores at temperatures 0.5, 1 and 2 so you can compare
+# how concentrated they are.
+
+# %%
+def softmax_temperature(scores, temperature):
+    """Softmax of scores / temperature over the last axis."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("2.4", softmax_temperature)
+
+# %% [markdown]
+# ## Exercise 9 (check 2.5): a padding mask from lengths
+#
+# A batch holds sequences of different lengths padded to `S` positions. Write
+# `padding_mask(lengths, S)` returning a boolean array `(B, S)` with **True = eligible**:
+# position `j` of sequence `b` is real when `j < lengths[b]`. For the chapter's lengths
+# 5, 3 and 1 with `S = 5`, the first row is all True and the last has a single True.
+
+# %%
+def padding_mask(lengths, S):
+    """Boolean (B, S) mask, True where position j < lengths[b]."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("2.5", padding_mask)
+
+# %% [markdown]
+# ## Exercise 10 (check 2.6): masked keys receive exactly zero weight
+#
+# Write `masked_softmax(scores, mask)`: `scores` has shape `(..., S)`, `mask` is boolean and
+# broadcasts to it (True = eligible). Masked keys must get weight **exactly** 0 and each row's
+# eligible weights must sum to 1. Every row here has at least one eligible key (exercise 11 in
+# level 3 deals with rows that have none).
+
+# %%
+def masked_softmax(scores, mask):
+    """Softmax over the last axis that gives masked keys exactly zero weight."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("2.6", masked_softmax)
+
+# %% [markdown]
+# ## Exercise 15 (check 2.7): global attention against a local window
+#
+# Write `local_attention(query, keys, values, centre, half_width)`: dot-product attention in
+# which only the keys with `|j - centre| <= half_width` are eligible. Return `(weights,
+# context)` with one weight per key (0 outside the window). If no key lies in the window,
+# return zero weights and a zero context. When it passes, the check compares your window with
+# global attention on a query whose best key lies outside the window.
+
+# %%
+def local_attention(query, keys, values, centre, half_width):
+    """Attention restricted to a window of keys around centre: returns (weights, context)."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("2.7", local_attention)
+
+# %% [markdown]
+# ## Where you stand
+
+# %%
+status()

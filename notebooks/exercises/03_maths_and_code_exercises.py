@@ -1,0 +1,129 @@
+# %% [markdown]
+# # Exercises, level 3: maths and code
+#
+# Five of the chapter's exercises on attention as careful numerical code (chapter exercises 8,
+# 11, 12, 13 and 14): a stable softmax, the all-masked row, dot-product and bilinear scores,
+# additive scores with different widths, and the softmax axis of batched cross-attention.
+# Exercise 14 also asks for a written explanation (check 3.6), recorded for your instructor.
+#
+# Replace each `raise NotImplementedError` (or empty string) with your answer, run the cell,
+# then the check; `hint("3.1")` gives one more hint per run. Hand in with
+# `python -m attention_lab submit 03_maths_and_code_exercises.ipynb`.
+
+# %%
+import numpy as np
+
+from attention_lab.exercises import check, hint, status
+
+np.set_printoptions(precision=3, suppress=True)
+
+# %% [markdown]
+# ## Exercise 8 (check 3.1): a stable softmax
+#
+# Write `stable_softmax(scores)` over the last axis of `(..., S)` scores. It must stay finite
+# for scores of `+1e4` and `-1e4`, work row by row when rows have very different ranges, work
+# for float16 input, and give weight 0 to a score of `-inf`. When it passes, the check shows
+# what the naive formula `exp(e) / sum(exp(e))` returns on the same large scores.
+
+# %%
+def stable_softmax(scores):
+    """Softmax over the last axis that never overflows."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("3.1", stable_softmax)
+
+# %% [markdown]
+# ## Exercise 11 (check 3.2): the all-masked row
+#
+# `softmax([-inf, -inf, ...])` is undefined, so a row whose keys are all masked needs a declared
+# policy. Use the one of PyTorch's `scaled_dot_product_attention`: such a row gets **all-zero
+# weights**. Write `masked_softmax_safe(scores, mask)` (shapes as in exercise 10, True =
+# eligible) that follows it in float64, float32 and float16: no NaN, no uniform weights, masked
+# keys exactly 0, other rows summing to 1.
+
+# %%
+def masked_softmax_safe(scores, mask):
+    """Masked softmax over the last axis; rows without an eligible key return zeros."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("3.2", masked_softmax_safe)
+
+# %% [markdown]
+# ## Exercise 12 (check 3.3): dot-product and bilinear attention
+#
+# Write two functions for queries `Q (T, D_q)`, keys `K (S, D_k)` and values `V (S, D_v)`:
+# `dot_attention(Q, K, V)` with scores `q . k`, and `bilinear_attention(Q, K, V, W)` with
+# scores `q^T W k` for `W (D_q, D_k)`. Each returns `(scores, weights, context)` with shapes
+# `(T, S)`, `(T, S)` and `(T, D_v)`. Check both at once; when they pass, the check compares
+# their score shapes and values on the running example.
+
+# %%
+def dot_attention(Q, K, V):
+    """Dot-product attention: returns (scores, weights, context)."""
+    raise NotImplementedError  # replace this line with your code
+
+
+def bilinear_attention(Q, K, V, W):
+    """Bilinear ("general") attention q^T W k: returns (scores, weights, context)."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("3.3", (dot_attention, bilinear_attention))
+
+# %% [markdown]
+# ## Exercise 13 (check 3.4): additive attention with different widths
+#
+# Additive (Bahdanau) attention scores each key with `e_i = v . tanh(W_q q + W_k k_i)`: the
+# matrices map a query of width `D_q` and keys of width `D_k` into a shared width `A`. Write
+# `additive_attention(q, keys, values, W_q, W_k, v)` returning `(weights, context)` for
+# `q (D_q,)`, `keys (S, D_k)`, `values (S, D_v)`, `W_q (A, D_q)`, `W_k (A, D_k)`, `v (A,)`.
+
+# %%
+def additive_attention(q, keys, values, W_q, W_k, v):
+    """Additive attention: returns (weights (S,), context (D_v,))."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("3.4", additive_attention)
+
+# %% [markdown]
+# ## Exercise 14 (checks 3.5 and 3.6): the softmax axis of batched cross-attention
+#
+# First the code. Write `batched_attention(Q, K, V)` for `Q (B, T, D_k)`, `K (B, S, D_k)` and
+# `V (B, S, D_v)` with unscaled dot-product scores, returning `(weights (B, T, S), context
+# (B, T, D_v))`. The softmax must run over the source positions.
+
+# %%
+def batched_attention(Q, K, V):
+    """Batched cross-attention: returns (weights (B, T, S), context (B, T, D_v))."""
+    raise NotImplementedError  # replace this line with your code
+
+
+# %%
+check("3.5", batched_attention)
+
+# %% [markdown]
+# Then the explanation (written, recorded for your instructor): what does a softmax over the
+# wrong axis compute, why do the shapes not give it away, and which test catches it?
+
+# %%
+wrong_axis_explanation = {
+    "what_changes": "",      # what the weights mean with a softmax over the target or batch axis
+    "why_shapes_agree": "",  # why the tensors keep their shapes
+    "test": "",              # a check that detects the mistake
+}
+
+# %%
+check("3.6", wrong_axis_explanation)
+
+# %% [markdown]
+# ## Where you stand
+
+# %%
+status()

@@ -1,0 +1,186 @@
+# %% [markdown]
+# # Exercises, level 3: maths and code
+#
+# Five of the chapter's exercises on attention as careful numerical code (chapter exercises 8,
+# 11, 12, 13 and 14): a stable softmax, the all-masked row, dot-product and bilinear scores,
+# additive scores with different widths, and the softmax axis of batched cross-attention.
+# Exercise 14 also asks for a written explanation (check 3.6), recorded for your instructor.
+#
+# Replace each `raise NotImplementedError` (or empty string) with your answer, run the cell,
+# then the check; `hint("3.1")` gives one more hint per run. Hand in with
+# `python -m attention_lab submit 03_maths_and_code_exercises.ipynb`.
+# <!-- BEGIN SOLUTION -->
+#
+# **Instructor solutions.** Running this notebook shows every computational check passing and
+# a model written answer. The student notebook `../03_maths_and_code_exercises.py` is
+# generated from this file (`python -m attention_lab.exercises.authoring build`).
+# <!-- END SOLUTION -->
+
+# %%
+import numpy as np
+
+from attention_lab.exercises import check, hint, status
+
+np.set_printoptions(precision=3, suppress=True)
+
+# %% [markdown]
+# ## Exercise 8 (check 3.1): a stable softmax
+#
+# Write `stable_softmax(scores)` over the last axis of `(..., S)` scores. It must stay finite
+# for scores of `+1e4` and `-1e4`, work row by row when rows have very different ranges, work
+# for float16 input, and give weight 0 to a score of `-inf`. When it passes, the check shows
+# what the naive formula `exp(e) / sum(exp(e))` returns on the same large scores.
+
+# %%
+def stable_softmax(scores):
+    """Softmax over the last axis that never overflows."""
+    # BEGIN SOLUTION
+    s = np.asarray(scores)
+    shifted = s - s.max(axis=-1, keepdims=True)
+    w = np.exp(shifted)
+    return w / w.sum(axis=-1, keepdims=True)
+    # END SOLUTION
+
+
+# %%
+check("3.1", stable_softmax)
+
+# %% [markdown]
+# ## Exercise 11 (check 3.2): the all-masked row
+#
+# `softmax([-inf, -inf, ...])` is undefined, so a row whose keys are all masked needs a declared
+# policy. Use the one of PyTorch's `scaled_dot_product_attention`: such a row gets **all-zero
+# weights**. Write `masked_softmax_safe(scores, mask)` (shapes as in exercise 10, True =
+# eligible) that follows it in float64, float32 and float16: no NaN, no uniform weights, masked
+# keys exactly 0, other rows summing to 1.
+
+# %%
+def masked_softmax_safe(scores, mask):
+    """Masked softmax over the last axis; rows without an eligible key return zeros."""
+    # BEGIN SOLUTION
+    s = np.asarray(scores, dtype=np.float64)
+    mask = np.broadcast_to(mask, s.shape)
+    has_key = mask.any(axis=-1, keepdims=True)
+    filled = np.where(mask, s, -np.inf)
+    top = np.where(has_key, filled.max(axis=-1, keepdims=True), 0.0)
+    w = np.where(mask, np.exp(filled - top), 0.0)
+    total = np.where(has_key, w.sum(axis=-1, keepdims=True), 1.0)
+    return w / total
+    # END SOLUTION
+
+
+# %%
+check("3.2", masked_softmax_safe)
+
+# %% [markdown]
+# ## Exercise 12 (check 3.3): dot-product and bilinear attention
+#
+# Write two functions for queries `Q (T, D_q)`, keys `K (S, D_k)` and values `V (S, D_v)`:
+# `dot_attention(Q, K, V)` with scores `q . k`, and `bilinear_attention(Q, K, V, W)` with
+# scores `q^T W k` for `W (D_q, D_k)`. Each returns `(scores, weights, context)` with shapes
+# `(T, S)`, `(T, S)` and `(T, D_v)`. Check both at once; when they pass, the check compares
+# their score shapes and values on the running example.
+
+# %%
+def dot_attention(Q, K, V):
+    """Dot-product attention: returns (scores, weights, context)."""
+    # BEGIN SOLUTION
+    scores = Q @ K.T
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    w = w / w.sum(axis=-1, keepdims=True)
+    return scores, w, w @ V
+    # END SOLUTION
+
+
+def bilinear_attention(Q, K, V, W):
+    """Bilinear ("general") attention q^T W k: returns (scores, weights, context)."""
+    # BEGIN SOLUTION
+    scores = Q @ W @ K.T
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    w = w / w.sum(axis=-1, keepdims=True)
+    return scores, w, w @ V
+    # END SOLUTION
+
+
+# %%
+check("3.3", (dot_attention, bilinear_attention))
+
+# %% [markdown]
+# ## Exercise 13 (check 3.4): additive attention with different widths
+#
+# Additive (Bahdanau) attention scores each key with `e_i = v . tanh(W_q q + W_k k_i)`: the
+# matrices map a query of width `D_q` and keys of width `D_k` into a shared width `A`. Write
+# `additive_attention(q, keys, values, W_q, W_k, v)` returning `(weights, context)` for
+# `q (D_q,)`, `keys (S, D_k)`, `values (S, D_v)`, `W_q (A, D_q)`, `W_k (A, D_k)`, `v (A,)`.
+
+# %%
+def additive_attention(q, keys, values, W_q, W_k, v):
+    """Additive attention: returns (weights (S,), context (D_v,))."""
+    # BEGIN SOLUTION
+    hidden = np.tanh(keys @ W_k.T + W_q @ q)  # (S, A): the projected query is added to each key
+    scores = hidden @ v
+    w = np.exp(scores - scores.max())
+    w = w / w.sum()
+    return w, w @ values
+    # END SOLUTION
+
+
+# %%
+check("3.4", additive_attention)
+
+# %% [markdown]
+# ## Exercise 14 (checks 3.5 and 3.6): the softmax axis of batched cross-attention
+#
+# First the code. Write `batched_attention(Q, K, V)` for `Q (B, T, D_k)`, `K (B, S, D_k)` and
+# `V (B, S, D_v)` with unscaled dot-product scores, returning `(weights (B, T, S), context
+# (B, T, D_v))`. The softmax must run over the source positions.
+
+# %%
+def batched_attention(Q, K, V):
+    """Batched cross-attention: returns (weights (B, T, S), context (B, T, D_v))."""
+    # BEGIN SOLUTION
+    scores = Q @ np.swapaxes(K, -1, -2)
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    w = w / w.sum(axis=-1, keepdims=True)
+    return w, w @ V
+    # END SOLUTION
+
+
+# %%
+check("3.5", batched_attention)
+
+# %% [markdown]
+# Then the explanation (written, recorded for your instructor): what does a softmax over the
+# wrong axis compute, why do the shapes not give it away, and which test catches it?
+
+# %%
+# BEGIN SOLUTION
+#> wrong_axis_explanation = {
+#>     "what_changes": "",      # what the weights mean with a softmax over the target or batch axis
+#>     "why_shapes_agree": "",  # why the tensors keep their shapes
+#>     "test": "",              # a check that detects the mistake
+#> }
+wrong_axis_explanation = {
+    "what_changes": (
+        "Over the target axis, each source position's weights sum to one across the queries, "
+        "so a query's weights are no longer a distribution over the sources and queries compete "
+        "for each source: one query's context depends on which other queries are in the batch. "
+        "Over the batch axis, different examples compete and leak into each other."),
+    "why_shapes_agree": (
+        "Softmax keeps the shape of its input, so the weights are (B, T, S) and the context "
+        "(B, T, D_v) whichever axis is normalised."),
+    "test": (
+        "Assert that weights.sum(axis=-1) is 1 for every query; with T = 1 a target-axis "
+        "softmax gives weights that are all exactly 1; and changing another query (or another "
+        "batch item) must leave this query's context unchanged."),
+}
+# END SOLUTION
+
+# %%
+check("3.6", wrong_axis_explanation)
+
+# %% [markdown]
+# ## Where you stand
+
+# %%
+status()

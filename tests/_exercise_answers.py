@@ -1,0 +1,417 @@
+"""Student-style answers for the exercise checks: one correct answer per computational check and
+realistic wrong answers, each with the fragments the check's message must contain.
+
+Written independently of the checkers' own mistake detectors (they are code a student would
+write), so a test that a wrong answer is recognised is not circular.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attention_lab.examples import running_example
+
+R = running_example()
+
+
+# ------------------------------------------------------------------ correct answers
+def _softmax(x, axis=-1):
+    x = np.asarray(x, dtype=float)
+    m = np.max(x, axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def ok_parts():
+    s = R.keys @ R.query
+    w = _softmax(s)
+    return {"query": R.query, "keys": R.keys, "values": R.values, "scores": s, "weights": w,
+            "context": w @ R.values}
+
+
+def ok_context_vector(weights, values):
+    return weights @ values
+
+
+def ok_within_value_range(context, values):
+    lo, hi = values.min(axis=0), values.max(axis=0)
+    return bool(np.all((context >= lo - 1e-9) & (context <= hi + 1e-9)))
+
+
+def ok_test_query_dependence(attend):
+    keys = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    values = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    a = attend(np.array([2.0, 0.0]), keys, values)
+    b = attend(np.array([0.0, 2.0]), keys, values)
+    return not np.allclose(a, b)
+
+
+def ok_dot_scores(query, keys):
+    return keys @ query
+
+
+OK_BY_HAND = [0.659, 0.242, 0.099]
+
+
+def ok_softmax_temperature(scores, temperature):
+    return _softmax(np.asarray(scores) / temperature)
+
+
+def ok_padding_mask(lengths, S):
+    return np.arange(S) < np.asarray(lengths)[:, None]
+
+
+def ok_masked_softmax(scores, mask):
+    return _softmax(np.where(mask, scores, -np.inf))
+
+
+def ok_local_attention(query, keys, values, centre, half_width):
+    S = keys.shape[0]
+    inside = np.abs(np.arange(S) - centre) <= half_width
+    if not inside.any():
+        return np.zeros(S), np.zeros(values.shape[1])
+    w = _softmax(np.where(inside, keys @ query, -np.inf))
+    return w, w @ values
+
+
+def ok_stable_softmax(scores):
+    s = np.asarray(scores)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def ok_masked_softmax_safe(scores, mask):
+    s = np.asarray(scores, dtype=np.float64)
+    mask = np.broadcast_to(mask, s.shape)
+    filled = np.where(mask, s, -np.inf)
+    any_ok = mask.any(axis=-1, keepdims=True)
+    m = np.where(any_ok, filled.max(axis=-1, keepdims=True), 0.0)
+    e = np.where(mask, np.exp(filled - m), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.where(any_ok, e / np.where(any_ok, total, 1.0), 0.0)
+
+
+def ok_dot_attention(Q, K, V):
+    s = Q @ K.T
+    w = _softmax(s)
+    return s, w, w @ V
+
+
+def ok_bilinear_attention(Q, K, V, W):
+    s = Q @ W @ K.T
+    w = _softmax(s)
+    return s, w, w @ V
+
+
+def ok_additive_attention(q, keys, values, W_q, W_k, v):
+    e = np.tanh(keys @ W_k.T + W_q @ q) @ v
+    w = _softmax(e)
+    return w, w @ values
+
+
+def ok_batched_attention(Q, K, V):
+    w = _softmax(Q @ np.swapaxes(K, -1, -2))
+    return w, w @ V
+
+
+def ok_score_matrix_size(batch, target, source, heads):
+    shape = (batch, heads, target, source)
+    return shape, batch * heads * target * source
+
+
+def ok_multiply_adds(T, S, D_k, D_v):
+    return T * S * D_k + T * S * D_v
+
+
+def ok_replace_and_measure(query, keys, values, control):
+    w = _softmax(keys @ query)
+    pos = int(np.argmax(w))
+    new = values.copy()
+    new[pos] = control
+    return pos, float(np.linalg.norm(w @ new - w @ values))
+
+
+def ok_attention_entropy(weights):
+    w = np.asarray(weights, dtype=float)
+    logs = np.log(np.where(w > 0, w, 1.0))
+    return -(w * logs).sum(axis=-1)
+
+
+CORRECT = {
+    "1.1": ok_parts(), "1.2": ok_context_vector, "1.3": ok_within_value_range,
+    "1.4": ok_test_query_dependence, "2.1": ok_dot_scores, "2.2": OK_BY_HAND,
+    "2.4": ok_softmax_temperature, "2.5": ok_padding_mask, "2.6": ok_masked_softmax,
+    "2.7": ok_local_attention, "3.1": ok_stable_softmax, "3.2": ok_masked_softmax_safe,
+    "3.3": (ok_dot_attention, ok_bilinear_attention), "3.4": ok_additive_attention,
+    "3.5": ok_batched_attention, "4.1": ok_score_matrix_size, "4.2": ok_multiply_adds,
+    "4.3": ok_replace_and_measure, "4.6": ok_attention_entropy,
+}
+
+
+# ------------------------------------------------------------------ wrong answers
+def _naive(x, axis=-1):
+    e = np.exp(np.asarray(x))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def parts_swapped():
+    p = ok_parts()
+    p["keys"], p["values"] = p["values"], p["keys"]
+    return p
+
+
+def parts_unnormalised():
+    p = ok_parts()
+    p["weights"] = np.exp(p["scores"])
+    return p
+
+
+def parts_context_from_keys():
+    p = ok_parts()
+    p["context"] = p["weights"] @ R.keys
+    return p
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def _bil(s, V):
+    w = _softmax(s)
+    return s, w, w @ V
+
+
+def _bil_axis0(s, V):
+    w = _softmax(s, axis=0)
+    return s, w, w @ V
+
+
+def _additive(e, values):
+    w = _softmax(e)
+    return w, w @ values
+
+
+def _window(query, keys, values, centre, half_width, strict=False):
+    S = keys.shape[0]
+    d = np.abs(np.arange(S) - centre)
+    inside = d < half_width if strict else d <= half_width
+    if not inside.any():
+        return np.zeros(S), np.zeros(values.shape[1])
+    w = _softmax(np.where(inside, keys @ query, -np.inf))
+    return w, w @ values
+
+
+def _window_after(query, keys, values, centre, half_width):
+    S = keys.shape[0]
+    inside = np.abs(np.arange(S) - centre) <= half_width
+    w = _softmax(keys @ query) * inside
+    return w, w @ values
+
+
+def _window_sliced(query, keys, values, centre, half_width):
+    lo, hi = max(centre - half_width, 0), min(centre + half_width + 1, keys.shape[0])
+    w = _softmax(keys[lo:hi] @ query)
+    return w, w @ values[lo:hi]
+
+
+def _minus_1e9_in_dtype(scores, mask):
+    filled = np.where(mask, scores, -1e9).astype(scores.dtype)
+    e = np.exp(filled - filled.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _batched_axis(Q, K, V, axis):
+    w = _softmax(Q @ np.swapaxes(K, -1, -2), axis=axis)
+    return w, w @ V
+
+
+def _batched_axis_T(Q, K, V):
+    w = _softmax(Q @ K.T)
+    return w, w @ V
+
+
+def _replace_in_place(query, keys, values, control):
+    w = _softmax(keys @ query)
+    pos = int(np.argmax(w))
+    before = w @ values
+    values[pos] = control
+    return pos, float(np.linalg.norm(w @ values - before))
+
+
+def _replace_key(query, keys, values, control):
+    w = _softmax(keys @ query)
+    pos = int(np.argmax(w))
+    k2 = keys.copy()
+    k2[pos] = control[: keys.shape[1]] if len(control) >= keys.shape[1] else keys[pos]
+    return pos, float(np.linalg.norm(_softmax(k2 @ query) @ values - w @ values))
+
+
+def _replace_argmin(query, keys, values, control):
+    w = _softmax(keys @ query)
+    pos = int(np.argmin(w))
+    new = values.copy()
+    new[pos] = control
+    return pos, float(np.linalg.norm(w @ new - w @ values))
+
+
+def _replace_squared(query, keys, values, control):
+    pos, change = ok_replace_and_measure(query, keys, values, control)
+    return pos, change ** 2
+
+
+WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
+    "1.1": [
+        (parts_swapped(), "fail", ("parts['keys']", "holds the values")),
+        (parts_unnormalised(), "fail", ("parts['weights']", "before dividing by their sum")),
+        (parts_context_from_keys(), "fail", ("parts['context']", "mixes the keys")),
+    ],
+    "1.2": [
+        (lambda weights, values: (weights[:, None] * values).mean(axis=0), "fail",
+         ("mean of the weighted values",)),
+        (lambda weights, values: weights[:, None] * values, "fail", ("did not add them up",)),
+        (lambda weights, values: values @ weights, "error", ("raised ValueError",)),
+        (lambda weights, values: (weights / weights.sum()) @ values, "fail",
+         ("NaN", "all-zero weights")),
+    ],
+    "1.3": [
+        (lambda context, values: bool(np.all((context > values.min(0))
+                                             & (context < values.max(0)))), "fail",
+         ("returned False for a context that lies inside", "boundary")),
+        (lambda context, values: bool(values.min(0)[0] <= context[0] <= values.max(0)[0]), "fail",
+         ("returned True for a context outside", "coordinate 1 only")),
+        (lambda context, values: (context >= values.min(0)) & (context <= values.max(0)), "fail",
+         ("array of shape", "all()")),
+    ],
+    "1.4": [
+        (lambda attend: True, "fail", ("accepted an attention that ignores the query",
+                                       "cannot fail")),
+        (lambda attend: not np.allclose(attend(np.ones(2), np.eye(2), np.eye(2)),
+                                        attend(np.ones(2), np.eye(2), np.eye(2))), "fail",
+         ("rejected a correct dot-product attention",)),
+        (lambda attend: not np.allclose(
+            attend(np.array([1.0, 1.0]), np.eye(2), np.eye(2)),
+            attend(np.array([2.0, 2.0]), np.eye(2), np.eye(2))), "fail",
+         ("rejected a correct", "constant shift")),
+    ],
+    "2.1": [
+        (lambda query, keys: keys @ query / math.sqrt(len(query)), "fail",
+         ("divided by sqrt(D_k)", "unscaled", "the chapter's query and its first three keys")),
+        (lambda query, keys: (keys * query).sum(axis=0), "fail", ("summed over the keys",)),
+        (lambda query, keys: query @ keys, "fail", ("query @ keys", "raised ValueError")),
+    ],
+    "2.2": [
+        ([7.389, 2.718, 1.105], "fail", ("exp(e_i) before dividing",)),
+        ([0.645, 0.323, 0.032], "fail", ("divided the scores by their sum",)),
+        ([0.6, 0.3, 0.2], "fail", ("sums to 1.1000",)),
+    ],
+    "2.4": [
+        (lambda scores, temperature: _softmax(np.asarray(scores) * temperature), "fail",
+         ("softmax(scores * temperature)", "divides", "temperature 0.5")),
+        (lambda scores, temperature: _softmax(scores), "fail",
+         ("do not change with the temperature",)),
+        (lambda scores, temperature: _softmax(np.asarray(scores) / temperature, axis=0), "fail",
+         ("axis 0",)),
+    ],
+    "2.5": [
+        (lambda lengths, S: np.arange(S) >= np.asarray(lengths)[:, None], "fail",
+         ("inverted", "True = eligible")),
+        (lambda lengths, S: np.arange(S) <= np.asarray(lengths)[:, None], "fail",
+         ("position j = length is marked eligible",)),
+        (lambda lengths, S: np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]],
+                                     dtype=bool), "fail", ("shape (3, 5)", "one sequence")),
+        (lambda lengths, S: np.arange(max(lengths)) < np.asarray(lengths)[:, None], "fail",
+         ("needs S=6 columns",)),
+        (lambda lengths, S: (np.arange(S) < np.asarray(lengths)[:, None]).astype(int), "fail",
+         ("dtype int64", "booleans")),
+    ],
+    "2.6": [
+        (lambda scores, mask: _softmax(scores) * mask, "fail",
+         ("masked after the softmax without renormalising",)),
+        (lambda scores, mask: _softmax(np.where(mask, scores, -100.0)), "fail",
+         ("not exactly 0", "finite fill")),
+        (lambda scores, mask: _softmax(np.where(mask, -np.inf, scores)), "fail",
+         ("sit on the masked keys", "True means eligible")),
+    ],
+    "2.7": [
+        (lambda query, keys, values, centre, half_width: _window(query, keys, values, centre,
+                                                                 half_width, strict=True),
+         "fail", ("inclusive",)),
+        (lambda query, keys, values, centre, half_width: _window_after(query, keys, values, centre,
+                                                                       half_width),
+         "fail", ("after the softmax without renormalising",)),
+        (_window_sliced, "fail", ("only the window's keys",)),
+    ],
+    "3.1": [
+        (lambda scores: _naive(scores), "fail", ("NaN", "logits of +1e4", "overflows")),
+        (lambda scores: _naive(np.asarray(scores) - np.max(scores)), "fail",
+         ("NaN in row 1", "each row's own maximum")),
+        (lambda scores: _softmax(scores, axis=0) if np.ndim(scores) > 1 else _softmax(scores),
+         "fail", ("axis 0",)),
+    ],
+    "3.2": [
+        (lambda scores, mask: _softmax(np.where(mask, scores, -np.inf)), "fail",
+         ("NaN", "no eligible key", "-inf fill")),
+        (lambda scores, mask: _softmax(np.where(mask, scores, np.finfo(np.float64).min)),
+         "fail", ("uniform", "policy is zeros")),
+        (_minus_1e9_in_dtype, "fail", ("uniform", "float16", "65504")),
+        (lambda scores, mask: _softmax(scores) * mask, "fail", ("without renormalising",)),
+    ],
+    "3.3": [
+        ((ok_dot_attention, lambda Q, K, V, W: _bil(Q @ W.T @ K.T, V)), "fail",
+         ("W transposed",)),
+        ((lambda Q, K, V: _bil(Q @ K.T / np.sqrt(K.shape[1]), V), ok_bilinear_attention), "fail",
+         ("sqrt(D_k)",)),
+        ((lambda Q, K, V: _bil_axis0(Q @ K.T, V), ok_bilinear_attention), "fail",
+         ("normalised over the queries",)),
+        ((lambda Q, K, V: (K @ Q.T, _softmax(Q @ K.T), _softmax(Q @ K.T) @ V),
+          ok_bilinear_attention), "fail", ("(S, T)",)),
+        ((ok_dot_attention, _stub), "fail", ("bilinear_attention", "not written yet")),
+    ],
+    "3.4": [
+        (lambda q, keys, values, W_q, W_k, v: _additive(np.tanh(keys @ W_q.T + W_k @ q) @ v,
+                                                         values),
+         "fail", ("swapped", "equal widths")),
+        (lambda q, keys, values, W_q, W_k, v: _additive((keys @ W_k.T + W_q @ q) @ v, values),
+         "fail", ("leave out the tanh",)),
+        (lambda q, keys, values, W_q, W_k, v: _additive(np.tanh((keys @ W_k.T + W_q @ q) @ v),
+                                                         values),
+         "fail", ("tanh after",)),
+    ],
+    "3.5": [
+        (lambda Q, K, V: _batched_axis(Q, K, V, 1), "fail", ("target axis", "one query")),
+        (lambda Q, K, V: _batched_axis(Q, K, V, 0), "fail", ("batch axis",)),
+        (lambda Q, K, V: _batched_axis_T(Q, K, V), "error", ("raised ValueError",)),
+    ],
+    "4.1": [
+        (lambda batch, target, source, heads: ((batch, target, source), batch * target * source),
+         "fail", ("leaves out the heads",)),
+        (lambda batch, target, source, heads: ((heads, target, source), heads * target * source),
+         "fail", ("leaves out the batch",)),
+        (lambda batch, target, source, heads: ((batch, target, source, heads),
+                                               batch * target * source * heads), "fail",
+         ("wrong order",)),
+    ],
+    "4.2": [
+        (lambda T, S, D_k, D_v: T * S * D_k, "fail", ("not the weighted sum",)),
+        (lambda T, S, D_k, D_v: 2 * T * S * (D_k + D_v), "fail", ("FLOPs",)),
+        (lambda T, S, D_k, D_v: T * S * D_k * D_v, "fail", ("multiplied D_k and D_v",)),
+    ],
+    "4.3": [
+        (_replace_in_place, "fail", ("changed its input `values` in place",)),
+        (_replace_key, "fail", ("replaced the key",)),
+        (_replace_argmin, "fail", ("smallest weight",)),
+        (_replace_squared, "fail", ("squared distance",)),
+    ],
+    "4.6": [
+        (lambda weights: -(np.asarray(weights) * np.log(weights)).sum(axis=-1), "fail",
+         ("NaN", "0 * log(0)", "one-hot")),
+        (lambda weights: -(np.asarray(weights) * np.log2(np.where(np.asarray(weights) > 0,
+                                                                   weights, 1))).sum(-1),
+         "fail", ("bits",)),
+        (lambda weights: -(np.asarray(weights) * np.log(np.where(np.asarray(weights) > 0, weights,
+                                                                 1))).sum(axis=0), "fail",
+         ("shape",)),
+    ],
+}

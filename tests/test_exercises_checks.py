@@ -1,0 +1,309 @@
+"""The exercise checks: every computational check passes a correct answer (for several seeds) and
+rejects realistic wrong answers with the specific reason; checks never raise, whatever the answer
+does; written exercises are never passed automatically; feedback never prints the reference."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import _exercise_answers as A
+from attention_lab.exercises import EXERCISES, IDS, check, get, hint, reset, status
+from attention_lab.exercises.checks import SPECS, cases_for
+from attention_lab.exercises.student import evaluate
+
+COMPUTATIONAL = [i for i in IDS if EXERCISES[i].kind != "written"]
+WRITTEN = [i for i in IDS if EXERCISES[i].kind == "written"]
+
+
+# ------------------------------------------------------------------ registry
+def test_registry_covers_all_22_chapter_exercises_once_or_twice():
+    chapters = sorted({ex.chapter for ex in EXERCISES.values()})
+    assert chapters == list(range(1, 23))
+    assert len(IDS) == 25
+    for ex in EXERCISES.values():
+        assert ex.id == f"{ex.level}.{ex.id.split('.')[1]}"
+        assert ex.task and ex.title
+        if ex.kind == "written":
+            assert ex.fields and ex.rubric and not ex.hints
+        else:
+            assert ex.id in SPECS and len(ex.hints) >= 2
+    names = [n for ex in EXERCISES.values() for n in ex.answer_names]
+    assert len(names) == len(set(names)), "every answer needs its own variable name"
+    # ids are numbered 1, 2, 3, ... within a level
+    for level in (1, 2, 3, 4):
+        pos = [int(i.split(".")[1]) for i in IDS if i.startswith(f"{level}.")]
+        assert pos == list(range(1, len(pos) + 1))
+
+
+def test_every_check_has_a_correct_answer_and_at_least_two_wrong_ones():
+    assert set(A.CORRECT) == set(COMPUTATIONAL)
+    for i in COMPUTATIONAL:
+        assert len(A.WRONG.get(i, [])) >= 2, i
+
+
+def test_function_checks_cover_the_issue_edge_cases():
+    notes = " | ".join(c.note for i in COMPUTATIONAL for c in cases_for(get(i), 1))
+    for needle in ("lengths 5, 3, 1", "all masked", "+1e4", "-1e4", "T=1", "float16",
+                   "D_v differs", "random:"):
+        assert needle in notes, needle
+
+
+# ------------------------------------------------------------------ correct and wrong answers
+@pytest.mark.parametrize("ex_id", COMPUTATIONAL)
+@pytest.mark.parametrize("seed", [None, 1, 987654321])
+def test_correct_answer_passes(ex_id, seed):
+    kw = {} if seed is None else {"seed": seed}
+    v = evaluate(get(ex_id), A.CORRECT[ex_id], **kw)
+    assert v.status == "pass", v.message
+    assert v.score == 1
+
+
+WRONG_CASES = [(i, k) for i in A.WRONG for k in range(len(A.WRONG[i]))]
+
+
+@pytest.mark.parametrize("ex_id,k", WRONG_CASES, ids=[f"{i}-wrong{k}" for i, k in WRONG_CASES])
+def test_wrong_answer_is_rejected_with_the_specific_reason(ex_id, k):
+    answer, status_, fragments = A.WRONG[ex_id][k]
+    v = evaluate(get(ex_id), answer)
+    assert v.status == status_, v.message
+    assert v.score == 0
+    for frag in fragments:
+        assert frag in v.message, f"{frag!r} not in:\n{v.message}"
+    if v.status == "fail" and get(ex_id).kind == "function":
+        assert "Minimal failing case:" in v.message
+
+
+def test_feedback_never_prints_the_reference_answer():
+    # 2.2: the hand-computed weights
+    v = evaluate(get("2.2"), [0.6, 0.3, 0.2])
+    for ref in ("0.659", "0.242", "0.099"):
+        assert ref not in v.message
+    # 2.4: the correct weights of the failing case are not shown, only the student's
+    from attention_lab.examples import running_example
+    from attention_lab.softmax import softmax
+
+    r = running_example()
+    s = r.keys @ r.query
+    v = evaluate(get("2.4"), lambda scores, temperature: A._softmax(np.asarray(scores) * temperature))
+    ref = np.round(softmax(s, temperature=0.5), 3)
+    assert " ".join(f"{x:g}" for x in ref[:2]) not in v.message
+    assert "0.062" not in v.message and "0.539" not in v.message
+    # 2.6: masked weights of the chapter's example are never printed as the expected answer
+    v = evaluate(get("2.6"), lambda scores, mask: A._softmax(scores) * mask)
+    assert "0.179" not in v.message and "0.528" not in v.message
+    # 4.1: the chapter's count is not revealed when a student gets it wrong
+    v = evaluate(get("4.1"), lambda b, t, s, h: ((b, t, s), b * t * s))
+    assert "1,048,576" not in v.message and "1048576" not in v.message
+
+
+# ------------------------------------------------------------------ checks never raise
+def _stub(*args):
+    raise NotImplementedError
+
+
+def _loop(*args):
+    while True:
+        try:
+            pass
+        except BaseException:  # even code that swallows every exception is stopped
+            pass
+
+
+class Hostile:
+    def __repr__(self):
+        raise RuntimeError("no repr for you")
+
+    def __array__(self, *a, **k):
+        raise RuntimeError("no array either")
+
+
+def _exit(*args):
+    sys.exit(3)
+
+
+def _interrupt(*args):
+    raise KeyboardInterrupt
+
+
+def _chatty(query, keys):
+    for i in range(10000):
+        print("debugging", i)
+    return keys @ query
+
+
+@pytest.mark.parametrize("answer,status_,fragment", [
+    (_stub, "not_attempted", "NotImplementedError"),
+    (lambda q, k: 1 / 0, "error", "ZeroDivisionError"),
+    (lambda q, k: "scores", "fail", "got a str"),
+    (lambda q, k: None, "fail", "forget `return`"),
+    (lambda q, k: np.zeros((2, 2)), "fail", "shape (2, 2)"),
+    (lambda q, k: np.ones(len(k), dtype=bool), "fail", "dtype bool"),
+    (lambda q, k: (x for x in k), "fail", "generator"),
+    (lambda q, k: Hostile(), "fail", "Hostile"),
+    (lambda q, k: np.zeros(3_000_000), "fail", "too large"),
+    (_exit, "error", "SystemExit"),
+    (_interrupt, "error", "KeyboardInterrupt"),
+    (_chatty, "pass", "printed"),
+    (None, "not_attempted", "None"),
+    (Ellipsis, "not_attempted", "..."),
+    (42, "fail", "pass the function itself"),
+    (np.array([1.0, 2.0]), "fail", "pass the function itself"),
+])
+def test_check_never_raises(answer, status_, fragment):
+    v = evaluate(get("2.1"), answer)
+    assert v.status == status_, v.message
+    assert fragment in v.message, v.message
+
+
+def test_endless_loop_is_stopped_by_the_time_limit():
+    t0 = time.perf_counter()
+    v = evaluate(get("2.1"), _loop, call_seconds=0.3, total_seconds=5)
+    assert time.perf_counter() - t0 < 3
+    assert v.status == "timeout"
+    assert "did not finish within 0.3 s" in v.message
+    assert "the chapter's query and its first three keys" in v.message
+
+
+def test_a_function_that_modifies_its_input_is_told_so():
+    def scaled(query, keys):
+        keys *= 2
+        return keys @ query / 2
+
+    v = evaluate(get("2.1"), scaled)
+    assert v.status == "fail" and "changed its input `keys` in place" in v.message
+
+
+def test_numpy_warnings_inside_a_student_function_do_not_escape():
+    with np.errstate(all="raise"):
+        v = evaluate(get("3.1"), lambda s: A._naive(s))
+    assert v.status == "fail" and "NaN" in v.message
+
+
+def test_multi_function_answer_shapes():
+    ex = get("3.3")
+    assert evaluate(ex, A.ok_dot_attention).status == "fail"
+    assert "pass the functions as a tuple" in evaluate(ex, A.ok_dot_attention).message
+    assert evaluate(ex, (_stub, _stub)).status == "not_attempted"
+    v = evaluate(ex, (A.ok_dot_attention, _stub))
+    assert v.status == "fail" and "`bilinear_attention` is not written yet" in v.message
+
+
+def test_value_answers_not_attempted_and_malformed():
+    assert evaluate(get("2.2"), ...).status == "not_attempted"
+    assert "three numbers" in evaluate(get("2.2"), "0.66, 0.24, 0.1").message
+    parts = dict.fromkeys(("query", "keys", "values", "scores", "weights", "context"), ...)
+    assert evaluate(get("1.1"), parts).status == "not_attempted"
+    partial = A.ok_parts()
+    partial["context"] = ...
+    v = evaluate(get("1.1"), partial)
+    assert v.status == "fail" and "parts['context'] is still `...`" in v.message
+
+
+def test_the_query_dependence_test_receives_opaque_implementations():
+    seen = []
+
+    def spy(attend):
+        seen.append(attend.__name__)
+        return A.ok_test_query_dependence(attend)
+
+    assert evaluate(get("1.4"), spy).status == "pass"
+    assert set(seen) == {"attend"}
+
+
+# ------------------------------------------------------------------ written exercises
+@pytest.mark.parametrize("ex_id", WRITTEN)
+def test_written_exercises_are_never_passed_automatically(ex_id):
+    ex = get(ex_id)
+    empty = {name: "" for name, _ in ex.fields}
+    assert evaluate(ex, empty).status == "not_attempted"
+    full = {name: "a long and perfect answer " * 20 for name, _ in ex.fields}
+    v = evaluate(ex, full)
+    assert v.status == "needs_instructor" and v.score is None
+    assert ex.rubric[0] in v.message  # the rubric is shown after the attempt
+    assert v.details["answer"][ex.fields[0][0]].startswith("a long and perfect answer")
+    assert evaluate(ex, "just a string answer").status == "needs_instructor"
+    assert evaluate(ex, 42).status == "fail"
+    assert "rubric" not in evaluate(ex, empty).message.lower()
+
+
+def test_partly_written_answer_names_the_empty_fields():
+    ex = get("4.5")
+    answer = {name: "" for name, _ in ex.fields}
+    answer["numerics"] = "fill value representable in float16; policy for all-masked rows"
+    v = evaluate(ex, answer)
+    assert v.status == "needs_instructor"
+    assert "1 of 7 field(s) answered" in v.message and "still empty: interfaces" in v.message
+
+
+# ------------------------------------------------------------------ check, hint, status
+def test_check_displays_and_returns(capsys):
+    reset()
+    res = check("2.1", A.ok_dot_scores)
+    out = capsys.readouterr().out
+    assert res.passed and bool(res) and res.status == "pass"
+    assert out.startswith("✔ 2.1 Dot-product scores (dot_scores): pass")
+    assert res.html().startswith("<div") and "pass" in res.html()
+    res = check("2.1", _stub, show=False)
+    assert capsys.readouterr().out == "" and res.status == "not_attempted"
+
+
+def test_check_with_unknown_id_or_missing_answer_does_not_raise(capsys):
+    res = check("9.9", A.ok_dot_scores)
+    assert res.status == "fail" and "the ids are 1.1" in capsys.readouterr().out
+    res = check("2.1")
+    assert res.status == "not_attempted" and "check('2.1', dot_scores)" in res.message
+
+
+def test_check_survives_an_internal_error(monkeypatch):
+    import attention_lab.exercises.student as student
+
+    def boom(*a, **k):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(student, "evaluate", boom)
+    res = check("2.1", A.ok_dot_scores, show=False)
+    assert res.status == "error" and "could not run" in res.message
+
+
+def test_hints_come_one_at_a_time(capsys):
+    reset()
+    ex = get("2.6")
+    for n in range(len(ex.hints)):
+        hint("2.6")
+        assert f"Hint {n + 1} of {len(ex.hints)}" in capsys.readouterr().out
+    hint("2.6")
+    assert "last hint" in capsys.readouterr().out
+    hint("2.3")
+    assert "no hints for a written exercise" in capsys.readouterr().out
+    hint("7.7")
+    assert "no exercise '7.7'" in capsys.readouterr().out
+
+
+def test_status_table_reflects_the_session(capsys):
+    reset()
+    check("2.1", A.ok_dot_scores, show=False)
+    check("2.6", A.WRONG["2.6"][0][0], show=False)
+    check("2.3", {"derivation": "exp(c) cancels", "consequence": ""}, show=False)
+    table = status(show=False)
+    assert [ex.level for ex, _ in table.rows] == [2] * 7
+    assert table.counts() == {"pass": 1, "fail": 1, "needs_instructor": 1, "not_checked": 4}
+    text = table.text()
+    assert "1 of 6 checked exercises pass; 1 written answer(s)" in text
+    assert len(status(4, show=False).rows) == 8
+    reset()
+    assert len(status(show=False).rows) == 25
+
+
+def test_student_time_limits_can_be_set_from_the_environment():
+    code = ("import attention_lab.exercises.student as s; print(s.CALL_SECONDS, s.CHECK_SECONDS)")
+    import subprocess
+
+    env = dict(os.environ, ATTENTION_LAB_CALL_SECONDS="1.5", ATTENTION_LAB_CHECK_SECONDS="9")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["1.5", "9.0"]

@@ -1,0 +1,214 @@
+"""The probe: what runs next to a student's code. Its JSON codec must round-trip every answer
+type exactly and refuse anything malformed; its calls must survive whatever the answer does."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from attention_lab.exercises import probe
+from attention_lab.exercises.runner import defined_names, only_feedback, read_results
+
+
+def roundtrip(obj):
+    return probe.decode(json.loads(json.dumps(probe.encode(obj), allow_nan=False)))
+
+
+@pytest.mark.parametrize("dtype", probe.DTYPES)
+def test_arrays_round_trip_exactly_in_every_dtype(dtype):
+    rng = np.random.default_rng(0)
+    if dtype == "bool":
+        a = rng.random((2, 3)) < 0.5
+    elif dtype.startswith("float"):
+        a = (rng.normal(size=(2, 3)) * 1e3).astype(dtype)
+        a.flat[0], a.flat[1], a.flat[2] = np.nan, np.inf, -np.inf
+    else:
+        info = np.iinfo(dtype)
+        a = np.array([[info.min, 0, info.max]], dtype=dtype)
+    b = roundtrip(a)
+    assert b.dtype == a.dtype and b.shape == a.shape
+    assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def test_containers_scalars_and_markers_round_trip():
+    obj = {"t": (1, 2.5, "x"), "l": [np.float16(0.1), np.int64(3), None, True], "e": ...,
+           "empty": np.zeros((0, 3)), "zero_d": np.array(2.0), "big": 2 ** 80, "nan": float("nan")}
+    back = roundtrip(obj)
+    assert back["t"] == (1, 2.5, "x") and isinstance(back["t"], tuple)
+    assert back["l"][0] == np.float16(0.1) and back["l"][0].dtype == np.float16
+    assert back["e"] is Ellipsis and back["big"] == 2 ** 80 and np.isnan(back["nan"])
+    assert back["empty"].shape == (0, 3) and back["zero_d"].shape == ()
+
+
+class Hostile:
+    def __repr__(self):
+        raise RuntimeError("no")
+
+
+def test_unsupported_and_oversized_outputs_are_described_not_stored():
+    assert isinstance(roundtrip(lambda x: x), probe.Unsupported)
+    g = roundtrip(x for x in range(3))
+    assert isinstance(g, probe.Unsupported) and g.what == "generator"
+    h = roundtrip(Hostile())
+    assert isinstance(h, probe.Unsupported) and "repr raised" in h.text
+    big = roundtrip(np.zeros(probe.MAX_ELEMENTS + 1))
+    assert isinstance(big, probe.TooLarge) and big.shape == (probe.MAX_ELEMENTS + 1,)
+    assert isinstance(roundtrip(np.array([1 + 2j])), probe.Unsupported)
+    assert isinstance(roundtrip({1: 2}), probe.Unsupported)
+    long = roundtrip("x" * (probe.MAX_STRING + 5))
+    assert len(long) == probe.MAX_STRING
+
+
+@pytest.mark.parametrize("data", [
+    [1, 2], {}, {"__pickle__": "x"}, {"__ndarray__": {"dtype": "object", "shape": [1], "data": [1]}},
+    {"__ndarray__": {"dtype": "float64", "shape": [2], "data": [1.0]}},
+    {"__ndarray__": {"dtype": "float64", "shape": [-1], "data": []}},
+    {"__ndarray__": {"dtype": "float64", "shape": [1], "data": ["1e400"]}},
+    {"__ndarray__": {"dtype": "bool", "shape": [1], "data": [1]}},
+    {"__ndarray__": {"dtype": "int64", "shape": [1], "data": [1.5]}},
+    {"__seq__": "set", "items": []}, {"__bigint__": "12a"}, {"__impl__": "Z"},
+])
+def test_decode_refuses_malformed_data(data):
+    with pytest.raises(ValueError):
+        probe.decode(data)
+
+
+def test_decode_depth_limit():
+    data = 1
+    for _ in range(probe.MAX_DEPTH + 5):
+        data = {"__seq__": "list", "items": [data]}
+    with pytest.raises(ValueError):
+        probe.decode(data)
+
+
+def test_call_records_everything_and_never_raises():
+    assert probe.call(lambda: np.ones(2), (), 1)["out"]["__ndarray__"]["data"] == [1.0, 1.0]
+    r = probe.call(lambda: 1 / 0, (), 1)
+    assert r["raised"]["type"] == "ZeroDivisionError" and "lambda" in r["raised"]["where"]
+
+    def leave():
+        raise SystemExit(2)
+
+    assert probe.call(leave, (), 1)["raised"]["type"] == "SystemExit"
+
+    def stubborn():
+        while True:
+            try:
+                time.sleep(0.01)
+            except BaseException:
+                pass
+
+    t0 = time.perf_counter()
+    assert probe.call(stubborn, (), 0.2) == {"timeout": 0.2, "seconds": pytest.approx(0.2, abs=0.5)}
+    assert time.perf_counter() - t0 < 2
+
+    def talk():
+        print("hello" * 1000)
+        return 1
+
+    r = probe.call(talk, (), 1)
+    assert r["printed"] == 5001 and r["out"] == 1
+
+    a = np.zeros(3)
+
+    def mutate(x):
+        x[0] = 1
+
+    assert probe.call(mutate, (a,), 1)["mutated"] == [0]
+
+
+def test_probe_stops_after_stub_and_timeouts():
+    inputs = [{"args": [probe.encode(np.ones(2))], "fn": 0}] * 3
+
+    def stub(x):
+        raise NotImplementedError
+
+    rec = probe.probe("function", stub, inputs)
+    assert [list(c)[0] for c in rec["calls"]] == ["raised", "skipped", "skipped"]
+    assert probe.probe("function", probe.MISSING, inputs) == {"kind": "missing"}
+    assert probe.probe("function", 3, inputs)["kind"] == "notcallable"
+    assert probe.probe("function", (stub,), inputs, n_functions=2)["kind"] == "shape"
+
+
+def test_attention_implementations_for_the_query_test():
+    K = np.array([[1.0, 0.0], [0.0, 1.0]])
+    V = np.array([[1.0, 0.0], [0.0, 1.0]])
+    q1, q2 = np.array([2.0, 0.0]), np.array([0.0, 2.0])
+    differs = {c: not np.allclose(probe.make_impl(c)(q1, K, V), probe.make_impl(c)(q2, K, V))
+               for c in probe.IMPL_CODES}
+    assert differs == {"A": True, "B": False, "C": False, "D": True, "E": True, "F": False}
+    with pytest.raises(ValueError, match="takes query"):
+        probe.make_impl("A")(np.ones(3), K, V)
+
+
+def test_harness_writes_signed_lines_the_grader_verifies(tmp_path):
+    inputs = tmp_path / "in.json"
+    inputs.write_text(json.dumps({"2.1": [{"args": [probe.encode(np.ones(2)),
+                                                    probe.encode(np.eye(2))], "fn": 0}]}))
+    results = tmp_path / "out.jsonl"
+    key = b"k" * 32
+    ns = {"dot_scores": lambda q, k: k @ q}
+    probe.run_harness(ns, {"inputs": str(inputs), "results": str(results), "key": key.hex(),
+                           "call_seconds": 1, "total_seconds": 5,
+                           "exercises": [{"id": "2.1", "kind": "function", "names": ["dot_scores"]},
+                                         {"id": "2.6", "kind": "function",
+                                          "names": ["masked_softmax"]}]})
+    done, started, bad = read_results(results, key, {"2.1", "2.6"})
+    assert started == ["2.1", "2.6"] and bad == 0
+    assert done["2.1"]["calls"][0]["out"]["__ndarray__"]["data"] == [1.0, 1.0]
+    assert done["2.6"] == {"kind": "missing"}
+    assert read_results(results, b"x" * 32, {"2.1", "2.6"}) == ({}, [], 4)
+
+
+def test_defined_names():
+    src = "import numpy as np\ndef dot_scores(q, k):\n    pass\nparts = {}\nx == parts\n"
+    assert defined_names(src, ["dot_scores", "parts", "x", "masked_softmax"]) == {"dot_scores",
+                                                                                  "parts"}
+    assert defined_names("softmax_by_hand: list = [1]", ["softmax_by_hand"]) == {"softmax_by_hand"}
+
+
+def test_sandbox_process_cap_for_a_non_root_grader(tmp_path):
+    """RLIMIT_NPROC = the user's current tasks + margin (root is exempt from it, so as root the
+    test drops to 'nobody' in a child process)."""
+    import os
+    import subprocess
+    import sys
+
+    from attention_lab.exercises import _sandbox
+
+    code = ("import resource, sys; sys.path.insert(0, sys.argv[1]); import _sandbox, os; r = {}; "
+            "_sandbox.apply_limits({'nproc_margin': 7}, r); "
+            "print(r['processes'], resource.getrlimit(resource.RLIMIT_NPROC)[0], "
+            "_sandbox._tasks_of_user(os.getuid()))")
+    import shutil
+
+    kwargs = {}
+    python = sys.executable
+    if os.geteuid() == 0:
+        kwargs["preexec_fn"] = lambda: (os.setgid(65534), os.setuid(65534))
+        # _sandbox.py is standard library only: any Python 3 that 'nobody' may run will do
+        python = shutil.which("python3", path="/usr/bin:/bin") or python
+    try:
+        out = subprocess.run([python, "-I", "-S", "-c", code,
+                              os.path.dirname(_sandbox.__file__)], capture_output=True,
+                             text=True, timeout=30, cwd=tmp_path, **kwargs)
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot run as an unprivileged user here: {exc}")
+    if out.returncode != 0:
+        pytest.skip(f"cannot run as an unprivileged user here: {out.stderr[-300:]}")
+    limit, soft, tasks_after = (int(x) for x in out.stdout.split())
+    assert limit == soft and limit - 7 <= tasks_after <= limit
+
+
+@pytest.mark.parametrize("source,skip", [
+    ('check("2.1", dot_scores)', True), ("status()", True), ('hint("2.1");', True),
+    ('check("3.3", (dot_attention, bilinear_attention))\n', True),
+    ('x = 1\ncheck("2.1", dot_scores)', False), ('r = check("2.1", dot_scores)', False),
+    ("def check(*a):\n    pass", False), ("print(check)", False), ("check(", False),
+    ('ae.check("2.1", f)', False),
+])
+def test_cells_the_grader_does_not_need_to_run(source, skip):
+    assert only_feedback(source) is skip
