@@ -391,6 +391,7 @@ def test_exit_in_a_cell_is_attributed_to_that_cell(tmp_path):
     inputs = {ex.id: encoded_inputs(cases_for(ex, 3)) for ex in exs}
     run = run_notebook(nb, tmp_path / "work", exs, inputs, Limits(cell_timeout=10, timeout=60))
     assert [(e.index, e.kind) for e in run.events] == [(1, "crash")]
+    assert "exit()" in run.events[0].message  # recognised from the reply, not by a timing race
     assert run.interrupted == {}
     assert run.records["2.1"]["kind"] == "calls" and run.records["2.5"]["kind"] == "calls"
     assert run.records["2.6"] == {"kind": "missing"}
@@ -509,3 +510,24 @@ def test_malformed_records_are_refused(raw):
 
 def test_every_exercise_is_in_the_report_columns():
     assert len(IDS) == len(EXERCISES) == 25
+
+
+def test_run_notebook_works_inside_a_running_event_loop(tmp_path):
+    """Grading from a Jupyter kernel, or beside Playwright's sync API, has an event loop running
+    in the calling thread; asyncio.run() alone refuses to start there."""
+    import asyncio
+
+    from attention_lab.exercises.checks import cases_for, encoded_inputs
+    from attention_lab.exercises.runner import Limits, run_notebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query")]
+    ex = EXERCISES["2.1"]
+
+    async def inside_a_loop():
+        return run_notebook(nb, tmp_path / "work", [ex], {ex.id: encoded_inputs(cases_for(ex, 3))},
+                            Limits(cell_timeout=10, timeout=60))
+
+    run = asyncio.run(inside_a_loop())
+    assert not run.error, run.error
+    assert run.records["2.1"]["kind"] == "calls"

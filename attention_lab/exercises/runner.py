@@ -366,6 +366,17 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                         resources={"metadata": {"path": str(workdir)}})
         timeout_box = [limits.cell_timeout]
         client.timeout_func = lambda cell: timeout_box[0]
+        # exit()/quit() make ipykernel stop its loop 0.1 s *after* the cell, so whether the next
+        # cells still run is a race. The execute reply carries an "ask_exit" payload: treat it as
+        # "the kernel ends after this cell", every time, whatever the machine's load.
+        asked_exit: set[int] = set()
+
+        def _on_executed(cell=None, cell_index=None, execute_reply=None, **_):
+            payload = ((execute_reply or {}).get("content") or {}).get("payload") or []
+            if any(isinstance(p, dict) and p.get("source") == "ask_exit" for p in payload):
+                asked_exit.add(cell_index)
+
+        client.on_cell_executed = _on_executed
         log = open(in_dir / f"kernel-{attempt}.log", "ab")
         pgid = None
         restart = False
@@ -414,6 +425,12 @@ async def _run(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                         if out.get("output_type") == "error":
                             record(CellEvent(idx, "error", out.get("ename", ""),
                                              str(out.get("evalue", ""))[:300]))
+                    if idx in asked_exit:
+                        skip.add(idx)
+                        record(CellEvent(idx, "crash", "", "the cell called exit(): the kernel "
+                                                           "stops after it"))
+                        restart = True
+                        break
                     if careful and not await _recover(client, km, probe_index, timeout_box,
                                                       interrupt=False):
                         skip.add(idx)
@@ -587,6 +604,20 @@ async def _shutdown(client, km, token: str, pgid) -> None:
     client.kc = None
 
 
+def _run_coroutine(coro) -> None:
+    """``asyncio.run(coro)``, also from a thread whose event loop is already running (a Jupyter
+    kernel, or Playwright's sync API in the same process): then in a fresh worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coro)
+        return
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="grader") as pool:
+        pool.submit(asyncio.run, coro).result()
+
+
 def run_notebook(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
                  token: str | None = None, on_pgid=lambda pgid: None) -> RunResult:
     """Run ``nb`` (an nbformat v4 notebook) in a sandboxed kernel in ``workdir`` and return the
@@ -596,7 +627,7 @@ def run_notebook(nb, workdir: Path, exercises: list, inputs: dict, limits: Limit
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        asyncio.run(_run(nb, workdir, exercises, inputs, limits, token, result, on_pgid))
+        _run_coroutine(_run(nb, workdir, exercises, inputs, limits, token, result, on_pgid))
     except Exception as exc:  # a grader bug must not abort the batch
         result.error = f"grader error while running the notebook: {type(exc).__name__}: {exc}"
         _kill_job(token, None)
