@@ -516,6 +516,7 @@ def test_run_notebook_works_inside_a_running_event_loop(tmp_path):
     """Grading from a Jupyter kernel, or beside Playwright's sync API, has an event loop running
     in the calling thread; asyncio.run() alone refuses to start there."""
     import asyncio
+    import threading
 
     from attention_lab.exercises.checks import cases_for, encoded_inputs
     from attention_lab.exercises.runner import Limits, run_notebook
@@ -528,6 +529,11 @@ def test_run_notebook_works_inside_a_running_event_loop(tmp_path):
         return run_notebook(nb, tmp_path / "work", [ex], {ex.id: encoded_inputs(cases_for(ex, 3))},
                             Limits(cell_timeout=10, timeout=60))
 
-    run = asyncio.run(inside_a_loop())
+    # a thread of its own, whatever loop this test process already runs (Playwright's, say)
+    box = []
+    worker = threading.Thread(target=lambda: box.append(asyncio.run(inside_a_loop())))
+    worker.start()
+    worker.join(120)
+    (run,) = box
     assert not run.error, run.error
     assert run.records["2.1"]["kind"] == "calls"
