@@ -57,14 +57,18 @@ PRESENTATION_CSS = """
   --jp-widgets-slider-track-thickness: 6px;
   font-size: 20px;
 }
-.al-demo .al-demo-title h1 { font-size: 34px; margin: 6px 0 2px 0; }
-.al-demo .al-demo-title p { font-size: 20px; margin: 0 0 10px 0; color: #444; }
+.al-demo .al-demo-title h1 { font-size: 32px; margin: 0; display: inline; }
+.al-demo .al-demo-title span { font-size: 22px; margin: 0 0 0 18px; color: #444; }
 .al-demo .lm-TabBar-tabLabel, .al-demo .p-TabBar-tabLabel { font-size: 22px; line-height: 38px; }
-.al-demo .lm-TabBar-tab, .al-demo .p-TabBar-tab { min-width: 170px; min-height: 42px; }
+.al-demo .lm-TabBar-tab, .al-demo .p-TabBar-tab {
+  min-width: 170px; min-height: 42px; max-width: none !important; flex: 0 0 auto !important;
+  padding: 0 18px; }
+.al-demo .al-explorer-title { font-size: 22px; }
 .al-demo .widget-readout, .al-demo .widget-label, .al-demo select, .al-demo button,
 .al-demo .widget-html-content, .al-demo .widget-checkbox label { font-size: 20px; }
 .al-demo input[type="checkbox"] { width: 20px; height: 20px; }
-.al-demo .al-readout { font-size: 20px; }
+.al-demo .al-readout .widget-html-content { font-size: 17px; }
+.al-demo .al-readout td, .al-demo .al-readout th { font-size: 16px; padding: 1px 4px !important; }
 """
 
 
@@ -135,17 +139,19 @@ class Demo:
                                      button_style="warning",
                                      layout=W.Layout(width="280px", height="44px"))
         self.reset_button.add_class("al-reset")
-        self.status = W.HTML(value="")
+        self.status = W.HTML(value="", layout=W.Layout(margin="0 16px 0 0"))
         self.status.add_class("al-status")
         self.reset_button.on_click(lambda _b: self.reset())
         for c in self.controls.values():
             c.observe(self._clear_status, names="value")
         style = W.HTML(value=f"<style>{PRESENTATION_CSS}</style>", layout=W.Layout(height="0px"))
-        header = W.HTML(value=f"<h1>{_escape(title)}</h1><p>{_escape(subtitle)}</p>")
-        header.add_class("al-demo-title")
-        footer = W.HBox([self.reset_button, self.status],
-                        layout=W.Layout(align_items="center", margin="12px 0 0 0"))
-        self.widget = W.VBox([style, header, self.tabs, footer])
+        heading = W.HTML(value=f"<h1>{_escape(title)}</h1><span>{_escape(subtitle)}</span>",
+                         layout=W.Layout(flex="1 1 auto"))
+        heading.add_class("al-demo-title")
+        # one row above the tabs: the title, and the reset button where it is always in sight
+        header = W.HBox([heading, self.status, self.reset_button],
+                        layout=W.Layout(align_items="center", margin="0 0 8px 0"))
+        self.widget = W.VBox([style, header, self.tabs])
         self.widget.add_class("al-demo")
         self._resetting = False
 
