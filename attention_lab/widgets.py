@@ -344,7 +344,8 @@ class Explorer:
                 figure = self._image
             numbers = [self.readout, self.reset_button]
             if self.presentation:
-                side = W.VBox([*controls, *numbers], layout=W.Layout(margin="0 20px 0 0"))
+                side = W.VBox([*controls, *numbers],
+                              layout=W.Layout(margin="0 16px 0 0", max_width="620px"))
                 figure.layout.flex = "0 0 auto"  # its own size, not the whole row
                 body = W.Box([side, figure],
                              layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))

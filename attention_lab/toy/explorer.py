@@ -37,6 +37,9 @@ FAILURE_CASE = {"source": "abcdefghij", "window": True, "centre": 1, "half_width
 class ModelExplorer:
     """Controls + figure + the trained model; see the module docstring."""
 
+    #: shown above the controls in presentation mode
+    TITLE = "Trained model: where each output step looks in the source"
+
     def __init__(self, model=None, *, source: str = "abcdefghij", temperature: float = 1.0,
                  window: bool = False, centre: int = 1, half_width: int = 1,
                  presentation: bool = False):
@@ -189,8 +192,11 @@ class ModelExplorer:
                                c["half_width"], self.readout],
                               layout=W.Layout(margin="0 28px 0 0", max_width="560px"))
                 figure.layout.flex = "0 0 auto"  # its own size, not the whole row
-                box = W.Box([side, figure],
-                            layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
+                body = W.Box([side, figure],
+                             layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
+                title = W.HTML(f"<b style='font-size:1.3em'>{self.TITLE}</b>")
+                title.add_class("al-explorer-title")
+                box = W.VBox([title, body])
             else:
                 box = W.VBox([c["source"], c["temperature"],
                               W.HBox([c["window"], c["centre"], c["half_width"]]),

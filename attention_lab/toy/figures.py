@@ -83,6 +83,10 @@ class ModelFigure:
         self.fig.add_dynamic(self.image, self.left, self.right, self.truth, self.title)
         self.tick_size = z["tick"]
         self._labels = None
+        # constrained layout starts from the axes' current positions, so that running it again
+        # moves them by fractions of a pixel; starting from these every time makes the layout a
+        # function of the labels alone (the same source and output: the same pixels)
+        self._start = [(a, a.get_position(original=True).frozen()) for a in self.fig.axes]
 
     def update(self, state: dict) -> None:
         """Show ``state`` (the explorer's): weights (T, S), source, output, expected, truth (T,),
@@ -98,6 +102,8 @@ class ModelFigure:
                   tuple(bool(c) for c in state["correct"]))
         if labels != self._labels:  # new tick labels: the static layer is drawn again
             self._labels = labels
+            for a, position in self._start:  # (the public set_position leaves the layout)
+                a._set_position(position, which="both")
             ax.set_xlim(-0.5, S - 0.5)
             ax.set_ylim(T - 0.5, -0.5)
             ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(state["source"])],

@@ -199,7 +199,9 @@ def test_model_explorer_classes_readout_and_layout():
     ex.controls["source"].value = "xyz!"
     assert ex.readout.value.startswith("<p>cannot decode &#x27;xyz!&#x27;")
     assert "the figure still shows the source abcdefghij" in ex.readout.value
-    side, figure = ex.widget.children
+    title, body = ex.widget.children
+    assert "al-explorer-title" in classes(title)
+    side, figure = body.children
     assert figure is (ex._canvas or ex._image)
     assert ex.readout in side.children
 
@@ -231,3 +233,19 @@ def test_model_figure_redraws_only_what_changes():
     finally:
         fig.cache_enabled = True
         fig.set_layout_engine(engine)
+
+
+def test_model_figure_comes_back_to_the_same_pixels():
+    """Another source and back: the same layout, pixel for pixel (the demo's reset relies on it)."""
+    from attention_lab.toy.explorer import ModelExplorer
+
+    ex = ModelExplorer(presentation=True)
+    fig = ex.figure.fig
+    fig.canvas.draw()
+    start = np.asarray(fig.canvas.buffer_rgba()).copy()
+    for source in ("badge", "lkjihgfedcba", "abc"):
+        ex.controls["source"].value = source
+        fig.canvas.draw()
+    ex.reset()
+    fig.canvas.draw()
+    np.testing.assert_array_equal(np.asarray(fig.canvas.buffer_rgba()), start)
