@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import errno
 import ipaddress
+import math
 import os
 import secrets
 import signal
@@ -157,7 +158,8 @@ class Demo:
 
     def changed(self) -> list[str]:
         """The controls (``"Tab/name"``) whose value differs from the starting value."""
-        return [key for key, c in self.controls.items() if c.value != self.initial[key]]
+        return [key for key, c in self.controls.items() if not same_value(c.value,
+                                                                          self.initial[key])]
 
     def reset(self) -> None:
         """Every explorer's ``reset()``, then any control still away from its start is set back."""
@@ -173,8 +175,9 @@ class Demo:
             self._resetting = False
         self.status.value = "every control is back at its starting value"
 
-    def _clear_status(self, _change) -> None:
-        if not self._resetting and self.status.value:
+    def _clear_status(self, change) -> None:
+        if (not self._resetting and self.status.value
+                and not same_value(change["old"], change["new"])):
             self.status.value = ""
 
     def _repr_mimebundle_(self, **kwargs):
@@ -186,6 +189,20 @@ class Demo:
         counts = {t: len(_controls_of(ex, t)) for t, ex in self.explorers.items()}
         tabs = ", ".join(f"{t} ({n} control{'s' * (n != 1)})" for t, n in counts.items())
         return f"Lecture demo: {tabs}; reset button"
+
+
+def same_value(a, b) -> bool:
+    """``a == b``, for floats up to the browser's rounding of a slider value.
+
+    A browser snaps a slider to ``min + k * step`` in its own floating-point arithmetic and sends
+    that value back: 0.8 on a grid from -1.5 in steps of 0.05 comes back as 0.7999999999999998.
+    That is not a move of the control.
+    """
+    if (isinstance(a, float) or isinstance(b, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool) and isinstance(a, (int, float)) \
+            and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
 def _escape(text: str) -> str:

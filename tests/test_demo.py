@@ -80,6 +80,28 @@ def test_reset_puts_every_control_state_and_figure_back(demo, how):
     assert demo.status.value == ""  # the message goes once something moves again
 
 
+def test_the_browser_rounding_a_slider_value_is_not_a_change(demo):
+    """A browser sends 0.8 on a grid -1.5 + k * 0.05 back as 0.7999999999999998 (at load and
+    after a reset): the control has not moved, and the reset message stays."""
+    demo.controls["Query/q1"].value = 0.7999999999999998
+    assert demo.changed() == []
+    demo.controls["Mask/length"].value = 4
+    demo.reset()
+    demo.controls["Query/q1"].value = 0.7999999999999998  # the browser's echo of the reset
+    demo.controls["Query/q2"].value = -0.30000000000000004
+    assert "back at its starting value" in demo.status.value and demo.changed() == []
+    demo.controls["Query/q1"].value = 0.85  # a real move
+    assert demo.status.value == "" and demo.changed() == ["Query/preset", "Query/q1"]
+
+
+@pytest.mark.parametrize("a, b, same", [(0.8, 0.7999999999999998, True), (0.8, 0.85, False),
+                                        (3, 3, True), (3, 4, False), (True, True, True),
+                                        ("dot", "dot", True), ("dot", "additive", False),
+                                        (0.0, 1e-13, True), (1.0, None, False)])
+def test_same_value(a, b, same):
+    assert D.same_value(a, b) is same
+
+
 class Bare:
     """An explorer with controls only: no reset(), shown as itself (a widget)."""
 
