@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import time
 from html.parser import HTMLParser
 
@@ -135,13 +136,28 @@ def grid_index(control, value: float) -> int:
 
 # --- one explorer in the page -----------------------------------------------------------------
 
-class Driver:
-    """The explorer under ``root`` (its ``.al-explorer-<name>`` box) and its ``twin``."""
+def core_check(name: str):
+    """The widget tests' check that an explorer's state is the core's result for its control
+    values (``tests/widgets/explorer_checks.py``), for explorer ``name``; None for the trained
+    model's explorer (its numbers are the model's, checked in ``tests/test_toy_explorer.py``)."""
+    if name == "model":
+        return None
+    sys.path.insert(0, str(H.ROOT / "tests" / "widgets"))
+    from explorer_checks import check_explorer
 
-    def __init__(self, root, twin, steps, title: str = ""):
+    return lambda twin: check_explorer(name, twin)
+
+
+class Driver:
+    """The explorer under ``root`` (its ``.al-explorer-<name>`` box) and its ``twin``; ``check``
+    (see :func:`core_check`) confirms after every action that the twin holds the core's numbers,
+    so that the page's readout is compared with the core's result."""
+
+    def __init__(self, root, twin, steps, title: str = "", check=None):
         self.root, self.twin, self.steps = root, twin, steps
         self.page = root.page
         self.title = title or type(twin).__name__
+        self.check = check
 
     # reading
     def control(self, key: str):
@@ -155,6 +171,8 @@ class Driver:
 
     def check_readout(self, timeout: float = 15.0) -> None:
         """The page's readout shows the twin's numbers (polls until it does)."""
+        if self.check is not None:
+            self.check(self.twin)
         deadline = time.monotonic() + timeout
         want = self.expected()
         got = self.readout()

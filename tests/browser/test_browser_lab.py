@@ -13,7 +13,7 @@ import harness as H
 if H.browser_unavailable_reason() and not H.browser_required():
     pytest.skip(H.browser_unavailable_reason(), allow_module_level=True)
 
-from interactions import Driver  # noqa: E402  (needs Playwright)
+from interactions import Driver, core_check  # noqa: E402  (needs Playwright)
 
 #: run and then driven by test_explorers_in_the_mechanics_notebook (runs it once, not twice)
 INTERACTIVE = Path("02_mechanics.ipynb")
@@ -53,7 +53,8 @@ def test_explorers_in_the_mechanics_notebook(lab_app, lab_steps):
         def driver(name):
             root = page.locator(f".al-explorer-{name}").first
             root.scroll_into_view_if_needed()
-            d = Driver(root, widgets.EXPLORERS[name](backend="agg"), steps)
+            d = Driver(root, widgets.EXPLORERS[name](backend="agg"), steps,
+                       check=core_check(name))
             d.check_readout()  # the starting numbers, before anything moved
             d.check_drawn(min_width=600)
             return d

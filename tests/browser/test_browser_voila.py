@@ -18,8 +18,8 @@ if H.browser_unavailable_reason() and not H.browser_required():
 
 from playwright.sync_api import expect  # noqa: E402
 
-from interactions import (Driver, control_state, figure, page_text, wait_drawn,  # noqa: E402
-                          wait_figure_equal)
+from interactions import (Driver, control_state, core_check, figure, page_text,  # noqa: E402
+                          wait_drawn, wait_figure_equal)
 
 
 def twin(name: str):
@@ -103,7 +103,8 @@ def test_demo_controls_and_reset_button(demo, demo_page, demo_steps):
                         control_state(root))
 
     def driver(title):
-        d = Driver(tab(demo, title), twin(TABS[title]), steps, title)
+        d = Driver(tab(demo, title), twin(TABS[title]), steps, title,
+                   check=core_check(TABS[title]))
         d.check_readout()  # the starting numbers
         return d
 
