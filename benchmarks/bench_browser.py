@@ -1,17 +1,17 @@
 """Browser: from a slider key press to the repainted figure, in JupyterLab and in Voila.
 
-For each target (a notebook cell that shows a figure and its slider) the benchmark opens the notebook
-in JupyterLab and in Voila (the Jupyter server's Voila extension), focuses the slider handle and
-presses the arrow keys, alternating right and left, with a pause between presses. Times are taken in
-the page (performance.now()): from the keydown event to the first animation frame after the figure
-was repainted (a drawImage onto the ipympl canvas, or the decoded new <img> of the inline backend).
-The baseline, measured in the same run and interleaved press by press, is the same figure rebuilt
-through ``interact`` + the inline backend.
+For each of the lecture demo's explorers (:data:`TARGETS`) the benchmark opens a notebook that shows
+it, in JupyterLab at notebook size and in Voila (the Jupyter server's Voila extension) at presentation
+size, focuses the slider handle and presses the arrow keys, alternating right and left, with a pause
+between presses. Times are taken in the page (performance.now()): from the keydown event to the
+first animation frame after the figure was repainted (a drawImage onto the ipympl canvas, or the
+decoded new <img> of the inline backend), and to the update of the explorer's text readout. The
+baseline, measured beside each explorer and interleaved press by press, is the same figure rebuilt
+through ``interact`` + the inline backend (:func:`interact_baseline`).
 
-Point it at other explorers by adding a :class:`Target` (the cell that shows it, the selector of
-the slider handle to press, and the name of its ``interact`` baseline in ``BASELINES``).
-
-Needs Debian's chromium (/usr/bin/chromium); without it the group prints why and measures nothing.
+Add an explorer by adding a :class:`Target` (a name for the table, the explorer's key, the control
+whose slider is pressed). Needs Debian's chromium (/usr/bin/chromium); without it the group prints
+why and measures nothing.
 """
 
 from __future__ import annotations
