@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import errno
 import ipaddress
+import math
 import os
 import secrets
 import signal
@@ -57,14 +58,18 @@ PRESENTATION_CSS = """
   --jp-widgets-slider-track-thickness: 6px;
   font-size: 20px;
 }
-.al-demo .al-demo-title h1 { font-size: 34px; margin: 6px 0 2px 0; }
-.al-demo .al-demo-title p { font-size: 20px; margin: 0 0 10px 0; color: #444; }
+.al-demo .al-demo-title h1 { font-size: 32px; margin: 0; display: inline; }
+.al-demo .al-demo-title span { font-size: 22px; margin: 0 0 0 18px; color: #444; }
 .al-demo .lm-TabBar-tabLabel, .al-demo .p-TabBar-tabLabel { font-size: 22px; line-height: 38px; }
-.al-demo .lm-TabBar-tab, .al-demo .p-TabBar-tab { min-width: 170px; min-height: 42px; }
+.al-demo .lm-TabBar-tab, .al-demo .p-TabBar-tab {
+  min-width: 170px; min-height: 42px; max-width: none !important; flex: 0 0 auto !important;
+  padding: 0 18px; }
+.al-demo .al-explorer-title { font-size: 22px; }
 .al-demo .widget-readout, .al-demo .widget-label, .al-demo select, .al-demo button,
 .al-demo .widget-html-content, .al-demo .widget-checkbox label { font-size: 20px; }
 .al-demo input[type="checkbox"] { width: 20px; height: 20px; }
-.al-demo .al-readout { font-size: 20px; }
+.al-demo .al-readout .widget-html-content { font-size: 17px; }
+.al-demo .al-readout td, .al-demo .al-readout th { font-size: 16px; padding: 1px 4px !important; }
 """
 
 
@@ -135,23 +140,26 @@ class Demo:
                                      button_style="warning",
                                      layout=W.Layout(width="280px", height="44px"))
         self.reset_button.add_class("al-reset")
-        self.status = W.HTML(value="")
+        self.status = W.HTML(value="", layout=W.Layout(margin="0 16px 0 0"))
         self.status.add_class("al-status")
         self.reset_button.on_click(lambda _b: self.reset())
         for c in self.controls.values():
             c.observe(self._clear_status, names="value")
         style = W.HTML(value=f"<style>{PRESENTATION_CSS}</style>", layout=W.Layout(height="0px"))
-        header = W.HTML(value=f"<h1>{_escape(title)}</h1><p>{_escape(subtitle)}</p>")
-        header.add_class("al-demo-title")
-        footer = W.HBox([self.reset_button, self.status],
-                        layout=W.Layout(align_items="center", margin="12px 0 0 0"))
-        self.widget = W.VBox([style, header, self.tabs, footer])
+        heading = W.HTML(value=f"<h1>{_escape(title)}</h1><span>{_escape(subtitle)}</span>",
+                         layout=W.Layout(flex="1 1 auto"))
+        heading.add_class("al-demo-title")
+        # one row above the tabs: the title, and the reset button where it is always in sight
+        header = W.HBox([heading, self.status, self.reset_button],
+                        layout=W.Layout(align_items="center", margin="0 0 8px 0"))
+        self.widget = W.VBox([style, header, self.tabs])
         self.widget.add_class("al-demo")
         self._resetting = False
 
     def changed(self) -> list[str]:
         """The controls (``"Tab/name"``) whose value differs from the starting value."""
-        return [key for key, c in self.controls.items() if c.value != self.initial[key]]
+        return [key for key, c in self.controls.items() if not same_value(c.value,
+                                                                          self.initial[key])]
 
     def reset(self) -> None:
         """Every explorer's ``reset()``, then any control still away from its start is set back."""
@@ -167,8 +175,9 @@ class Demo:
             self._resetting = False
         self.status.value = "every control is back at its starting value"
 
-    def _clear_status(self, _change) -> None:
-        if not self._resetting and self.status.value:
+    def _clear_status(self, change) -> None:
+        if (not self._resetting and self.status.value
+                and not same_value(change["old"], change["new"])):
             self.status.value = ""
 
     def _repr_mimebundle_(self, **kwargs):
@@ -180,6 +189,20 @@ class Demo:
         counts = {t: len(_controls_of(ex, t)) for t, ex in self.explorers.items()}
         tabs = ", ".join(f"{t} ({n} control{'s' * (n != 1)})" for t, n in counts.items())
         return f"Lecture demo: {tabs}; reset button"
+
+
+def same_value(a, b) -> bool:
+    """``a == b``, for floats up to the browser's rounding of a slider value.
+
+    A browser snaps a slider to ``min + k * step`` in its own floating-point arithmetic and sends
+    that value back: 0.8 on a grid from -1.5 in steps of 0.05 comes back as 0.7999999999999998.
+    That is not a move of the control.
+    """
+    if (isinstance(a, float) or isinstance(b, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool) and isinstance(a, (int, float)) \
+            and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
 def _escape(text: str) -> str:

@@ -770,8 +770,11 @@ class TemperaturePlot(LivePlot):
                                  markersize=26 * st.scale, markeredgewidth=2 * st.lw,
                                  color="black", label="at τ = 1", zorder=5)
         self._dyn(ref_marks)  # drawn on top of the bars
-        ax_b.legend(fontsize=st.small, frameon=False, loc="upper left", ncol=2)
-        self.title = self._text(ax_b, 0.0, 1.06, "", transform=ax_b.transAxes, fontsize=st.title)
+        # upper right: the weights of positions 4 and 5 stay small at every temperature, so the
+        # bars never cover the legend (upper left, position 2's bar reaches 1 as tau -> 0)
+        ax_b.legend(fontsize=st.small, frameon=False, loc="upper right", ncol=2)
+        self.title = self._text(ax_b, 0.0, 1.06, "", transform=ax_b.transAxes,
+                                fontsize=st.fs if presentation else st.title)
 
         ax_c = fig.add_axes([0.54, 0.17, 0.37, 0.65])
         st.axes(ax_c, xlabel="temperature τ (log scale)")
@@ -794,6 +797,8 @@ class TemperaturePlot(LivePlot):
         ax_k.spines["top"].set_visible(False)
         h1, l1 = ax_c.get_legend_handles_labels()
         h2, l2 = ax_k.get_legend_handles_labels()
+        if presentation:  # large type: shorter labels, so that the legend fits above the axes
+            l1, l2 = ["largest weight (left)"], ["effective keys (right)"]
         ax_c.legend(h1 + h2, l1 + l2, fontsize=st.small, frameon=False, loc="lower left",
                     bbox_to_anchor=(0.0, 1.0), ncol=2)
         self.vline = self._dyn(ax_c.axvline(1.0, color="black", lw=st.lw, linestyle=":"))
@@ -892,9 +897,10 @@ class WindowPlot(LivePlot):
         self.S = S
         self.rows = []
         for y in (0.53, 0.06):
-            ax = fig.add_axes([0.02, y, 0.96, 0.36])
+            # room above the tallest bar (weight 1) and its star for the row's title
+            ax = fig.add_axes([0.02, y, 0.96, 0.42])
             ax.set_xlim(-0.2, S + 0.1)
-            ax.set_ylim(-0.05, 1.25)
+            ax.set_ylim(-0.05, 1.6)
             ax.axis("off")
             squares = Bars(np.arange(S) + 0.475, width=0.85, bottom=0.0,
                            facecolor=PALETTE["weight"], edgecolor="white", linewidth=1.0)
@@ -909,7 +915,7 @@ class WindowPlot(LivePlot):
             (star,) = ax.plot([], [], linestyle="none", marker="*", markersize=13 * st.scale,
                               color=PALETTE["score"], markeredgecolor="black")
             self._dyn(star)
-            title = self._text(ax, 0.0, 1.22, "", fontsize=st.title, va="top")
+            title = self._text(ax, 0.0, 1.58, "", fontsize=st.title, va="top")
             self.rows.append(dict(ax=ax, squares=squares, bars=bars, star=star, title=title))
         local = self.rows[1]
         self._dyn(local["squares"])

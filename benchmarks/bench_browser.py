@@ -1,17 +1,17 @@
 """Browser: from a slider key press to the repainted figure, in JupyterLab and in Voila.
 
-For each target (a notebook cell that shows a figure and its slider) the benchmark opens the notebook
-in JupyterLab and in Voila (the Jupyter server's Voila extension), focuses the slider handle and
-presses the arrow keys, alternating right and left, with a pause between presses. Times are taken in
-the page (performance.now()): from the keydown event to the first animation frame after the figure
-was repainted (a drawImage onto the ipympl canvas, or the decoded new <img> of the inline backend).
-The baseline, measured in the same run and interleaved press by press, is the same figure rebuilt
-through ``interact`` + the inline backend.
+For each of the lecture demo's explorers (:data:`TARGETS`) the benchmark opens a notebook that shows
+it, in JupyterLab at notebook size and in Voila (the Jupyter server's Voila extension) at presentation
+size, focuses the slider handle and presses the arrow keys, alternating right and left, with a pause
+between presses. Times are taken in the page (performance.now()): from the keydown event to the
+first animation frame after the figure was repainted (a drawImage onto the ipympl canvas, or the
+decoded new <img> of the inline backend), and to the update of the explorer's text readout. The
+baseline, measured beside each explorer and interleaved press by press, is the same figure rebuilt
+through ``interact`` + the inline backend (:func:`interact_baseline`).
 
-Point it at other explorers by adding a :class:`Target` (the cell that shows it, the selector of
-the slider handle to press, and the name of its ``interact`` baseline in ``BASELINES``).
-
-Needs Debian's chromium (/usr/bin/chromium); without it the group prints why and measures nothing.
+Add an explorer by adding a :class:`Target` (a name for the table, the explorer's key, the control
+whose slider is pressed). Needs Debian's chromium (/usr/bin/chromium); without it the group prints
+why and measures nothing.
 """
 
 from __future__ import annotations
@@ -32,39 +32,98 @@ GOAL_S = 0.060
 
 @dataclass(frozen=True)
 class Target:
+    """One explorer and the slider the benchmark presses."""
+
     name: str        # what the table calls it
-    code: str        # the notebook cell that displays the figure and its controls
-    slider: str      # Playwright selector of the slider handle that the benchmark presses
-    baseline: str    # key of the same figure's interact + inline version in BASELINES
+    explorer: str    # key of attention_lab.widgets.EXPLORERS, or "model" (the trained model's)
+    control: str     # the control whose slider handle is pressed
+
+    def code(self, presentation: bool) -> str:
+        """The notebook cell that displays the explorer (as in the level notebooks; in
+        presentation mode as in the lecture demo)."""
+        return (f"from benchmarks.bench_browser import make_explorer\n"
+                f"make_explorer({self.explorer!r}, presentation={presentation})")
+
+    def baseline_code(self, presentation: bool) -> str:
+        """The same figure through ``interact`` + the inline backend."""
+        return ("%matplotlib inline\n"
+                "from benchmarks.bench_browser import interact_baseline\n"
+                f"interact_baseline({self.explorer!r}, {self.control!r}, "
+                f"presentation={presentation})")
+
+    @property
+    def slider(self) -> str:
+        css = "model" if self.explorer == "model" else self.explorer
+        return f".al-explorer-{css} .al-control-{self.control} .noUi-handle"
 
 
-STANDIN = ("from attention_lab._standin import WeightsExplorer\n"
-           "explorer = WeightsExplorer(('temperature',), blit={blit})\n"
-           "explorer")
-STANDIN_SLIDER = ".al-standin .widget-slider .noUi-handle"
-
+#: the lecture demo's explorers, each with the slider a lecturer moves most
 TARGETS = [
-    Target("stand-in explorer, ipympl, blitting", STANDIN.format(blit=True), STANDIN_SLIDER,
-           "standin"),
-    Target("stand-in explorer, ipympl, full redraw", STANDIN.format(blit=False), STANDIN_SLIDER,
-           "standin"),
-    # The real explorers, once attention_lab.widgets has them, e.g.:
-    # Target("temperature explorer", "from attention_lab.widgets import TemperatureExplorer\n"
-    #        "TemperatureExplorer()", ".widget-slider .noUi-handle", "temperature"),
+    Target("QueryExplorer, q[1]", "query", "q1"),
+    Target("TemperatureExplorer, temperature", "temperature", "temperature"),
+    Target("MaskExplorer, valid length", "mask", "length"),
+    Target("WindowExplorer, window centre", "window", "centre"),
+    Target("ScoreExplorer, q[2]", "score", "q2"),
+    Target("ModelExplorer (trained model), temperature", "model", "temperature"),
 ]
-
-BASELINES = {
-    "standin": (
-        "%matplotlib inline\n"
-        "import ipywidgets as W\n"
-        "from attention_lab._standin import LOG_TAU_MAX, LOG_TAU_MIN, LOG_TAU_STEP, draw_static\n"
-        "slider = W.FloatLogSlider(value=1.0, base=10, min=LOG_TAU_MIN, max=LOG_TAU_MAX,\n"
-        "                          step=LOG_TAU_STEP, description='temperature')\n"
-        "slider.add_class('al-bench-slider')\n"
-        "W.interact(lambda temperature: draw_static(temperature=temperature), "
-        "temperature=slider);"),
-}
 BASELINE_SLIDER = ".al-bench-slider .noUi-handle"
+#: JupyterLab shows the explorers as the level notebooks do; Voila as the lecture demo does
+PRESENTATION = {"JupyterLab": False, "Voila": True}
+
+
+def make_explorer(name: str, presentation: bool = False, **kwargs):
+    """An explorer by name (``"model"``: the trained model's), as the notebooks make them."""
+    if name == "model":
+        from attention_lab.toy.explorer import ModelExplorer
+
+        return ModelExplorer(presentation=presentation, **kwargs)
+    from attention_lab import widgets
+
+    return widgets.EXPLORERS[name](presentation=presentation, **kwargs)
+
+
+def _copy_slider(proto):
+    import ipywidgets as W
+
+    keys = ["value", "min", "max", "step", "description", "readout_format"]
+    if isinstance(proto, W.FloatLogSlider):
+        keys.append("base")
+    slider = type(proto)(**{k: getattr(proto, k) for k in keys}, continuous_update=True)
+    slider.add_class("al-bench-slider")
+    return slider
+
+
+def interact_baseline(name: str, control: str, presentation: bool = False):
+    """``ipywidgets.interact`` with the inline backend, drawing the explorer's figure: every change
+    builds a new figure from scratch, fills it with the core's numbers and shows it as a PNG
+    (what a notebook without the explorers does). Runs in the benchmark's kernel."""
+    import ipywidgets as W
+    from IPython.display import display
+
+    if name == "model":
+        from attention_lab.toy.explorer import ModelExplorer
+        from attention_lab.toy.figures import ModelFigure
+
+        ex = ModelExplorer(presentation=presentation)
+        ex._draw = lambda: None
+
+        def show(**values):
+            ex.controls[control].value = values[control]  # decodes with the model
+            figure = ModelFigure(ex.model.config.max_len, presentation=presentation)
+            figure.update(ex.state)
+            display(figure.fig)
+    else:
+        ex = make_explorer(name, presentation, backend="agg")
+        ex._draw_now = lambda: None  # the explorer only computes; the new figure is drawn below
+
+        def show(**values):
+            ex.controls[control].value = values[control]  # the core's numbers
+            ex.plot = ex._make_plot()
+            ex.plot.add_error_box()
+            ex._show(ex.state)
+            display(ex.plot.figure)
+
+    W.interact(show, **{control: _copy_slider(ex.controls[control])})
 
 
 def _harness():
@@ -79,13 +138,15 @@ class Probe:
 
     def __init__(self, H, context, server, env: str, path: str, slider: str):
         self.page = context.new_page()
-        self.page.set_default_timeout(60_000)
+        self.page.set_default_timeout(180_000)
+        self.notebook = None
         if env == "JupyterLab":
-            H.LabApp(self.page, server).start().open(path).run_all()
+            self.notebook = H.LabApp(self.page, server).start().open(path)
+            self.notebook.run_all()
         else:
             self.page.goto(server.url(f"/voila/render/{path}"))
         self.handle = self.page.locator(slider).first
-        self.handle.wait_for(timeout=120_000)
+        self.handle.wait_for(timeout=180_000)
         self.page.wait_for_timeout(1500)  # the first image arrives after the view is created
         self.page.evaluate(H.REPAINT_HOOK_JS)
         self.figure_ms: list[float] = []
@@ -107,24 +168,41 @@ class Probe:
         if later:
             self.label_ms.append(min(later) - key_t)
 
+    def close(self) -> None:
+        if self.notebook is not None:
+            self.notebook.close()  # shuts its kernel down
+        self.page.close()
+
 
 def _measure(H, browser, server, env: str, paths: dict, presses: int) -> dict:
-    """Median seconds per probe name; the probes are pressed in turn, press by press."""
-    context = browser.new_context(viewport=H.VIEWPORT)
-    try:
-        probes = {name: Probe(H, context, server, env, path, slider)
-                  for name, (path, slider) in paths.items()}
-        for i in range(presses + 1):  # the first press of each probe is a warm-up
+    """Median seconds per probe name. Each target is measured beside its baseline (two pages,
+    pressed in turn, press by press), then both pages are closed (JupyterLab's kernels are shut
+    down; Voila's stay idle until the server stops: shutting them down through the REST API
+    made the Voila extension hang on the next page)."""
+    viewport = {"width": 1920, "height": 1080} if PRESENTATION[env] else H.VIEWPORT
+    out = {}
+    for target in TARGETS:
+        names = [target.name, f"baseline:{target.name}"]
+        context = browser.new_context(viewport=viewport)
+        probes = {}
+        try:
+            for name in names:
+                probes[name] = Probe(H, context, server, env, *paths[name])
+            for i in range(presses + 1):  # the first press of each probe is a warm-up
+                for probe in probes.values():
+                    probe.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
+            for name, probe in probes.items():
+                out[name] = statistics.median(probe.figure_ms[1:]) / 1e3
+                if len(probe.label_ms) > 1:
+                    out[f"{name} [label]"] = statistics.median(probe.label_ms[1:]) / 1e3
+        finally:
             for probe in probes.values():
-                probe.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
-        out = {}
-        for name, probe in probes.items():
-            out[name] = statistics.median(probe.figure_ms[1:]) / 1e3
-            if len(probe.label_ms) > 1:
-                out[f"{name} [label]"] = statistics.median(probe.label_ms[1:]) / 1e3
-        return out
-    finally:
-        context.close()
+                try:
+                    probe.close()
+                except Exception:
+                    pass
+            context.close()
+    return out
 
 
 def run(quick: bool = False) -> list[Row]:
@@ -140,32 +218,40 @@ def run(quick: bool = False) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="al-bench-browser-") as tmp:
         work = Path(tmp)
         root = work / "root"
-        paths = {}
-        for i, t in enumerate(TARGETS):
-            H.write_notebook([t.code], root / f"target_{i}.ipynb")
-            paths[t.name] = (f"target_{i}.ipynb", t.slider)
-        for key, code in BASELINES.items():
-            H.write_notebook([code], root / f"baseline_{key}.ipynb")
-            paths[f"baseline:{key}"] = (f"baseline_{key}.ipynb", BASELINE_SLIDER)
-        with H.jupyter_lab(root, work / "lab") as server, sync_playwright() as p:
+        pages = {}
+        for env, presentation in PRESENTATION.items():
+            pages[env] = {}
+            for i, t in enumerate(TARGETS):
+                path = f"{env.lower()}_target_{i}.ipynb"
+                H.write_notebook([t.code(presentation)], root / path)
+                pages[env][t.name] = (path, t.slider)
+                path = f"{env.lower()}_baseline_{i}.ipynb"
+                H.write_notebook([t.baseline_code(presentation)], root / path)
+                pages[env][f"baseline:{t.name}"] = (path, BASELINE_SLIDER)
+        with sync_playwright() as p:
             browser = H.launch_chromium(p)
             try:
-                for env in ("JupyterLab", "Voila"):
+                for env, paths in pages.items():
+                    size = "presentation size" if PRESENTATION[env] else "notebook size"
                     print(f"  {env}: {len(paths)} pages, {presses} presses each ...",
                           file=sys.stderr, flush=True)
-                    t = _measure(H, browser, server, env, paths, presses)
+                    # a fresh server per environment (after a dozen JupyterLab kernels, the
+                    # server's Voila extension sometimes never got a cell's execute reply)
+                    with H.jupyter_lab(root, work / f"lab-{env}") as server:
+                        t = _measure(H, browser, server, env, paths, presses)
                     for target in TARGETS:
                         value = t[target.name]
                         rows.append(Row(
                             GROUP, f"{env}: key press -> figure repainted, {target.name} "
-                                   f"(median of {presses})",
-                            value, "s", t[f"baseline:{target.baseline}"], "interact + inline",
+                                   f"({size}, median of {presses})",
+                            value, "s", t[f"baseline:{target.name}"], "interact + inline",
                             "<= 60 ms", value <= GOAL_S))
-                    label = t.get(f"{TARGETS[0].name} [label]")
-                    if label is not None:
-                        rows.append(Row(GROUP, f"{env}: key press -> readout label updated "
-                                               f"(widget round trip, no figure)", label, "s",
-                                        goal="reported"))
+                    for target in TARGETS:
+                        label = t.get(f"{target.name} [label]")
+                        if label is not None:
+                            rows.append(Row(GROUP, f"{env}: key press -> readout text updated, "
+                                                   f"{target.name} (widget round trip + core)",
+                                            label, "s", goal="reported"))
             finally:
                 browser.close()
     return rows

@@ -99,36 +99,65 @@ def explorer_rows(quick: bool) -> list[Row]:
 
 
 def ipympl_rows(quick: bool) -> list[Row]:
-    """What the kernel does per frame for the browser: draw, diff against the last frame, PNG."""
+    """What the kernel does per frame for the browser: draw, diff against the last frame, PNG;
+    the explorers' canvas against ipympl's own frame encoding (Pillow, adaptive row filters),
+    interleaved. The model explorer's baseline is its figure before the layered redraw
+    (a full constrained-layout redraw and ipympl's encoding)."""
     import warnings
+
+    from ipympl.backend_nbagg import Canvas
 
     from attention_lab import widgets
 
     if not widgets.ipympl_available():
         return []
-    rows = []
-    n = 9 if quick else 31
-    for name, (setup, control, values) in _sweeps(n).items():
-        if name not in ("query", "temperature", "mask"):
-            continue
+    def make(name, presentation, stock):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            e = widgets.EXPLORERS[name](backend="ipympl")
-        e.set(**setup)
-        canvas = e.canvas
+            if name == "model":
+                from attention_lab.toy.explorer import ModelExplorer
+
+                e = ModelExplorer(presentation=presentation)
+                canvas = e._canvas
+                canvas.figure.cache_enabled = not stock
+            else:
+                e = widgets.EXPLORERS[name](backend="ipympl", presentation=presentation)
+                canvas = e.canvas
         canvas.syncing_data_url = False  # as once the browser has said 'initialized'
         canvas.send_binary = lambda data: None
-        times = {1: [], 6: []}
-        for i, v in enumerate(values):
-            for level in (1, 6):
-                e.controls[control].value = values[i - 1] if level == 6 else v
-                canvas.png_compress_level = level
-                t0 = time.perf_counter()
+        canvas.draw_idle = lambda: None
+        if stock:
+            canvas.get_diff_image = lambda: Canvas.get_diff_image(canvas)
+        return e, canvas
+
+    rows = []
+    n = 9 if quick else 31
+    sweeps = _sweeps(n)
+    # the model: temperature key presses around 1 (the slider's step is 10**0.05)
+    sweeps["model"] = ({}, "temperature", [10 ** (0.05 * (k % 7 - 3)) for k in range(n)])
+    for name, (setup, control, values) in sweeps.items():
+        if name not in ("query", "temperature", "mask", "model"):
+            continue
+        for presentation in (False, True):
+            pair = {how: make(name, presentation, how == "stock") for how in ("fast", "stock")}
+            times = {"fast": [], "stock": []}
+            for how, (e, canvas) in pair.items():
+                for k, v in setup.items():
+                    e.controls[k].value = v
                 canvas.draw()
-                times[level].append(time.perf_counter() - t0)
-        fast, stock = statistics.median(times[1]), statistics.median(times[6])
-        rows.append(Row(GROUP, f"{type(e).__name__} on ipympl: canvas.draw() + diff PNG for the "
-                               f"browser", fast, "s", stock, "ipympl's PNG level 6", "reported"))
+            for v in values:  # interleaved: the same values, one instance after the other
+                for how, (e, canvas) in pair.items():
+                    e.controls[control].value = v
+                    t0 = time.perf_counter()
+                    canvas.draw()
+                    times[how].append(time.perf_counter() - t0)
+            fast, stock = statistics.median(times["fast"]), statistics.median(times["stock"])
+            e = pair["fast"][0]
+            size = "presentation" if presentation else "notebook"
+            what = ("full redraw + ipympl's PNG frames" if name == "model"
+                    else "ipympl's PNG frames")
+            rows.append(Row(GROUP, f"{type(e).__name__} ({size} size) on ipympl: canvas.draw() + "
+                                   f"frame for the browser", fast, "s", stock, what, "reported"))
     return rows
 
 

@@ -1,16 +1,18 @@
 # %%
 # The lecture demo: `python -m attention_lab demo` serves this notebook with Voila, which shows its
-# outputs and never its code. One tab per explorer; the button under the tabs puts every control
-# back to its starting value.
-#
-# Provisional tabs built from the core only; each line becomes one of attention_lab.widgets'
-# explorers, e.g. "Query": QueryExplorer(presentation=True).
-from attention_lab._standin import WeightsExplorer
+# outputs and never its code. One tab per explorer, in presentation mode (large type and figures
+# for a projector); the button under the tabs puts every control back to its starting value.
 from attention_lab.demo import build_demo
+from attention_lab.toy.explorer import ModelExplorer
+from attention_lab.widgets import (MaskExplorer, QueryExplorer, ScoreExplorer,
+                                   TemperatureExplorer, WindowExplorer)
 
 demo = build_demo({
-    "Query": WeightsExplorer(("query", "score"), presentation=True),
-    "Temperature": WeightsExplorer(("temperature",), presentation=True),
-    "Mask": WeightsExplorer(("mask",), presentation=True),
+    "Query": QueryExplorer(presentation=True),
+    "Temperature": TemperatureExplorer(presentation=True),
+    "Mask": MaskExplorer(presentation=True),
+    "Window": WindowExplorer(presentation=True),
+    "Score": ScoreExplorer(presentation=True),
+    "Trained model": ModelExplorer(presentation=True),
 })
 demo

@@ -1,27 +1,28 @@
-"""The lecture demo without a browser: build_demo (tabs, reset), the stand-in explorer, and the
-launcher's checks and messages (python -m attention_lab demo)."""
+"""The lecture demo without a browser: build_demo (tabs, reset) with the real explorers, the demo
+notebook's tabs, and the launcher's checks and messages (python -m attention_lab demo)."""
 
 from __future__ import annotations
 
+import json
 import socket
+from pathlib import Path
 
 import ipywidgets as W
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from attention_lab import demo as D
-from attention_lab._standin import (SCORES, WeightsExplorer, compute, readout_text,
-                                    temperature_at)
+from attention_lab.widgets import MaskExplorer, QueryExplorer, TemperatureExplorer
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
 def demo():
     return D.build_demo({
-        "Query": WeightsExplorer(("query", "score")),
-        "Temperature": WeightsExplorer(("temperature",)),
-        "Mask": WeightsExplorer(("mask",)),
+        "Query": QueryExplorer(backend="agg", presentation=True),
+        "Temperature": TemperatureExplorer(backend="agg", presentation=True),
+        "Mask": MaskExplorer(backend="agg", presentation=True),
     })
 
 
@@ -33,41 +34,72 @@ def demo():
 def test_tabs_controls_and_repr(demo):
     assert list(demo.tabs.titles) == ["Query", "Temperature", "Mask"]
     assert [c for c in demo.tabs.children] == [ex.widget for ex in demo.explorers.values()]
-    assert list(demo.controls) == ["Query/query", "Query/score", "Temperature/temperature",
-                                   *[f"Mask/source_{i}" for i in range(1, 6)]]
+    assert list(demo.controls) == [
+        *[f"Query/{k}" for k in ("preset", "q1", "q2", "q3", "temperature", "retrieval")],
+        "Temperature/temperature",
+        *[f"Mask/{k}" for k in ("length", "keep1", "keep2", "keep3", "keep4", "keep5",
+                                "after_softmax", "empty")]]
     assert demo.changed() == []
-    assert repr(demo) == ("Lecture demo: Query (2 controls), Temperature (1 control), "
-                          "Mask (5 controls); reset button")
+    assert repr(demo) == ("Lecture demo: Query (6 controls), Temperature (1 control), "
+                          "Mask (8 controls); reset button")
     bundle = demo._repr_mimebundle_()
     assert bundle["text/plain"] == repr(demo)
     assert bundle[D.WIDGET_MIME]["model_id"] == demo.widget.model_id
     assert "al-demo" in demo.widget._dom_classes
     assert "font-size: 20px" in demo.widget.children[0].value  # projector type, scoped to .al-demo
+    assert "al-reset" in demo.reset_button._dom_classes
 
 
 def move_everything(demo):
-    values = {"Query/query": 0.5, "Query/score": "bilinear", "Temperature/temperature": 2.0,
-              **{f"Mask/source_{i}": False for i in range(1, 6)}}
+    values = {"Query/q1": -1.0, "Query/retrieval": "hard", "Query/temperature": 0.5,
+              "Temperature/temperature": 2.0, "Mask/length": 5, "Mask/after_softmax": True,
+              "Mask/empty": "nan", **{f"Mask/keep{i}": False for i in range(1, 6)}}
     for key, value in values.items():
         demo.controls[key].value = value
-    assert sorted(demo.changed()) == sorted(values)
+    # the preset menu follows the query sliders by itself
+    assert sorted(demo.changed()) == sorted([*values, "Query/preset"])
 
 
 @pytest.mark.parametrize("how", ["method", "button"])
-def test_reset_puts_every_control_and_figure_back(demo, how):
-    start = {t: ex.state.weights.copy() for t, ex in demo.explorers.items()}
-    heights = {t: [b.get_height() for b in ex._plot.bars] for t, ex in demo.explorers.items()}
+def test_reset_puts_every_control_state_and_figure_back(demo, how):
+    start = {t: (ex.state.weights.copy(), ex.readout.value) for t, ex in demo.explorers.items()}
+    for ex in demo.explorers.values():
+        ex.canvas.draw()
+    pixels = {t: np.asarray(ex.canvas.buffer_rgba()).copy() for t, ex in demo.explorers.items()}
     move_everything(demo)
-    assert demo.explorers["Mask"].state.weights.sum() == 0  # all masked: nothing to show
+    assert np.isnan(demo.explorers["Mask"].state.weights).all()  # all masked, 'nan' policy
     demo.reset() if how == "method" else demo.reset_button.click()
     assert demo.changed() == []
     for title, ex in demo.explorers.items():
-        np.testing.assert_array_equal(ex.state.weights, start[title])
-        assert [b.get_height() for b in ex._plot.bars] == heights[title]
-        assert ex.readout.value == readout_text(compute(), 0.0)
+        np.testing.assert_array_equal(ex.state.weights, start[title][0])
+        assert ex.readout.value == start[title][1]
+        ex.canvas.draw()
+        np.testing.assert_array_equal(np.asarray(ex.canvas.buffer_rgba()), pixels[title])
     assert "back at its starting value" in demo.status.value
-    demo.controls["Query/query"].value = 0.25
+    demo.controls["Query/q1"].value = 0.25
     assert demo.status.value == ""  # the message goes once something moves again
+
+
+def test_the_browser_rounding_a_slider_value_is_not_a_change(demo):
+    """A browser sends 0.8 on a grid -1.5 + k * 0.05 back as 0.7999999999999998 (at load and
+    after a reset): the control has not moved, and the reset message stays."""
+    demo.controls["Query/q1"].value = 0.7999999999999998
+    assert demo.changed() == []
+    demo.controls["Mask/length"].value = 4
+    demo.reset()
+    demo.controls["Query/q1"].value = 0.7999999999999998  # the browser's echo of the reset
+    demo.controls["Query/q2"].value = -0.30000000000000004
+    assert "back at its starting value" in demo.status.value and demo.changed() == []
+    demo.controls["Query/q1"].value = 0.85  # a real move
+    assert demo.status.value == "" and demo.changed() == ["Query/preset", "Query/q1"]
+
+
+@pytest.mark.parametrize("a, b, same", [(0.8, 0.7999999999999998, True), (0.8, 0.85, False),
+                                        (3, 3, True), (3, 4, False), (True, True, True),
+                                        ("dot", "dot", True), ("dot", "additive", False),
+                                        (0.0, 1e-13, True), (1.0, None, False)])
+def test_same_value(a, b, same):
+    assert D.same_value(a, b) is same
 
 
 class Bare:
@@ -77,23 +109,42 @@ class Bare:
         self.controls = {"n": W.IntSlider(value=3, min=0, max=9)}
 
 
-class Forgetful(WeightsExplorer):
-    """reset() that forgets the temperature."""
+class Forgetful(TemperatureExplorer):
+    """reset() that does nothing."""
 
     def reset(self):
-        self.controls["query"].value = 0.0
+        pass
 
 
 def test_reset_covers_explorers_without_or_with_incomplete_reset():
-    bare, forgetful = Bare(), Forgetful(("query", "temperature"))
+    bare, forgetful = Bare(), Forgetful(backend="agg")
     demo = D.build_demo([("Bare", bare), ("Forgetful", forgetful)])
     bare.controls["n"].value = 7
-    forgetful.controls["query"].value = 0.4
     forgetful.controls["temperature"].value = 3.0
     demo.reset()
     assert demo.changed() == []
     assert forgetful.state.temperature == 1.0
     assert isinstance(demo.tabs.children[0], W.Output)  # no .widget: shown through its display
+
+
+def test_the_demo_notebook_has_the_main_explorers_in_presentation_mode():
+    """The notebook Voila serves: the five main explorers and the trained model, large, no
+    stand-in; its stored output is the demo's one-line description."""
+    import jupytext
+
+    source = (ROOT / "notebooks" / "demo.py").read_text()
+    namespace: dict = {}
+    code = "\n".join(c.source for c in jupytext.reads(source, fmt="py:percent").cells
+                     if c.cell_type == "code")
+    exec(compile(code, "demo.py", "exec"), namespace)
+    demo = namespace["demo"]
+    assert list(demo.explorers) == ["Query", "Temperature", "Mask", "Window", "Score",
+                                    "Trained model"]
+    assert all(ex.presentation for ex in demo.explorers.values())
+    assert "_standin" not in source
+    stored = json.loads((ROOT / "notebooks" / "demo.ipynb").read_text())
+    (cell,) = [c for c in stored["cells"] if c["cell_type"] == "code"]
+    assert cell["outputs"][0]["data"]["text/plain"] == [repr(demo)]
 
 
 def test_an_explorer_shown_through_its_mimebundle_lands_in_the_tab():
@@ -136,90 +187,6 @@ def test_bad_controls_and_widget_are_named():
 
     with pytest.raises(TypeError, match="explorer 'T': .widget must be an ipywidgets widget"):
         D.build_demo({"T": BadWidget()})
-
-
-# ------------------------------------------------------------------------------------------------
-# The stand-in explorer (the demo's provisional tabs and the browser fixtures)
-# ------------------------------------------------------------------------------------------------
-
-
-def test_standin_shows_the_core_numbers():
-    ex = WeightsExplorer()
-    ex.controls["temperature"].value = temperature_at(29)
-    ex.controls["score"].value = "bilinear"
-    ex.controls["source_2"].value = False
-    expected = compute(temperature=temperature_at(29), score="bilinear",
-                       eligible=(True, False, True, True, True))
-    np.testing.assert_allclose(ex.state.weights, expected.weights, rtol=0, atol=1e-15)
-    assert [b.get_height() for b in ex._plot.bars] == pytest.approx(expected.weights, abs=1e-15)
-    assert ex._plot.values[1].get_text() == "masked"
-    assert ex.readout.value == readout_text(expected, 0.0)
-    assert "temperature 1.41" in ex.readout.value and "bilinear score" in ex.readout.value
-    for i in range(1, 6):
-        ex.controls[f"source_{i}"].value = False
-    assert ex.state.weights.tolist() == [0.0] * 5
-    assert "no eligible source" in ex._plot.message.get_text()
-
-
-@pytest.mark.parametrize("controls", [(), ("colour",), "nope"])
-def test_standin_rejects_unknown_controls(controls):
-    with pytest.raises(ValueError, match="controls must be a non-empty subset"):
-        WeightsExplorer(controls)
-
-
-def agg_pixels(ex) -> np.ndarray:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    return np.asarray(FigureCanvasAgg.buffer_rgba(ex.figure.canvas)).copy()
-
-
-def test_blitting_leaves_no_stale_pixels():
-    """After each blitted change the canvas holds exactly what a fresh full draw of the same
-    explorer gives, and nearly what the explorer without blitting draws (only the stacking of the
-    bar edges over the axis line differs)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    blit, full = WeightsExplorer(), WeightsExplorer(blit=False)
-    for ex in (blit, full):
-        FigureCanvasAgg.draw(ex.figure.canvas)  # what the browser's first refresh does
-    assert blit._blitter.background is not None
-    for name, value in [("temperature", 0.3), ("score", "scaled_dot"), ("source_4", False),
-                        ("query", 0.85), ("source_4", True)]:
-        for ex in (blit, full):
-            ex.controls[name].value = value
-        incremental = agg_pixels(blit)
-        FigureCanvasAgg.draw(blit.figure.canvas)
-        np.testing.assert_array_equal(incremental, agg_pixels(blit))
-        FigureCanvasAgg.draw(full.figure.canvas)
-        differ = (agg_pixels(full) != incremental).any(axis=-1)
-        assert differ.mean() < 0.005, f"{differ.mean():.2%} of the pixels differ after {name}"
-
-
-@settings(max_examples=25)  # every change renders the figure (Agg + PNG): keep it short
-@given(q=st.sampled_from(np.round(np.arange(0, 1.0001, 0.05), 2).tolist()),
-       k=st.integers(0, 40), score=st.sampled_from([v for _, v in SCORES]),
-       eligible=st.lists(st.booleans(), min_size=5, max_size=5))
-def test_standin_any_control_values(q, k, score, eligible):
-    ex = _shared_explorer()
-    ex.controls["query"].value = q
-    ex.controls["temperature"].value = temperature_at(k)
-    ex.controls["score"].value = score
-    for i, ok in enumerate(eligible, 1):
-        ex.controls[f"source_{i}"].value = ok
-    w = ex.state.weights
-    assert np.isfinite(w).all() and (w[~np.array(eligible)] == 0).all()
-    assert w.sum() == pytest.approx(1.0 if any(eligible) else 0.0)
-    ex.reset()
-    assert [c.value for c in ex.controls.values()] == list(ex.initial.values())
-
-
-_EXPLORER = []
-
-
-def _shared_explorer():
-    if not _EXPLORER:
-        _EXPLORER.append(WeightsExplorer())
-    return _EXPLORER[0]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ FAILURE_CASE = {"source": "abcdefghij", "window": True, "centre": 1, "half_width
 class ModelExplorer:
     """Controls + figure + the trained model; see the module docstring."""
 
+    #: shown above the controls in presentation mode
+    TITLE = "Trained model: where each output step looks in the source"
+
     def __init__(self, model=None, *, source: str = "abcdefghij", temperature: float = 1.0,
                  window: bool = False, centre: int = 1, half_width: int = 1,
                  presentation: bool = False):
@@ -64,7 +67,13 @@ class ModelExplorer:
             "half_width": W.IntSlider(value=half_width, min=0, max=c.max_len - 1,
                                       description="half-width", style=style, layout=layout),
         }
+        for name, w in self.controls.items():
+            w.add_class(f"al-control-{name}")
         self._initial = {k: w.value for k, w in self.controls.items()}
+        #: the state in words, under the controls (screen readers, the browser tests)
+        self.readout = W.HTML()
+        self.readout.add_class("al-readout")
+        self._widget = None
         self.state: dict = {}
         self.figure = ModelFigure(c.max_len, presentation=presentation)
         self._canvas, self._image = self._make_canvas()
@@ -119,8 +128,9 @@ class ModelExplorer:
 
     def _draw(self) -> None:
         self.figure.update(self.state)
+        self.readout.value = self._readout_html()
         if self._canvas is not None:
-            self._canvas.draw_idle()
+            self._canvas.push_frame()
         else:
             buf = io.BytesIO()
             self.figure.fig.savefig(buf, format="png", dpi=80)
@@ -148,31 +158,63 @@ class ModelExplorer:
         for k, val in FAILURE_CASE.items():
             self.controls[k].value = val
 
+    def _readout_html(self) -> str:
+        import html
+
+        s = self.state
+        if s.get("error"):
+            return (f"<p>cannot decode {html.escape(repr(self.controls['source'].value))}: "
+                    f"{html.escape(s['error'])}<br>the figure still shows the source "
+                    f"{html.escape(s['source'])}</p>")
+        n, S = int(s["correct"].sum()), len(s["source"])
+        if s["window"] is None:
+            window = "no window"
+        elif s["eligible"].any():
+            window = f"window {s['window_bounds'][0]}..{s['window_bounds'][1]}"
+        else:
+            window = "empty window"
+        return (f"<p>source {html.escape(s['source'])} → decoded {html.escape(s['output'])} "
+                f"(expected {html.escape(s['expected'])}): {n}/{S} right<br>"
+                f"temperature {s['temperature']:.2f}, {window}; weight peaks on the true "
+                f"position in {int(s['aligned'].sum())}/{S} steps</p>")
+
     @property
     def widget(self):
+        """Controls, the text readout and the figure (built once). In presentation mode the
+        controls sit left of the figure (a wide projector), otherwise above it."""
         import ipywidgets as W
 
-        c = self.controls
-        box = W.VBox([c["source"], c["temperature"],
-                      W.HBox([c["window"], c["centre"], c["half_width"]])])
-        return W.VBox([box, self._canvas if self._canvas is not None else self._image])
+        if self._widget is None:
+            c = self.controls
+            figure = self._canvas if self._canvas is not None else self._image
+            if self.presentation:
+                side = W.VBox([c["source"], c["temperature"], c["window"], c["centre"],
+                               c["half_width"], self.readout],
+                              layout=W.Layout(margin="0 28px 0 0", max_width="560px"))
+                figure.layout.flex = "0 0 auto"  # its own size, not the whole row
+                body = W.Box([side, figure],
+                             layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
+                title = W.HTML(f"<b style='font-size:1.3em'>{self.TITLE}</b>")
+                title.add_class("al-explorer-title")
+                box = W.VBox([title, body])
+            else:
+                box = W.VBox([c["source"], c["temperature"],
+                              W.HBox([c["window"], c["centre"], c["half_width"]]),
+                              self.readout, figure])
+            box.add_class("al-explorer")
+            box.add_class("al-explorer-model")
+            self._widget = box
+        return self._widget
 
     def _make_canvas(self):
         import ipywidgets as W
 
-        try:
-            from ipympl.backend_nbagg import Canvas, FigureManager
-        except ImportError:
-            return None, W.Image(format="png")
-        import warnings
+        from ..widgets import ipympl_available, ipympl_canvas
 
-        canvas = Canvas(self.figure.fig)
-        with warnings.catch_warnings():  # ipympl's Toolbar trips a traitlets deprecation notice
-            warnings.simplefilter("ignore", DeprecationWarning)
-            FigureManager(canvas, 0)  # gives the canvas its toolbar; not registered with pyplot
-        canvas.header_visible = False
-        canvas.toolbar_visible = False
-        return canvas, None
+        if not ipympl_available():
+            return None, W.Image(format="png")
+        # the explorers' canvas: fast frames, no toolbar, not registered with pyplot
+        return ipympl_canvas(self.figure.fig), None
 
     def _ipython_display_(self):
         from IPython.display import display

@@ -30,15 +30,36 @@ def _sizes(presentation: bool) -> dict:
 
 class ModelFigure:
     """The explorer figure for sources up to ``max_len`` symbols. Call :meth:`update` with the
-    explorer's state; nothing is ever re-created."""
+    explorer's state; nothing is ever re-created.
+
+    It is a :class:`attention_lab.plots.LayeredFigure`: the axes, ticks, tick labels, colour bar and
+    legend are rendered once and restored from a pixel cache; only the heatmap, the alignment
+    marks, the window shading and the title are drawn on every update. The cache is refreshed when
+    the tick labels change (another source, another decoded output); a new temperature alone
+    redraws in a few milliseconds instead of re-laying out the whole figure. The title is drawn
+    in a band kept free above the axes.
+    """
 
     def __init__(self, max_len: int, *, presentation: bool = False):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        from ..plots import LayeredFigure, _add_fast_text
+
         z = _sizes(presentation)
         self.max_len = L = max_len
-        self.fig = Figure(figsize=z["figsize"], layout="constrained")
+        self.fig = LayeredFigure(figsize=z["figsize"], dpi=100, layout="constrained")
+        FigureCanvasAgg(self.fig)
+        # the title (up to three lines) lives in a band above the laid-out axes
+        band = 3.4 * z["title"] * 1.25 / 72 / z["figsize"][1]
+        self.fig.get_layout_engine().set(rect=(0, 0, 1, 1 - band))
         self.ax = ax = self.fig.add_subplot(1, 1, 1)
-        self.image = ax.imshow(np.zeros((L, L)), cmap=CMAP, vmin=0.0, vmax=1.0,
-                               interpolation="nearest", aspect="auto")
+        # the heatmap: one quadrilateral per (step, position) cell, coloured from the weights
+        # (cheaper to redraw than an image resampled to the screen on every update)
+        edges = np.arange(L + 1) - 0.5
+        self.image = ax.pcolormesh(edges, edges, np.ma.masked_all((L, L)), cmap=CMAP, vmin=0.0,
+                                   vmax=1.0, shading="flat")
+        ax.set_xlim(-0.5, L - 0.5)
+        ax.set_ylim(L - 0.5, -0.5)
         self.colorbar = self.fig.colorbar(self.image, ax=ax, shrink=0.85)
         self.colorbar.set_label("attention weight", fontsize=z["font"])
         self.colorbar.ax.tick_params(labelsize=z["tick"])
@@ -55,10 +76,17 @@ class ModelFigure:
         ax.add_patch(self.right)
         ax.set_xlabel("source position j (symbol)", fontsize=z["font"])
         ax.set_ylabel("output step t: decoded (expected), \u2717 = wrong", fontsize=z["font"])
-        self.title = ax.set_title("", fontsize=z["title"], loc="left")
+        self.title = _add_fast_text(ax, 0.012, 0.988, "", transform=self.fig.transFigure,
+                                    ha="left", va="top", fontsize=z["title"])
         ax.legend(handles=[self.truth, legend_patch], loc="upper center",
                   bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=z["font"] * 0.85, frameon=False)
+        self.fig.add_dynamic(self.image, self.left, self.right, self.truth, self.title)
         self.tick_size = z["tick"]
+        self._labels = None
+        # constrained layout starts from the axes' current positions, so that running it again
+        # moves them by fractions of a pixel; starting from these every time makes the layout a
+        # function of the labels alone (the same source and output: the same pixels)
+        self._start = [(a, a.get_position(original=True).frozen()) for a in self.fig.axes]
 
     def update(self, state: dict) -> None:
         """Show ``state`` (the explorer's): weights (T, S), source, output, expected, truth (T,),
@@ -70,16 +98,23 @@ class ModelFigure:
         grid[:T, :S] = w
         self.image.set_array(np.ma.masked_invalid(grid))
         ax = self.ax
-        ax.set_xlim(-0.5, S - 0.5)
-        ax.set_ylim(T - 0.5, -0.5)
-        ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(state["source"])],
-                      fontsize=self.tick_size)
-        labels = [f"{t}: {o} ({e})" + ("" if ok else " \u2717") for t, (o, e, ok) in
-                  enumerate(zip(state["output"], state["expected"], state["correct"]))]
-        ax.set_yticks(range(T), labels, fontsize=self.tick_size)
-        for tick, ok in zip(ax.get_yticklabels(), state["correct"]):
-            tick.set_color(BLUE if ok else ORANGE)
-            tick.set_fontweight("normal" if ok else "bold")
+        labels = (state["source"], state["output"], state["expected"],
+                  tuple(bool(c) for c in state["correct"]))
+        if labels != self._labels:  # new tick labels: the static layer is drawn again
+            self._labels = labels
+            for a, position in self._start:  # (the public set_position leaves the layout)
+                a._set_position(position, which="both")
+            ax.set_xlim(-0.5, S - 0.5)
+            ax.set_ylim(T - 0.5, -0.5)
+            ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(state["source"])],
+                          fontsize=self.tick_size)
+            ylabels = [f"{t}: {o} ({e})" + ("" if ok else " \u2717") for t, (o, e, ok) in
+                       enumerate(zip(state["output"], state["expected"], state["correct"]))]
+            ax.set_yticks(range(T), ylabels, fontsize=self.tick_size)
+            for tick, ok in zip(ax.get_yticklabels(), state["correct"]):
+                tick.set_color(BLUE if ok else ORANGE)
+                tick.set_fontweight("normal" if ok else "bold")
+            self.fig.invalidate_static()
         t = np.arange(T)
         self.truth.set_data(np.asarray(state["truth"]), t)
         window = state.get("window")
@@ -94,6 +129,7 @@ class ModelFigure:
             self.right.set_visible(hi < S - 1)
         self.title.set_text(state["title"])
         self.title.set_color(ORANGE if state.get("error") else "black")
+        self.fig.stale = True
 
 
 def alignment_grid(examples, *, ncols: int = 3) -> Figure:

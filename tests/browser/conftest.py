@@ -118,8 +118,8 @@ class Steps:
         (folder / "log.txt").write_text("\n".join(lines))
 
 
-def _new_page(chromium):
-    context = chromium.new_context(viewport=H.VIEWPORT)
+def _new_page(chromium, viewport=None):
+    context = chromium.new_context(viewport=viewport or H.VIEWPORT)
     page = context.new_page()
     page.set_default_timeout(30_000)
     return context, page
@@ -175,4 +175,25 @@ def lab_steps(request, lab_app):
     """The step recorder of one test on the shared JupyterLab page."""
     for steps in _record(request, lab_app.page):
         steps.servers.append(lab_app.server)
+        yield steps
+
+
+@pytest.fixture(scope="module")
+def demo_page(chromium, demo_server):
+    """One page of the lecture demo at projector size (1920 x 1080), loaded once per module."""
+    context, page = _new_page(chromium, H.PROJECTOR)
+    page.load_errors = []  # uncaught errors in the page from the start, not only during a test
+    page.on("pageerror", lambda e: page.load_errors.append(str(e)))
+    try:
+        page.goto(demo_server.url("/"))
+        yield page
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def demo_steps(request, demo_page, demo_server):
+    """The step recorder of one test on the shared demo page."""
+    for steps in _record(request, demo_page):
+        steps.servers.append(demo_server)
         yield steps

@@ -46,6 +46,7 @@ CHROMIUM_ARGS = [
 ]
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 VIEWPORT = {"width": 1400, "height": 1000}
+PROJECTOR = {"width": 1920, "height": 1080}  # the lecture demo's screen
 
 
 class ServerError(RuntimeError):

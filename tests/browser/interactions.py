@@ -1,37 +1,40 @@
-"""Driving an explorer in the page like a person does (keyboard, mouse, clicks) and reading back what
-the page shows: the ipympl canvas pixels, the slider readouts and the explorer's readout label.
+"""Driving an explorer in the page like a person does (keyboard, mouse, clicks, typing) and reading
+back what the page shows: the ipympl canvas pixels, the controls and the explorer's readout.
 
-The expected readout label is computed in the test process by the same core functions
-(``attention_lab._standin.compute`` / ``readout_text``) from the values the controls must have:
-a key press moves a slider by exactly one step, so the browser's value is known.
+Every explorer in the page has a *twin* in the test process: an explorer of the same class (on an
+Agg canvas) whose controls are set to the values that the page's controls must have after each
+action. A key press moves a slider by exactly one grid step; a mouse drag lands on the grid point
+that the slider then shows. After every action the page's readout text must equal the twin's, which
+is computed by the core (``attend``, ``softmax``, the masks, the trained model) for those values,
+and the figure's pixels must have changed.
+
+The page finds explorers, controls and readouts by the CSS classes the explorers carry:
+``al-explorer-<name>`` on the outer box, ``al-control-<key>`` on each control, ``al-readout`` on
+the text readout.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import sys
 import time
+from html.parser import HTMLParser
 
 import harness as H
 from playwright.sync_api import expect
 
-from attention_lab._standin import compute, readout_text, temperature_at
+import ipywidgets as W
 
 
-def slider(root, description: str):
-    """The ipywidgets slider (its whole row) whose description is ``description``."""
-    return root.locator(".widget-slider").filter(
-        has=root.page.locator(".widget-label", has_text=description)).first
+#: the class of a pressed toggle button
+ACTIVE = re.compile(r"(^|\s)mod-active(\s|$)")
 
 
-def handle(row):
-    return row.locator(".noUi-handle").first
-
-
-def readout(row) -> str:
-    return row.locator(".widget-readout").first.inner_text().strip()
-
+# --- reading the page --------------------------------------------------------------------------
 
 def figure(root) -> dict:
-    """Size, pixel hash and inked-pixel count of the explorer's ipympl canvas."""
+    """Size, pixel hash and inked-pixel count of the ipympl canvas under ``root``."""
     pixels = root.evaluate(H.CANVAS_JS)
     assert pixels is not None, "the explorer shows no ipympl canvas (or it has zero size)"
     return pixels
@@ -60,7 +63,7 @@ def wait_figure_change(root, before: dict, timeout: float = 15.0) -> dict:
                 and now["hash"] == last["hash"]):
             return now
         last = now
-        root.page.wait_for_timeout(150)
+        root.page.wait_for_timeout(120)
     raise AssertionError(f"the figure's pixels did not change within {timeout:g} s "
                          f"(still {before['hash']}, {before['ink']} inked pixels)")
 
@@ -89,97 +92,199 @@ def control_state(root) -> dict:
     })""")
 
 
-class Explorer:
-    """The stand-in explorer under ``root`` and the control values the page should show."""
+class _Text(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
 
-    def __init__(self, root, steps):
-        self.root, self.page, self.steps = root, root.page, steps
-        self.values = {"query_mix": 0.0, "temperature": 1.0, "score": "dot",
-                       "eligible": [True] * 5}
-        self.temperature_step = 26  # the log slider's grid position of tau = 1
+    def handle_data(self, data):
+        self.parts.append(data)
 
-    def expected_label(self) -> str:
-        v = dict(self.values, eligible=tuple(self.values["eligible"]))
-        return readout_text(compute(**v), v["query_mix"])
 
-    def label(self):
-        return self.root.locator(".al-readout")
+def text_of(html: str) -> str:
+    """The text a browser shows for ``html`` (its textContent), whitespace collapsed."""
+    parser = _Text()
+    parser.feed(html)
+    parser.close()
+    return " ".join("".join(parser.parts).split())
 
-    def check_label(self) -> None:
-        expect(self.label()).to_have_text(self.expected_label(), timeout=15_000)
+
+def page_text(locator) -> str:
+    return " ".join(locator.evaluate("e => e.textContent").split())
+
+
+# --- slider grids ------------------------------------------------------------------------------
+
+def _grid(control):
+    """(value of grid point k, number of the last grid point) of a slider."""
+    if isinstance(control, W.FloatLogSlider):
+        last = round((control.max - control.min) / control.step)
+        return (lambda k: control.base ** (control.min + k * control.step)), last
+    last = round((control.max - control.min) / control.step)
+    if isinstance(control, W.IntSlider):
+        return (lambda k: int(control.min + k * control.step)), last
+    return (lambda k: round(control.min + k * control.step, 12)), last
+
+
+def grid_index(control, value: float) -> int:
+    """The grid point nearest ``value`` (log sliders: nearest on the log scale)."""
+    at, last = _grid(control)
+    if isinstance(control, W.FloatLogSlider):
+        return min(range(last + 1), key=lambda k: abs(math.log(at(k)) - math.log(value)))
+    return min(range(last + 1), key=lambda k: abs(at(k) - value))
+
+
+# --- one explorer in the page -----------------------------------------------------------------
+
+def core_check(name: str):
+    """The widget tests' check that an explorer's state is the core's result for its control
+    values (``tests/widgets/explorer_checks.py``), for explorer ``name``; None for the trained
+    model's explorer (its numbers are the model's, checked in ``tests/test_toy_explorer.py``)."""
+    if name == "model":
+        return None
+    sys.path.insert(0, str(H.ROOT / "tests" / "widgets"))
+    from explorer_checks import check_explorer
+
+    return lambda twin: check_explorer(name, twin)
+
+
+class Driver:
+    """The explorer under ``root`` (its ``.al-explorer-<name>`` box) and its ``twin``; ``check``
+    (see :func:`core_check`) confirms after every action that the twin holds the core's numbers,
+    so that the page's readout is compared with the core's result."""
+
+    def __init__(self, root, twin, steps, title: str = "", check=None):
+        self.root, self.twin, self.steps = root, twin, steps
+        self.page = root.page
+        self.title = title or type(twin).__name__
+        self.check = check
+
+    # reading
+    def control(self, key: str):
+        return self.root.locator(f".al-control-{key}").first
+
+    def readout(self) -> str:
+        return page_text(self.root.locator(".al-readout").first)
+
+    def expected(self) -> str:
+        return text_of(self.twin.readout.value)
+
+    def check_readout(self, timeout: float = 15.0) -> None:
+        """The page's readout shows the twin's numbers (polls until it does)."""
+        if self.check is not None:
+            self.check(self.twin)
+        deadline = time.monotonic() + timeout
+        want = self.expected()
+        got = self.readout()
+        while got != want and time.monotonic() < deadline:
+            self.page.wait_for_timeout(100)
+            got = self.readout()
+        assert got == want, (f"{self.title}: the readout in the page does not show the core's "
+                             f"numbers for the controls' values {self.values()}:\n  page: {got}\n"
+                             f"  core: {want}")
+
+    def values(self) -> dict:
+        return {k: c.value for k, c in self.twin.controls.items()}
 
     def check_drawn(self, min_width: int = 600) -> dict:
         fig = wait_drawn(self.root)
-        assert fig["width"] >= min_width, f"figure only {fig['width']} px wide"
-        assert fig["ink"] > 2000, f"the figure looks blank ({fig['ink']} inked pixels)"
+        assert fig["width"] >= min_width, f"{self.title}: figure only {fig['width']} px wide"
+        assert fig["ink"] > 2000, f"{self.title}: the figure looks blank ({fig['ink']} inked px)"
         return fig
 
-    # each action: do it, check the label shows the core's numbers and the pixels changed
+    # acting: each action is done in the page and on the twin, then checked
     def _after(self, before: dict, what: str) -> dict:
-        self.check_label()
+        self.check_readout()
         after = wait_figure_change(self.root, before)
-        self.steps(what)
+        self.steps(f"{self.title}: {what}")
         return after
 
-    def key_temperature(self, key: str, presses: int) -> dict:
+    def press(self, key: str, arrow: str = "ArrowRight", times: int = 1) -> dict:
+        """Focus the slider ``key``'s handle and press ``arrow`` ``times`` times."""
+        c = self.twin.controls[key]
+        at, last = _grid(c)
+        k = grid_index(c, c.value) + times * (1 if arrow in ("ArrowRight", "ArrowUp") else -1)
+        k = min(max(k, 0), last)
         before = figure(self.root)
-        row = slider(self.root, "temperature")
-        handle(row).focus()
-        for _ in range(presses):
-            self.page.keyboard.press(key)
-        self.temperature_step += presses * (1 if key in ("ArrowRight", "ArrowUp") else -1)
-        self.values["temperature"] = temperature_at(self.temperature_step)
-        expect(row.locator(".widget-readout")).to_have_text(f"{self.values['temperature']:.2f}")
-        return self._after(before, f"temperature slider: {presses} x {key}")
+        row = self.control(key)
+        row.locator(".noUi-handle").first.focus()
+        for _ in range(times):
+            self.page.keyboard.press(arrow)
+        self._expect_slider(row, at(k))
+        c.value = at(k)
+        return self._after(before, f"slider {key}: {times} x {arrow}")
 
-    def key_query(self, key: str, presses: int) -> dict:
+    def drag(self, key: str, fraction: float) -> dict:
+        """Drag the slider ``key``'s handle with the mouse to ``fraction`` of its track."""
+        c = self.twin.controls[key]
+        at, last = _grid(c)
         before = figure(self.root)
-        row = slider(self.root, "query mix")
-        handle(row).focus()
-        for _ in range(presses):
-            self.page.keyboard.press(key)
-        step = 0.05 * presses * (1 if key in ("ArrowRight", "ArrowUp") else -1)
-        self.values["query_mix"] = round(self.values["query_mix"] + step, 2)
-        expect(row.locator(".widget-readout")).to_have_text(f"{self.values['query_mix']:.2f}")
-        return self._after(before, f"query slider: {presses} x {key}")
+        row = self.control(key)
+        shown = row.locator(".widget-readout").first
+        old = shown.inner_text()
+        H.drag_slider(self.page, row.locator(".noUi-handle").first, fraction)
+        expect(shown).not_to_have_text(old)
+        k = grid_index(c, float(shown.inner_text().replace("−", "-")))
+        assert abs(k / last - fraction) <= 0.1, (
+            f"{self.title}: dragged {key} to {fraction:.0%} of the track but the slider shows "
+            f"{shown.inner_text()} (grid point {k} of {last})")
+        self._expect_slider(row, at(k))
+        c.value = at(k)
+        return self._after(before, f"slider {key} dragged with the mouse to {fraction:.0%}")
 
-    def drag_query(self, fraction: float) -> dict:
+    def _expect_slider(self, row, value: float) -> None:
+        """The slider's readout shows ``value`` (to the precision it prints)."""
+        shown = row.locator(".widget-readout").first
+        deadline = time.monotonic() + 10
+        while True:
+            text = shown.inner_text().replace("−", "-")
+            try:
+                ok = math.isclose(float(text), value, rel_tol=6e-3, abs_tol=6e-3)
+            except ValueError:
+                ok = False
+            if ok or time.monotonic() > deadline:
+                break
+            self.page.wait_for_timeout(100)
+        assert ok, f"{self.title}: the slider shows {text}, expected {value:.4g}"
+
+    def toggle(self, key: str) -> dict:
+        """Click a toggle button or a checkbox."""
+        c = self.twin.controls[key]
         before = figure(self.root)
-        row = slider(self.root, "query mix")
-        old = readout(row)
-        H.drag_slider(self.page, handle(row), fraction)
-        expect(row.locator(".widget-readout")).not_to_have_text(old)
-        self.values["query_mix"] = float(readout(row))  # a multiple of the 0.05 step
-        assert abs(self.values["query_mix"] - fraction) <= 0.1, (
-            f"dragged to {fraction:.0%} of the track but the slider reads {readout(row)}")
-        return self._after(before, f"query slider dragged with the mouse to {fraction:.0%}")
+        box = self.control(key)
+        if isinstance(c, W.Checkbox):
+            box.locator("input").click()
+            expect(box.locator("input")).to_be_checked(checked=not c.value)
+        else:
+            box.click()
+            if c.value:
+                expect(box).not_to_have_class(ACTIVE)
+            else:
+                expect(box).to_have_class(ACTIVE)
+        c.value = not c.value
+        return self._after(before, f"{key} {'on' if c.value else 'off'}")
 
-    def drag_temperature(self, fraction: float) -> dict:
+    def choose(self, key: str, label: str) -> dict:
+        """Pick ``label`` in a dropdown or a row of toggle buttons."""
+        c = self.twin.controls[key]
+        value = dict(zip(c._options_labels, c._options_values))[label]
         before = figure(self.root)
-        row = slider(self.root, "temperature")
-        old = readout(row)
-        H.drag_slider(self.page, handle(row), fraction)
-        expect(row.locator(".widget-readout")).not_to_have_text(old)
-        # the value is 10**(min + k * step) for the grid step k nearest the drop point: find k
-        shown = float(readout(row))
-        k = min(range(41), key=lambda j: abs(temperature_at(j) - shown))
-        self.temperature_step, self.values["temperature"] = k, temperature_at(k)
-        return self._after(before, f"temperature slider dragged with the mouse to {fraction:.0%}")
+        box = self.control(key)
+        if isinstance(c, W.Dropdown):
+            box.locator("select").select_option(label=label)
+        else:
+            button = box.locator("button").filter(has_text=label).first
+            button.click()
+            expect(button).to_have_class(ACTIVE)
+        c.value = value
+        return self._after(before, f"{key}: chose {label!r}")
 
-    def toggle_source(self, i: int) -> dict:
+    def type_text(self, key: str, text: str) -> dict:
+        """Type ``text`` into a text box (or combobox) and press Enter."""
+        c = self.twin.controls[key]
         before = figure(self.root)
-        box = self.root.locator(".widget-checkbox").filter(has_text=f"source {i}").locator("input")
-        was = box.is_checked()
-        box.click()
-        expect(box).to_be_checked(checked=not was)
-        self.values["eligible"][i - 1] = not was
-        return self._after(before, f"source {i} checkbox {'cleared' if was else 'ticked'}")
-
-    def choose_score(self, label: str, value: str) -> dict:
-        before = figure(self.root)
-        select = self.root.locator(".widget-dropdown").filter(
-            has=self.page.locator(".widget-label", has_text="score")).locator("select")
-        select.select_option(label=label)
-        self.values["score"] = value
-        return self._after(before, f"score dropdown: {label}")
-
+        field = self.control(key).locator("input").first
+        field.fill(text)
+        field.press("Enter")
+        c.value = text
+        return self._after(before, f"typed {text!r} into {key}")

@@ -1,102 +1,158 @@
-"""The lecture demo in Voila, launched by `python -m attention_lab demo`, in a real browser: no code,
-large type, tabs whose controls drive the figures, and a reset button that puts everything back."""
+"""The lecture demo in Voila, launched by `python -m attention_lab demo`, in a real browser at
+projector size (1920 x 1080): no code, large type, every tab drawn and nothing cut off; its
+explorers' controls drive their figures and readouts; the reset button puts every control, readout
+and figure (pixel for pixel) back."""
 
 from __future__ import annotations
 
 import pytest
 
 import harness as H
-from attention_lab._standin import SCORES
 
-TABS = ["Query", "Temperature", "Mask"]
-SCORE_LABELS = {value: label for label, value in SCORES}
-
+#: tab title -> the explorer's CSS name (``.al-explorer-<name>``)
+TABS = {"Query": "query", "Temperature": "temperature", "Mask": "mask", "Window": "window",
+        "Score": "score", "Trained model": "model"}
 
 if H.browser_unavailable_reason() and not H.browser_required():
     pytest.skip(H.browser_unavailable_reason(), allow_module_level=True)
 
 from playwright.sync_api import expect  # noqa: E402
 
-from interactions import (Explorer, control_state, figure, wait_drawn,  # noqa: E402
-                          wait_figure_equal)
+from interactions import (Driver, control_state, core_check, figure, page_text,  # noqa: E402
+                          wait_drawn, wait_figure_equal)
 
 
-def open_demo(page, server, steps):
-    steps.servers.append(server)
-    page.goto(server.url("/"))
-    page.locator(".al-demo").wait_for(timeout=90_000)
+def twin(name: str):
+    """The explorer of a tab, in this process (see interactions.Driver)."""
+    if name == "model":
+        from attention_lab.toy.explorer import ModelExplorer
+
+        return ModelExplorer(presentation=True)
+    from attention_lab import widgets
+
+    return widgets.EXPLORERS[name](backend="agg", presentation=True)
+
+
+@pytest.fixture(scope="module")
+def demo(demo_page):
+    """The demo page once everything is drawn: the app's root element."""
+    page = demo_page
+    root = page.locator(".al-demo")
+    root.wait_for(timeout=120_000)
     page.locator(".al-demo .jupyter-matplotlib-canvas-div canvas").first.wait_for()
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.al-standin .al-readout')]"
-        ".every(n => n.textContent.trim().length > 0)")
-    steps("demo loaded")
-    return page.locator(".al-demo")
+        "() => [...document.querySelectorAll('.al-demo .al-readout')]"
+        ".every(n => n.textContent.trim().length > 0)", timeout=60_000)
+    return root
 
 
-def tab(page, demo, title: str):
+def tab(demo, title: str):
+    """Click the tab ``title``; its explorer once drawn."""
     demo.locator(".lm-TabBar-tab").filter(has_text=title).click()
-    root = demo.locator(".al-standin:visible")
-    expect(root).to_have_count(1)
+    root = demo.locator(f".al-explorer-{TABS[title]}")
+    expect(root).to_be_visible()
     wait_drawn(root)
     return root
 
 
-def test_demo_shows_tabs_large_and_no_code(chromium, demo_server, browser_page):
-    page, steps = browser_page
-    demo = open_demo(page, demo_server, steps)
+def test_demo_is_big_clear_and_shows_no_code(demo, demo_page, demo_steps):
+    page, steps = demo_page, demo_steps
+    steps("demo loaded")
     titles = [t.strip() for t in demo.locator(".lm-TabBar-tab").all_inner_texts()]
-    assert titles == TABS
+    assert titles == list(TABS)
     html = page.content()
-    assert "build_demo" not in html and "WeightsExplorer" not in html, "code is shown"
+    shown = demo.inner_text()
+    for code in ("build_demo", "import ", "Explorer(", "attention_lab"):
+        assert code not in shown, f"code is shown: {code!r}"
+    assert "build_demo" not in html, "the page holds the notebook's code"
     assert page.locator(".jp-InputArea, .jp-InputPrompt, .cm-editor, .CodeMirror").count() == 0
     font = demo.locator(".widget-label").first.evaluate(
         "e => parseFloat(getComputedStyle(e).fontSize)")
     assert font >= 18, f"controls use {font}px type; a projector needs >= 18px"
-    assert figure(demo.locator(".al-standin:visible"))["width"] >= 800
     for title in TABS:
-        Explorer(tab(page, demo, title), steps).check_drawn(min_width=800)
+        root = tab(demo, title)
+        label = demo.locator(".lm-TabBar-tab").filter(has_text=title).locator(
+            ".lm-TabBar-tabLabel")
+        assert label.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), (
+            f"the tab title {title!r} is cut off")
+        fig = figure(root)
+        assert fig["width"] >= 1000 and fig["ink"] > 5000, f"tab {title}: figure {fig}"
+        # everything on one 1920 x 1080 screen: no horizontal or vertical scrolling
+        box = root.bounding_box()
+        canvas = root.locator(".jupyter-matplotlib-canvas-div canvas").first.bounding_box()
+        for what, b in (("the tab", box), ("the figure", canvas)):
+            assert b["x"] >= 0 and b["x"] + b["width"] <= H.PROJECTOR["width"], (
+                f"tab {title}: {what} is cut off at the sides: {b}")
+            assert b["y"] >= 0 and b["y"] + b["height"] <= H.PROJECTOR["height"], (
+                f"tab {title}: {what} does not fit on the screen: {b}")
+        # on a wide screen the figure stands beside the controls, not under them
+        control = root.locator("[class*='al-control-']").first.bounding_box()
+        assert canvas["x"] >= control["x"] + control["width"], (
+            f"tab {title}: the figure is not beside the controls ({canvas} vs {control})")
+        assert page_text(root.locator(".al-readout").first), f"tab {title}: no readout"
         steps(f"tab {title}")
-    assert steps.page_errors == []
+    assert page.load_errors == [], f"uncaught errors in the page: {page.load_errors}"
 
 
-def test_demo_controls_and_reset_button(chromium, demo_server, browser_page):
-    page, steps = browser_page
-    demo = open_demo(page, demo_server, steps)
-    start, labels, controls = {}, {}, {}
+def test_demo_controls_and_reset_button(demo, demo_page, demo_steps):
+    page, steps = demo_page, demo_steps
+    start = {}
     for title in TABS:
-        root = tab(page, demo, title)
-        start[title] = figure(root)
-        labels[title] = root.locator(".al-readout").inner_text()
-        controls[title] = control_state(root)
+        root = tab(demo, title)
+        start[title] = (figure(root), page_text(root.locator(".al-readout").first),
+                        control_state(root))
 
-    query = Explorer(tab(page, demo, "Query"), steps)
-    query.check_label()
-    query.key_query("ArrowRight", 2)
-    query.drag_query(0.8)
-    query.choose_score("bilinear  qᵀWk", "bilinear")
+    def driver(title):
+        d = Driver(tab(demo, title), twin(TABS[title]), steps, title,
+                   check=core_check(TABS[title]))
+        d.check_readout()  # the starting numbers
+        return d
 
-    temperature = Explorer(tab(page, demo, "Temperature"), steps)
-    temperature.check_label()
-    temperature.key_temperature("ArrowLeft", 5)
-    temperature.drag_temperature(0.9)
+    query = driver("Query")
+    query.press("q1", "ArrowRight", 2)             # keyboard
+    query.drag("temperature", 0.3)                  # mouse
+    query.choose("retrieval", "hard")
+    query.choose("preset", "a later query (-1.0, -0.8, -0.3)")
 
-    mask = Explorer(tab(page, demo, "Mask"), steps)
-    mask.check_label()
-    mask.toggle_source(3)
-    mask.toggle_source(1)
+    temperature = driver("Temperature")
+    temperature.press("temperature", "ArrowLeft", 5)
+    temperature.drag("temperature", 0.9)
 
-    demo.locator(".al-reset button, button.al-reset").first.click()
+    mask = driver("Mask")
+    mask.toggle("keep1")                            # mask a position
+    mask.press("length", "ArrowRight", 1)
+    mask.toggle("after_softmax")
+
+    window = driver("Window")
+    window.drag("centre", 0.8)
+    window.press("half_width", "ArrowRight", 2)
+
+    score = driver("Score")
+    score.choose("score", "scaled dot")             # another score function
+    score.press("q2", "ArrowLeft", 3)
+
+    model = driver("Trained model")
+    model.press("temperature", "ArrowRight", 4)
+    model.type_text("source", "badge")
+    model.toggle("window")
+
+    demo.locator(".al-reset").first.click()
     expect(demo.locator(".al-status")).to_contain_text("back at its starting value")
     steps("reset clicked")
     for title in TABS:
-        root = tab(page, demo, title)
-        expect(root.locator(".al-readout")).to_have_text(labels[title])
-        wait_figure_equal(root, start[title])
-        assert control_state(root) == controls[title], f"tab {title}: controls not reset"
+        root = tab(demo, title)
+        fig, readout, controls = start[title]
+        shown = root.locator(".al-readout").first
+        for _ in range(100):
+            if page_text(shown) == readout:
+                break
+            page.wait_for_timeout(100)
+        assert page_text(shown) == readout, f"tab {title}: the readout did not come back"
+        wait_figure_equal(root, fig)
+        assert control_state(root) == controls, f"tab {title}: controls not reset"
         steps(f"tab {title} after reset")
-    # and the starting values are the explorers' defaults
-    assert controls["Query"]["sliders"] == ["0.00"]
-    assert controls["Query"]["selects"] == [SCORE_LABELS["dot"]]
-    assert controls["Temperature"]["sliders"] == ["1.00"]
-    assert controls["Mask"]["checkboxes"] == [True] * 5
-    assert steps.page_errors == []
+    # and the starting values are the explorers' own (the readouts show their defaults' numbers)
+    for title, name in TABS.items():
+        fresh = Driver(tab(demo, title), twin(name), steps, title)
+        fresh.check_readout(timeout=2)
+    assert page.load_errors == [], f"uncaught errors in the page: {page.load_errors}"

@@ -1,0 +1,251 @@
+"""What the browser (and the lecture demo) relies on, tested without a browser: the PNG frames of
+the explorers' ipympl canvas, when a frame is sent at once and when the browser paces it, the
+resize handle kept off, the CSS classes of explorers, controls and readouts, and the presentation
+layout (controls beside the figure)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from attention_lab import widgets
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # ipympl's Toolbar
+NAMES = list(widgets.EXPLORERS)
+
+
+def decode(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+# --- the PNG encoder ----------------------------------------------------------------------------
+
+def test_encode_png_round_trips_any_pixels():
+    rng = np.random.default_rng(5)
+    for shape in [(1, 1, 4), (3, 7, 4), (64, 33, 4)]:
+        pixels = rng.integers(0, 256, shape, dtype=np.uint8)
+        png = widgets.encode_png(pixels)
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        np.testing.assert_array_equal(decode(png), pixels)
+
+
+def test_encode_png_equals_pillow_on_a_figure_and_is_not_larger_than_twice():
+    e = widgets.QueryExplorer(backend="agg", presentation=True)
+    pixels = np.asarray(e.canvas.buffer_rgba()).copy()
+    ours = widgets.encode_png(pixels)
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="png", compress_level=1)
+    np.testing.assert_array_equal(decode(ours), decode(buf.getvalue()))
+    assert len(ours) < 2 * len(buf.getvalue())
+
+
+@pytest.mark.parametrize("bad", [np.zeros((4, 4, 3), np.uint8), np.zeros((4, 4, 4)),
+                                 np.zeros((4, 4), np.uint8)])
+def test_encode_png_refuses_what_is_not_rgba_bytes(bad):
+    with pytest.raises(ValueError, match=r"rgba must be a uint8 array of shape \(H, W, 4\)"):
+        widgets.encode_png(bad)
+
+
+# --- the canvas: frames, pacing, resize handle ----------------------------------------------------
+
+@pytest.fixture
+def live():
+    """A TemperatureExplorer on ipympl whose canvas acts as if a browser view were ready; frames
+    and messages to the browser are recorded instead of sent."""
+    pytest.importorskip("ipympl")
+    e = widgets.TemperatureExplorer()
+    canvas = e.canvas
+    sent = {"frames": [], "events": []}
+    canvas.send_binary = sent["frames"].append
+    real_send_event = canvas.send_event
+    canvas.send_event = lambda kind, **kw: (sent["events"].append(kind),
+                                            real_send_event(kind, **kw))
+    canvas.syncing_data_url = False  # what the browser's 'initialized' message does
+    return e, sent
+
+
+def test_before_the_browser_is_ready_changes_only_ask_for_a_draw(monkeypatch):
+    pytest.importorskip("ipympl")
+    e = widgets.TemperatureExplorer()
+    frames, idle = [], []
+    monkeypatch.setattr(e.canvas, "send_binary", frames.append)
+    monkeypatch.setattr(e.canvas, "draw_idle", lambda: idle.append(1))
+    e.controls["temperature"].value = 0.5
+    assert idle == [1] and frames == []
+
+
+def test_after_a_pause_a_change_sends_its_frame_at_once(live, monkeypatch):
+    e, sent = live
+    clock = [100.0]
+    monkeypatch.setattr(widgets.time, "monotonic", lambda: clock[0])
+    e.controls["temperature"].value = 0.5
+    assert len(sent["frames"]) == 1 and "draw" not in sent["events"]
+    # the frame shows the new state: decoded, it equals what the canvas holds now
+    now = np.asarray(e.canvas.get_renderer().buffer_rgba())
+    frame = decode(sent["frames"][0])
+    shown = frame[..., 3] > 0
+    assert shown.any()
+    np.testing.assert_array_equal(frame[shown], now[shown])
+    # a change right after it: the browser paces the next frame (asks for it when ready)
+    clock[0] += 0.05
+    e.controls["temperature"].value = 0.8
+    assert len(sent["frames"]) == 1 and sent["events"].count("draw") == 1
+    # the browser's request draws it
+    e.canvas._handle_message(e.canvas, {"type": "draw"}, [])
+    assert len(sent["frames"]) == 2
+    # after a pause, at once again
+    clock[0] += 1.0
+    e.controls["temperature"].value = 2.0
+    assert len(sent["frames"]) == 3 and sent["events"].count("draw") == 1
+
+
+def test_frames_have_the_pixels_of_ipympl_frames(live):
+    """Whatever frame is sent (full or diff), painting it over the last one gives the canvas."""
+    from ipympl.backend_nbagg import Canvas
+
+    e, sent = live
+    canvas = e.canvas
+    canvas._force_full = True
+    canvas.draw()
+    screen = decode(sent["frames"][-1]).copy()
+    for value in (0.3, 0.31, 4.0):
+        e.controls["temperature"].value = value
+        canvas.draw()
+        frame = decode(sent["frames"][-1])
+        painted = frame[..., 3] > 0
+        screen[painted] = frame[painted]
+        np.testing.assert_array_equal(screen, np.asarray(canvas.get_renderer().buffer_rgba()))
+    canvas._png_is_old = canvas._force_full = True
+    ours = decode(canvas.get_diff_image())
+    canvas._png_is_old = canvas._force_full = True
+    stock = decode(Canvas.get_diff_image(canvas))
+    np.testing.assert_array_equal(ours, stock)
+
+
+def test_the_resize_handle_stays_off_once_the_browser_view_is_ready(live, monkeypatch):
+    e, _ = live
+    canvas = e.canvas
+    assert canvas.resizable is False
+    sent_keys = []
+    monkeypatch.setattr(canvas, "send_state", lambda key=None: sent_keys.append(key))
+    canvas._handle_message(canvas, {"type": "initialized"}, [])
+    assert sent_keys[-1] == "resizable"
+
+
+def test_the_model_explorer_uses_the_same_canvas():
+    pytest.importorskip("ipympl")
+    from attention_lab.toy.explorer import ModelExplorer
+
+    ex = ModelExplorer()
+    assert type(ex._canvas) is type(widgets.TemperatureExplorer().canvas)
+    assert ex._canvas.resizable is False and ex._canvas.toolbar_visible is False
+
+
+# --- classes for pages and stylesheets; the presentation layout -----------------------------------
+
+def classes(w) -> list:
+    return list(w._dom_classes)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_explorers_carry_css_classes(name, explorers):
+    e = explorers[name]
+    short = type(e).__name__.removesuffix("Explorer").lower()
+    assert e.css_name == short
+    assert {"al-explorer", f"al-explorer-{short}"} <= set(classes(e.widget))
+    assert "al-readout" in classes(e.readout)
+    for key, control in e.controls.items():
+        assert f"al-control-{key}" in classes(control)
+
+
+def _descendants(w):
+    yield w
+    for child in getattr(w, "children", ()):
+        yield from _descendants(child)
+
+
+@pytest.mark.parametrize("name", ["query", "mask"])
+def test_presentation_puts_the_controls_beside_the_figure(name):
+    pytest.importorskip("ipympl")
+    e = widgets.EXPLORERS[name](presentation=True)
+    title, body = e.widget.children
+    assert "al-explorer-title" in classes(title)
+    side, figure = body.children
+    assert figure is e.canvas and body.layout.flex_flow == "row wrap"
+    inside = list(_descendants(side))
+    assert e.readout in inside and e.reset_button in inside
+    assert all(c in inside for c in e.controls.values())
+    small = widgets.EXPLORERS[name]()
+    assert small.canvas in small.widget.children  # in a notebook: figure under the controls
+
+
+def test_model_explorer_classes_readout_and_layout():
+    from attention_lab.toy.explorer import ModelExplorer
+
+    ex = ModelExplorer(presentation=True)
+    assert ex.widget is ex.widget
+    assert {"al-explorer", "al-explorer-model"} <= set(classes(ex.widget))
+    assert all(f"al-control-{k}" in classes(c) for k, c in ex.controls.items())
+    assert "al-readout" in classes(ex.readout)
+    assert ex.readout.value == ("<p>source abcdefghij → decoded jihgfedcba (expected jihgfedcba): "
+                                "10/10 right<br>temperature 1.00, no window; weight peaks on the "
+                                "true position in 10/10 steps</p>")
+    ex.show_failure_case()
+    assert "0/10 right" in ex.readout.value or "/10 right" in ex.readout.value
+    assert "window 0..2" in ex.readout.value
+    ex.controls["source"].value = "xyz!"
+    assert ex.readout.value.startswith("<p>cannot decode &#x27;xyz!&#x27;")
+    assert "the figure still shows the source abcdefghij" in ex.readout.value
+    title, body = ex.widget.children
+    assert "al-explorer-title" in classes(title)
+    side, figure = body.children
+    assert figure is (ex._canvas or ex._image)
+    assert ex.readout in side.children
+
+
+def test_model_figure_redraws_only_what_changes():
+    """A new temperature keeps the cached axes, ticks and labels; a new source or a new decoded
+    output renders them again; cached and full drawings are the same pixels."""
+    from attention_lab.toy.explorer import ModelExplorer
+
+    ex = ModelExplorer(presentation=True)
+    fig = ex.figure.fig
+    fig.canvas.draw()
+    renders = fig.static_renders
+    ex.controls["temperature"].value = 1.12
+    fig.canvas.draw()
+    assert fig.static_renders == renders
+    ex.controls["source"].value = "badge"
+    fig.canvas.draw()
+    assert fig.static_renders == renders + 1
+    cached = np.asarray(fig.canvas.buffer_rgba()).copy()
+    # a full drawing in the same layout (constrained layout moves the axes by fractions of a
+    # pixel each time it runs, until it settles)
+    engine = fig.get_layout_engine()
+    fig.set_layout_engine("none")
+    fig.cache_enabled = False
+    try:
+        fig.canvas.draw()
+        np.testing.assert_array_equal(cached, np.asarray(fig.canvas.buffer_rgba()))
+    finally:
+        fig.cache_enabled = True
+        fig.set_layout_engine(engine)
+
+
+def test_model_figure_comes_back_to_the_same_pixels():
+    """Another source and back: the same layout, pixel for pixel (the demo's reset relies on it)."""
+    from attention_lab.toy.explorer import ModelExplorer
+
+    ex = ModelExplorer(presentation=True)
+    fig = ex.figure.fig
+    fig.canvas.draw()
+    start = np.asarray(fig.canvas.buffer_rgba()).copy()
+    for source in ("badge", "lkjihgfedcba", "abc"):
+        ex.controls["source"].value = source
+        fig.canvas.draw()
+    ex.reset()
+    fig.canvas.draw()
+    np.testing.assert_array_equal(np.asarray(fig.canvas.buffer_rgba()), start)
