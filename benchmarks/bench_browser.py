@@ -1,8 +1,8 @@
 """Browser: from a slider key press to the repainted figure, in JupyterLab and in Voila.
 
 For each of the lecture demo's explorers (:data:`TARGETS`) the benchmark opens a notebook that shows
-it, in JupyterLab at notebook size and in Voila (the Jupyter server's Voila extension) at presentation
-size, focuses the slider handle and presses the arrow keys, alternating right and left, with a pause
+it, in JupyterLab at notebook size and in Voila at presentation size (standalone Voila started by the
+lecture demo's launcher, ``python -m attention_lab demo --notebook ...``, one server per page), focuses the slider handle and presses the arrow keys, alternating right and left, with a pause
 between presses. Times are taken in the page (performance.now()): from the keydown event to the
 first animation frame after the figure was repainted (a drawImage onto the ipympl canvas, or the
 decoded new <img> of the inline backend), and to the update of the explorer's text readout. The
@@ -139,18 +139,34 @@ class Probe:
     def __init__(self, H, context, server, env: str, path: str, slider: str):
         self.page = context.new_page()
         self.page.set_default_timeout(180_000)
-        self.notebook = None
+        self.notebook = self.voila = None
         if env == "JupyterLab":
             self.notebook = H.LabApp(self.page, server).start().open(path)
             self.notebook.run_all()
-        else:
-            self.page.goto(server.url(f"/voila/render/{path}"))
+        else:  # ``server`` is the folder of the notebooks: the demo launcher serves this one
+            notebook = Path(server) / path
+            self.voila = H.voila_demo(notebook, Path(server).parent / f"voila-{notebook.stem}").start()
+            self._load_voila_page()
         self.handle = self.page.locator(slider).first
         self.handle.wait_for(timeout=180_000)
         self.page.wait_for_timeout(1500)  # the first image arrives after the view is created
         self.page.evaluate(H.REPAINT_HOOK_JS)
         self.figure_ms: list[float] = []
         self.label_ms: list[float] = []
+
+    def _load_voila_page(self, tries: int = 5) -> None:
+        """Open the Voila page; reload it (a new kernel) when it never finishes loading. Voila 0.5
+        now and then waits forever for a notebook whose cell shows an ``interact`` (the baseline):
+        the kernel is idle, the page never loads (as in voila-dashboards/voila#1428)."""
+        for attempt in range(1, tries + 1):
+            try:
+                self.page.goto(self.voila.url("/"), timeout=20_000)  # loads in 3-5 s
+                return
+            except Exception as e:  # playwright's TimeoutError
+                if attempt == tries or "Timeout" not in type(e).__name__:
+                    raise
+                print(f"    Voila page did not load in 20 s, reloading ({attempt}/{tries - 1})",
+                      file=sys.stderr, flush=True)
 
     def press(self, key: str) -> None:
         page = self.page
@@ -169,16 +185,20 @@ class Probe:
             self.label_ms.append(min(later) - key_t)
 
     def close(self) -> None:
-        if self.notebook is not None:
-            self.notebook.close()  # shuts its kernel down
-        self.page.close()
+        try:
+            if self.notebook is not None:
+                self.notebook.close()  # shuts its kernel down
+            self.page.close()
+        finally:
+            if self.voila is not None:
+                self.voila.stop()  # Voila and its kernel
 
 
 def _measure(H, browser, server, env: str, paths: dict, presses: int) -> dict:
     """Median seconds per probe name. Each target is measured beside its baseline (two pages,
-    pressed in turn, press by press), then both pages are closed (JupyterLab's kernels are shut
-    down; Voila's stay idle until the server stops: shutting them down through the REST API
-    made the Voila extension hang on the next page)."""
+    pressed in turn, press by press), then both pages are closed with their kernels (and, for
+    Voila, their servers). The Jupyter server's Voila extension (``/voila/render/...``) was not
+    used: on this machine it regularly never executed the second notebook opened beside another."""
     viewport = {"width": 1920, "height": 1080} if PRESENTATION[env] else H.VIEWPORT
     out = {}
     for target in TARGETS:
@@ -235,10 +255,11 @@ def run(quick: bool = False) -> list[Row]:
                     size = "presentation size" if PRESENTATION[env] else "notebook size"
                     print(f"  {env}: {len(paths)} pages, {presses} presses each ...",
                           file=sys.stderr, flush=True)
-                    # a fresh server per environment (after a dozen JupyterLab kernels, the
-                    # server's Voila extension sometimes never got a cell's execute reply)
-                    with H.jupyter_lab(root, work / f"lab-{env}") as server:
-                        t = _measure(H, browser, server, env, paths, presses)
+                    if env == "JupyterLab":
+                        with H.jupyter_lab(root, work / "lab") as server:
+                            t = _measure(H, browser, server, env, paths, presses)
+                    else:
+                        t = _measure(H, browser, root, env, paths, presses)
                     for target in TARGETS:
                         value = t[target.name]
                         rows.append(Row(
