@@ -207,3 +207,25 @@ def test_numpy_mask_accepted_and_equal():
     a = attention(Q, K, V, mask=m).context
     b = attention(Q, K, V, mask=torch.from_numpy(m)).context
     torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_output_check_catches_one_non_finite_element_on_both_paths(need_weights):
+    """The output check's fast path (a finite sum) must not let a single NaN or inf through."""
+    g = torch.Generator().manual_seed(1)
+    Q, K, V = (torch.randn(2, 3, n, 4, generator=g) for n in (4, 5, 5))
+    for bad in (float("nan"), float("inf")):
+        V2 = V.clone()
+        V2[1, 2, 3, 0] = bad  # one element of V: one column of some contexts
+        with pytest.raises(ValueError, match="V contains non-finite"):
+            attention(Q, K, V2, need_weights=need_weights)
+
+
+def test_large_but_finite_float16_context_is_accepted():
+    """float16 contexts near the dtype's limit: their float16 sum would overflow, the check must
+    still accept them (it sums in float32)."""
+    Q, K = torch.zeros(1, 64, 8, dtype=torch.float16), torch.zeros(1, 64, 8, dtype=torch.float16)
+    V = torch.full((1, 64, 8), 60000.0, dtype=torch.float16)
+    for need_weights in (True, False):
+        out = attention(Q, K, V, need_weights=need_weights).context
+        assert torch.isfinite(out).all() and float(out.float().sum()) > 65504
