@@ -200,7 +200,7 @@ def _check_output(context, Q, K, V, m, empty):
     # about 15x cheaper than isfinite().all() on a typical context. A sum that overflows falls
     # through to the element-wise check below.
     wide = torch.float64 if context.dtype == torch.float64 else torch.float32
-    if math.isfinite(float(context.sum(dtype=wide))):
+    if math.isfinite(float(context.detach().sum(dtype=wide))):
         return
     finite = torch.isfinite(context)
     if bool(finite.all()):
