@@ -229,3 +229,22 @@ def test_large_but_finite_float16_context_is_accepted():
     for need_weights in (True, False):
         out = attention(Q, K, V, need_weights=need_weights).context
         assert torch.isfinite(out).all() and float(out.float().sum()) > 65504
+
+
+def test_pure_python_broadcast_agrees_with_torch():
+    """tensor._broadcast_shapes (the hot path's cheap version) gives torch's result or error."""
+    import random
+
+    from attention_lab.tensor import _broadcast_shapes
+
+    rng = random.Random(0)
+    for _ in range(3000):
+        shapes = [tuple(rng.choice([0, 1, 2, 3]) for _ in range(rng.randint(0, 4)))
+                  for _ in range(rng.randint(1, 3))]
+        try:
+            expected = torch.broadcast_shapes(*shapes)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                _broadcast_shapes(*shapes)
+        else:
+            assert _broadcast_shapes(*shapes) == expected, shapes
