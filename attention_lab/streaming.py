@@ -46,7 +46,7 @@ import math
 import torch
 
 from . import tensor as _T
-from ._validate import EMPTY_POLICIES, shape_str
+from ._validate import EMPTY_POLICIES
 from .masks import CAUSAL_ALIGNMENTS
 
 
@@ -80,7 +80,7 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
     T_, S = Q.shape[-2], K.shape[-2]
     batch = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     scores_shape = torch.broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (T_, S)
-    m_full = _checked_mask(mask, scores_shape, Q.device)
+    m_full = _T.checked_mask(mask, scores_shape, Q.device)  # lengths, causal: per chunk
     pad, max_len = _checked_lengths(lengths, scores_shape, Q.device)
     offset = 0 if causal_align == "upper_left" else S - T_
     stop = S
@@ -149,43 +149,11 @@ def default_chunk_size(T: int, S: int, budget: int = 2 ** 19) -> int:
     return int(max(1, min(S, max(128, budget // max(1, T)))))
 
 
-def _checked_mask(mask, scores_shape, device):
-    """The user's bool mask, checked like :func:`attention_lab.tensor.eligibility` (not combined
-    with lengths or causal, which are built per chunk)."""
-    if mask is None:
-        return None
-    if not isinstance(mask, torch.Tensor):
-        import numpy as np
-
-        mask = torch.as_tensor(np.asarray(mask))
-    if mask.dtype != torch.bool:
-        raise TypeError(
-            f"mask has dtype {mask.dtype}; expected torch.bool with True = eligible key. "
-            f"A True = ignore mask (nn.MultiheadAttention's key_padding_mask) must be inverted "
-            f"with ~mask; a float additive mask is not accepted here")
-    T_, S = scores_shape[-2:]
-    ok = mask.dim() <= len(scores_shape)
-    if ok:
-        try:
-            ok = torch.broadcast_shapes(mask.shape, scores_shape) == scores_shape
-        except RuntimeError:
-            ok = False
-    if not ok:
-        raise ValueError(f"mask has shape {shape_str(mask.shape)} but the scores have shape "
-                         f"{shape_str(scores_shape)} (T={T_}, S={S}); a mask must broadcast "
-                         f"to (..., T, S) without adding dimensions")
-    return mask.to(device)
-
-
 def _checked_lengths(lengths, scores_shape, device):
-    if lengths is None:
+    """The padding mask (B, 1, S): O(B S), not T S) and the longest length, or (None, None)."""
+    pad = _T.checked_padding(lengths, scores_shape, device)
+    if pad is None:
         return None, None
-    S = scores_shape[-1]
-    pad = _T.padding_mask(lengths, S, device=device)[..., None, :]  # (B, 1, S): O(B S), not T S
-    if pad.dim() > len(scores_shape) or \
-            torch.broadcast_shapes(pad.shape, scores_shape) != scores_shape:
-        raise ValueError(f"lengths has shape {shape_str(pad.shape[:-2])}; expected one length "
-                         f"per batch item of the scores {shape_str(scores_shape)}")
     max_len = int(torch.as_tensor(lengths).max()) if pad.numel() else 0
     return pad, max_len
 

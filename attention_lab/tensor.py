@@ -120,41 +120,56 @@ def _scalar(value, name: str) -> float:
     return value
 
 
+def checked_mask(mask, scores_shape, device):
+    """The user's boolean mask (True = eligible) as a tensor on ``device``, or None; raises when it
+    is not boolean or does not broadcast to ``scores_shape`` (..., T, S) without adding dims."""
+    if mask is None:
+        return None
+    if not isinstance(mask, torch.Tensor):
+        mask = torch.as_tensor(np.asarray(mask))
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"mask has dtype {mask.dtype}; expected torch.bool with True = eligible key. "
+            f"A True = ignore mask (nn.MultiheadAttention's key_padding_mask) must be inverted "
+            f"with ~mask; a float additive mask is not accepted here")
+    T, S = scores_shape[-2:]
+    ok = mask.dim() <= len(scores_shape)
+    if ok:
+        try:
+            ok = _broadcast_shapes(mask.shape, scores_shape) == scores_shape
+        except RuntimeError:
+            ok = False
+    if not ok:
+        raise ValueError(f"mask has shape {shape_str(mask.shape)} but the scores have shape "
+                         f"{shape_str(scores_shape)} (T={T}, S={S}); a mask must broadcast "
+                         f"to (..., T, S) without adding dimensions")
+    return mask.to(device)
+
+
+def checked_padding(lengths, scores_shape, device):
+    """The padding mask of ``lengths`` shaped (..., 1, S) to broadcast over ``scores_shape``, or
+    None; raises when there is not one length per batch item."""
+    if lengths is None:
+        return None
+    pad = padding_mask(lengths, scores_shape[-1], device=device)[..., None, :]
+    try:
+        ok = (pad.dim() <= len(scores_shape)
+              and _broadcast_shapes(pad.shape, scores_shape) == scores_shape)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"lengths has shape {shape_str(pad.shape[:-2])}; expected one length "
+                         f"per batch item of the scores {shape_str(scores_shape)}")
+    return pad
+
+
 def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align="upper_left"):
     """The combined boolean mask (broadcast to (..., T, S)) or None when every key is eligible."""
     T, S = Q.shape[-2], K.shape[-2]
     scores_shape = _broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (T, S)
-    out = None
-    if mask is not None:
-        if not isinstance(mask, torch.Tensor):
-            mask = torch.as_tensor(np.asarray(mask))
-        if mask.dtype != torch.bool:
-            raise TypeError(
-                f"mask has dtype {mask.dtype}; expected torch.bool with True = eligible key. "
-                f"A True = ignore mask (nn.MultiheadAttention's key_padding_mask) must be inverted "
-                f"with ~mask; a float additive mask is not accepted here")
-        ok = mask.dim() <= len(scores_shape)
-        if ok:
-            try:
-                ok = _broadcast_shapes(mask.shape, scores_shape) == scores_shape
-            except RuntimeError:
-                ok = False
-        if not ok:
-            raise ValueError(f"mask has shape {shape_str(mask.shape)} but the scores have shape "
-                             f"{shape_str(scores_shape)} (T={T}, S={S}); a mask must broadcast "
-                             f"to (..., T, S) without adding dimensions")
-        out = mask.to(Q.device)
-    if lengths is not None:
-        pad = padding_mask(lengths, S, device=Q.device)
-        pad = pad[..., None, :]
-        try:
-            ok = (pad.dim() <= len(scores_shape)
-                  and _broadcast_shapes(pad.shape, scores_shape) == scores_shape)
-        except RuntimeError:
-            ok = False
-        if not ok:
-            raise ValueError(f"lengths has shape {shape_str(pad.shape[:-2])}; expected one length "
-                             f"per batch item of the scores {shape_str(scores_shape)}")
+    out = checked_mask(mask, scores_shape, Q.device)
+    pad = checked_padding(lengths, scores_shape, Q.device)
+    if pad is not None:
         out = pad if out is None else out & pad
     if is_causal:
         c = causal_mask(T, S, align=causal_align, device=Q.device)

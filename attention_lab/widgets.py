@@ -380,6 +380,30 @@ class Explorer:
     def _sync(self, change) -> None:
         """Keep linked controls consistent (e.g. a preset menu and its sliders)."""
 
+    def _sync_preset(self, change, names: tuple[str, ...]) -> None:
+        """Keep the ``preset`` menu and the sliders ``names`` in step: choosing a preset moves the
+        sliders (one redraw); moving a slider selects the preset the values now match (or the
+        custom entry). Explorers with a preset menu call this from :meth:`_sync`."""
+        c = self.controls
+        if change["owner"] is c["preset"]:
+            target = self.PRESETS.get(change["new"])
+            if target is not None:
+                self._syncing = True
+                try:
+                    with self.hold():
+                        for n, v in zip(names, target):
+                            c[n].value = v
+                finally:
+                    self._syncing = False
+        elif change["owner"] in [c[n] for n in names]:
+            new = _matching_preset(self.PRESETS, tuple(c[n].value for n in names), c[names[0]].step)
+            if c["preset"].value != new:
+                self._syncing = True
+                try:
+                    c["preset"].value = new
+                finally:
+                    self._syncing = False
+
     def _update(self, draw: bool = True) -> None:
         try:
             state = self._compute()
@@ -510,26 +534,7 @@ class QueryExplorer(Explorer):
         return plots.QueryPlot(self.example.values, presentation=self.presentation)
 
     def _sync(self, change):
-        name = change["owner"]
-        c = self.controls
-        if name is c["preset"]:
-            target = self.PRESETS.get(change["new"])
-            if target is not None:
-                self._syncing = True
-                try:
-                    with self.hold():
-                        c["q1"].value, c["q2"].value, c["q3"].value = target
-                finally:
-                    self._syncing = False
-        elif name in (c["q1"], c["q2"], c["q3"]):
-            q = (c["q1"].value, c["q2"].value, c["q3"].value)
-            new = _matching_preset(self.PRESETS, q, c["q1"].step)
-            if c["preset"].value != new:
-                self._syncing = True
-                try:
-                    c["preset"].value = new
-                finally:
-                    self._syncing = False
+        self._sync_preset(change, ("q1", "q2", "q3"))
 
     def _compute(self):
         c, ex = self.controls, self.example
@@ -1194,26 +1199,7 @@ class HullExplorer(Explorer):
                               presentation=self.presentation)
 
     def _sync(self, change):
-        c = self.controls
-        names = ("w1", "w2", "w3")
-        if change["owner"] is c["preset"]:
-            target = self.PRESETS.get(change["new"])
-            if target is not None:
-                self._syncing = True
-                try:
-                    with self.hold():
-                        for n, v in zip(names, target):
-                            c[n].value = v
-                finally:
-                    self._syncing = False
-        elif change["owner"] in [c[n] for n in names]:
-            new = _matching_preset(self.PRESETS, tuple(c[n].value for n in names), c["w1"].step)
-            if c["preset"].value != new:
-                self._syncing = True
-                try:
-                    c["preset"].value = new
-                finally:
-                    self._syncing = False
+        self._sync_preset(change, ("w1", "w2", "w3"))
 
     def _compute(self):
         c = self.controls

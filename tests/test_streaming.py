@@ -178,6 +178,7 @@ def test_skips_chunks_no_row_can_see():
     (dict(temperature=0.0), ValueError, "temperature must be finite and > 0"),
     (dict(causal_align="middle"), ValueError, "causal_align must be one of"),
     (dict(lengths=torch.tensor([9])), ValueError, "lengths must lie in"),
+    (dict(lengths=torch.tensor([5, 3, 1])), ValueError, "one length per batch item"),
 ])
 def test_bad_arguments_are_named(kwargs, exc, text):
     Q, K, V = _inputs(0, (), 3, 5, 2, 2)
