@@ -136,7 +136,7 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
                              f"empty='zeros' or empty='nan' to allow them")
         if empty == "nan":
             context = context.masked_fill(empty_rows, float("nan"))
-    _check_finite(context, empty_rows, empty, Q, K, V)
+    _T.check_output(context, Q, K, V, empty, lambda: empty_rows)
     if return_logsumexp:
         lse = (run_m + torch.log(run_l)).squeeze(-1)
         return context, lse
@@ -156,20 +156,6 @@ def _checked_lengths(lengths, scores_shape, device):
         return None, None
     max_len = int(torch.as_tensor(lengths).max()) if pad.numel() else 0
     return pad, max_len
-
-
-def _check_finite(context, empty_rows, empty, Q, K, V):
-    finite = torch.isfinite(context)
-    if bool(finite.all()):
-        return
-    if empty == "nan" and bool((finite | empty_rows).all()):
-        return
-    for name, x in (("Q", Q), ("K", K), ("V", V)):
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{name} contains non-finite values (NaN or inf); inputs must be "
-                             f"finite")
-    raise ValueError(f"the context overflowed in {context.dtype} (scores too large for the dtype); "
-                     f"use a wider dtype or smaller scale")
 
 
 def peak_chunk_bytes(T: int, chunk_size: int, D_v: int, *, batch: int = 1,
