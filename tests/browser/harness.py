@@ -31,6 +31,8 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from attention_lab._process import stop_tree
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FIXTURE_FOLDER = "_browser_fixtures"  # inside the scratch copy of notebooks/
@@ -206,37 +208,15 @@ class Server:
         if self.proc is None:
             return []
         self.descendants()
-        self.seen_pids.add(self.proc.pid)
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in alive(self.seen_pids):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        deadline = time.monotonic() + 5
-        while alive(self.seen_pids) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        # SIGTERM to the group (Jupyter shuts its kernels down), up to `timeout` s, then SIGKILL
+        # to the group and to every descendant ever seen (kernels live in their own sessions)
+        left = stop_tree(self.proc, group=self.proc.pid, also=self.seen_pids, grace=timeout,
+                         wait=5.0)
         if self in Server._running:
             Server._running.remove(self)
         if not self._log.closed:
             self._log.close()
-        return alive(self.seen_pids)
+        return left
 
     def __enter__(self) -> "Server":
         return self.start()

@@ -1,0 +1,61 @@
+"""Command-line helpers shared by the commands (``grade``, ``submit``, ``demo``).
+
+Argument types that say what they expected, the time-limit flags the grading commands share, and
+the commands' convention for bad input: one line ``COMMAND: error: ...`` on stderr and exit code 2,
+returned (not raised) so that ``main(argv)`` can be called from tests and from other code.
+Standard library only, so every command's ``--help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {v}")
+    return v
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}") \
+            from None
+    if not v > 0 or not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text}")
+    return v
+
+
+def add_time_limits(parser: argparse.ArgumentParser) -> None:
+    """``--cell-timeout S`` and ``--timeout S``: the limits every notebook runs under."""
+    parser.add_argument("--cell-timeout", type=positive_seconds, default=60.0, metavar="S",
+                        help="seconds per notebook cell (default 60)")
+    parser.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
+                        help="seconds per notebook, all cells and checks (default 600)")
+
+
+def parse(parser: argparse.ArgumentParser, argv) -> tuple[argparse.Namespace | None, int]:
+    """``(args, 0)``, or ``(None, exit code)`` once argparse has printed help or the problem."""
+    try:
+        return parser.parse_args(argv), 0
+    except SystemExit as exc:
+        return None, int(exc.code or 0)
+
+
+def fail(command: str, message: str) -> int:
+    """Print ``COMMAND: error: MESSAGE`` on stderr and return the exit code for bad input (2)."""
+    print(f"{command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+__all__ = ["positive_int", "positive_seconds", "add_time_limits", "parse", "fail"]

@@ -1,0 +1,119 @@
+"""The lecture demo's launcher without a browser (python -m attention_lab demo): its checks and
+messages, and the Voila command it builds (tests/browser starts it for real)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from attention_lab.demo import launch as D
+
+
+@pytest.fixture
+def notebook(tmp_path):
+    path = tmp_path / "demo.ipynb"
+    path.write_text("{}")
+    return path
+
+
+def run(capsys, *argv):
+    code = D.main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_missing_notebook(capsys, tmp_path):
+    code, _, err = run(capsys, "--notebook", tmp_path / "nope.ipynb")
+    assert code == 2 and "nope.ipynb does not exist" in err and "--notebook PATH" in err
+
+
+def test_default_notebook_missing_says_to_use_a_checkout(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(D, "DEFAULT_NOTEBOOK", tmp_path / "notebooks" / "demo.ipynb")
+    code, _, err = run(capsys)
+    assert code == 2 and "checkout of attention-lab" in err
+
+
+def test_text_notebook_gets_a_hint(capsys, tmp_path):
+    code, _, err = run(capsys, "--notebook", tmp_path / "demo.py")
+    assert code == 2 and "must be a .ipynb" in err and "nbtools execute" in err
+
+
+def test_busy_port(capsys, notebook):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        code, _, err = run(capsys, "--notebook", notebook, "--port", port)
+    assert code == 2
+    assert f"port {port} on 127.0.0.1 is already in use" in err and "--port 0" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--port", "70000"], "between 0 and 65535"),
+    (["--token", "a b"], "--token must be"),
+    (["--host", "0.0.0.0"], "add --allow-network to confirm"),
+    (["--host", "no-such-host.invalid"], "neither an IP address nor a name"),
+])
+def test_bad_options(capsys, notebook, argv, message):
+    code, out, err = run(capsys, "--notebook", notebook, *argv)
+    assert code == 2 and message in err and out == ""
+
+
+def test_network_serving_warns_and_a_failed_start_is_reported(capsys, notebook, monkeypatch):
+    """--host 0.0.0.0 --allow-network prints what it exposes; a Voila that dies is reported."""
+    launched = {}
+
+    class DeadVoila:
+        pid, returncode = 999_999_999, 1
+
+        def __init__(self, cmd, **kwargs):
+            launched["cmd"], launched["kwargs"] = cmd, kwargs
+
+        def poll(self):
+            return 1
+
+        def wait(self, timeout=None):
+            return 1
+
+    monkeypatch.setattr(D.subprocess, "Popen", DeadVoila)
+    code, out, err = run(capsys, "--notebook", notebook, "--host", "0.0.0.0",
+                         "--allow-network", "--port", "0", "--token", "lecture")
+    assert code == 1 and "Voila stopped before it was ready" in err
+    assert "WARNING: serving the demo to the network" in err
+    assert "starts a Python kernel here" in err and "not encrypted" in err
+    cmd = launched["cmd"]
+    assert "--Voila.ip=0.0.0.0" in cmd and "--Voila.token=lecture" in cmd
+    assert launched["kwargs"]["start_new_session"] is True
+
+
+def test_voila_command_is_a_standalone_app_without_code(notebook):
+    cmd = D.voila_command(notebook, "127.0.0.1", 8866, "tok", "light")
+    for option in ("--no-browser", "--Voila.ip=127.0.0.1", "--port=8866", "--Voila.port_retries=0",
+                   "--Voila.token=tok", "--template=lab", "--strip_sources=True",
+                   "--show_tracebacks=False",
+                   "--VoilaConfiguration.extension_allowlist=jupyter-matplotlib"):
+        assert option in cmd
+    assert cmd[1:4] == ["-m", "voila", str(notebook)]
+
+
+@pytest.mark.parametrize("host, local", [("127.0.0.1", True), ("localhost", True), ("::1", True),
+                                         ("0.0.0.0", False), ("192.168.1.10", False)])
+def test_is_local_host(host, local):
+    assert D.is_local_host(host) is local
+
+
+def test_help_through_the_dispatcher(capsys):
+    from attention_lab.__main__ import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "--allow-network" in out and "127.0.0.1" in out
+
+
+def test_a_wait_that_is_not_a_positive_number_is_refused_by_argparse(capsys, notebook):
+    with pytest.raises(SystemExit) as exc:
+        D.main(["--notebook", str(notebook), "--timeout", "-1"])
+    assert exc.value.code == 2 and "expected a number of seconds > 0" in capsys.readouterr().err
