@@ -10,8 +10,8 @@ import importlib
 import sys
 
 COMMANDS = {
-    "submit": ("attention_lab.exercises.submit", "run an exercise notebook and write a file to hand in"),
-    "grade": ("attention_lab.exercises.grading", "grade a folder of submissions into a CSV and a JSON"),
+    "submit": ("attention_lab.grading.submit", "run an exercise notebook and write a file to hand in"),
+    "grade": ("attention_lab.grading.batch", "grade a folder of submissions into a CSV and a JSON"),
     "train": ("attention_lab.toy.train", "train the toy reversal model (seeded, CPU)"),
     "demo": ("attention_lab.demo.launch", "launch the lecture demo (Voila) on 127.0.0.1"),
     "bench": ("benchmarks.run", "print the benchmark table (run from a checkout)"),

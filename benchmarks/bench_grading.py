@@ -29,10 +29,10 @@ def _corpus(folder: Path, n: int) -> None:
 
 
 def run(quick: bool = False) -> list[Row]:
-    from attention_lab.exercises.runner import skip_slow_optional_imports
+    from attention_lab.grading.runner import skip_slow_optional_imports
 
     skip_slow_optional_imports()
-    from attention_lab.exercises.grading import Limits, grade_folder
+    from attention_lab.grading.batch import Limits, grade_folder
 
     n = 8 if quick else 30
     tmp = Path(tempfile.mkdtemp(prefix="bench-grading-"))

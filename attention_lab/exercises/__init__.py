@@ -1,4 +1,4 @@
-"""The chapter's 22 exercises: instant checks for students, submission and batch grading.
+"""The chapter's 22 exercises, student side: instant checks, hints and a status table.
 
 Students::
 
@@ -7,8 +7,10 @@ Students::
     hint("2.1")                   # one more hint per call
     status()                      # a table of this notebook's exercises
 
-Hand-in: ``python -m attention_lab submit NOTEBOOK``; grading: ``python -m attention_lab grade
-SUBMISSIONS_DIR --out OUT_DIR`` (see :mod:`attention_lab.exercises.grading`).
+The registry (:mod:`.registry`), the checks and their reference cases (:mod:`.checks`) and the
+exercise notebooks' authoring tool (:mod:`.authoring`) live here too. Hand-in and batch grading
+are :mod:`attention_lab.grading` (``python -m attention_lab submit NOTEBOOK``, ``python -m
+attention_lab grade SUBMISSIONS_DIR --out OUT_DIR``).
 """
 
 from __future__ import annotations

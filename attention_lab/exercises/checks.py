@@ -26,7 +26,7 @@ from ..examples import HULL_VALUES, HULL_WEIGHTS, additive_example, running_exam
 from ..masks import local_mask, padding_mask
 from ..scores import additive_scores, dot_scores
 from ..softmax import entropy, softmax
-from .probe import Impl, TooLarge, Unsupported
+from ..grading.probe import Impl, TooLarge, Unsupported
 from .registry import EXERCISES, Exercise
 
 STUDENT_SEED = 20240519
@@ -1668,7 +1668,7 @@ def _judge_written(ex: Exercise, value) -> Verdict:
 
 def encoded_inputs(cases: list[Case]) -> list[dict]:
     """The cases as the probe receives them (arguments only: notes and expectations stay here)."""
-    from .probe import encode
+    from ..grading.probe import encode
 
     out = []
     for c in cases:
@@ -1695,7 +1695,7 @@ def decode_record(raw) -> dict:
     The grader calls this on whatever a student's kernel wrote, so it checks every field it uses
     and never evaluates anything (plain JSON in, numpy arrays out).
     """
-    from .probe import decode
+    from ..grading.probe import decode
 
     if not isinstance(raw, dict) or raw.get("kind") not in RECORD_KINDS:
         raise BadRecord("record has no known kind")

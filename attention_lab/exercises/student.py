@@ -11,7 +11,7 @@ import html
 import json
 import os
 
-from . import probe as _probe
+from ..grading import probe as _probe
 from .checks import STUDENT_SEED, Verdict, cases_for, decode_record, encoded_inputs, judge
 from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
 

@@ -21,10 +21,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .grading import (SUBMISSION_FORMAT, Batch, Unreadable, _positive_float, canonical_hash,
-                      parse_submission)
-from .registry import EXERCISES, IDS
+from .. import _cli
+from ..exercises.registry import EXERCISES, IDS
+from .batch import Batch
 from .runner import Limits, defined_names, skip_slow_optional_imports
+from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
 
 LABEL = {"pass": "pass", "fail": "fail", "error": "error", "timeout": "timeout",
          "not_attempted": "not attempted", "needs_instructor": "needs instructor",
@@ -61,14 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebook", metavar="NOTEBOOK", help="your exercise notebook (.ipynb)")
     parser.add_argument("--out", metavar="FILE",
                         help="where to write the submission file (default: next to the notebook)")
-    parser.add_argument("--cell-timeout", type=_positive_float, default=60.0, metavar="S",
-                        help="seconds per cell (default 60)")
-    parser.add_argument("--timeout", type=_positive_float, default=600.0, metavar="S",
-                        help="seconds for the whole notebook (default 600)")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    _cli.add_time_limits(parser)
+    args, code = _cli.parse(parser, argv)
+    if args is None:
+        return code
     path = Path(args.notebook)
     problem = None
     if not path.exists():
@@ -91,37 +88,29 @@ def main(argv: list[str] | None = None) -> int:
         except Unreadable as exc:
             problem = f"{path} cannot be submitted: {exc}"
     if problem:
-        print(f"submit: error: {problem}", file=sys.stderr)
-        return 2
+        return _cli.fail("submit", problem)
     out = Path(args.out) if args.out else path.with_name(path.stem + ".submission.json")
     if args.out and (args.out.endswith(("/", os.sep)) or out.is_dir()):
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            print(f"submit: error: cannot create the folder {out}: {exc.strerror}",
-                  file=sys.stderr)
-            return 2
+            return _cli.fail("submit", f"cannot create the folder {out}: {exc.strerror}")
         out = out / (path.stem + ".submission.json")
     if not out.parent.is_dir():
-        print(f"submit: error: the folder {out.parent} does not exist", file=sys.stderr)
-        return 2
+        return _cli.fail("submit", f"the folder {out.parent} does not exist")
     if not os.access(out.parent, os.W_OK):
-        print(f"submit: error: cannot write {out} (folder not writable); use --out",
-              file=sys.stderr)
-        return 2
+        return _cli.fail("submit", f"cannot write {out} (folder not writable); use --out")
     print(f"running {path.name} in a fresh kernel (this takes a few seconds) ...", flush=True)
-    limits = Limits(cell_timeout=args.cell_timeout, timeout=args.timeout,
-                    call_seconds=min(10.0, args.cell_timeout / 2),
-                    check_seconds=min(30.0, max(args.cell_timeout, 5.0)))
+    limits = Limits.for_cells(args.cell_timeout, args.timeout)
     scratch = Path(tempfile.mkdtemp(prefix="attention-lab-submit-"))
     try:
         batch = Batch(limits, secrets.randbelow(2 ** 31), scratch)
-        grade = batch.grade(0, path, path.name, data, hashlib.sha256(data).hexdigest())
+        grade = batch.grade(0, Submission(path, path.name, data,
+                                          hashlib.sha256(data).hexdigest()))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if grade.status == "unreadable":  # pragma: no cover - parse_submission succeeded above
-        print(f"submit: error: {grade.message}", file=sys.stderr)
-        return 2
+        return _cli.fail("submit", grade.message)
     text = data.decode("utf-8")
     submission = build_submission(path.name, text, grade)
     tmp = out.with_name(out.name + ".tmp")
@@ -130,8 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                        encoding="utf-8")
         os.replace(tmp, out)
     except OSError as exc:
-        print(f"submit: error: cannot write {out}: {exc.strerror}", file=sys.stderr)
-        return 2
+        return _cli.fail("submit", f"cannot write {out}: {exc.strerror}")
     ids = relevant_ids(nb)
     width = max(len(EXERCISES[i].title) for i in ids)
     print(f"\n{'id':<4} {'exercise':<{width}}  status")

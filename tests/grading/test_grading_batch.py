@@ -3,8 +3,8 @@
 One grading run (``--jobs 2``) over the whole corpus, shared by the tests below: every file gets
 the right status, the good ones grade correctly next to the hostile ones, no submission's bytes
 change, nothing a notebook started survives, and a process outside the sandbox cannot be
-signalled. Then the command line's errors, the whole-notebook time limit, and the parsers the
-grader uses on untrusted data.
+signalled. Then the command line's errors, the whole-notebook time limit, the decoding of the
+records the kernel wrote, and the seams the course features plug into.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -21,16 +20,18 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_lab.exercises import grading, submit
 from attention_lab.exercises.checks import BadRecord, decode_record
 from attention_lab.exercises.registry import EXERCISES, IDS
-from attention_lab.exercises.probe import _line as _line_for_tests
-from attention_lab.exercises.runner import defined_names, read_results
+from attention_lab.grading import batch
+from attention_lab.grading import report as R
+from attention_lab.grading import submit
+from attention_lab.grading import submissions as S
+from attention_lab.grading.runner import defined_names
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the grader's sandbox is Linux-only")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks" / "exercises"
 SOL1 = NB / "solutions" / "01_intuition_exercises_solutions.ipynb"
 SOL2 = NB / "solutions" / "02_mechanics_exercises_solutions.ipynb"
@@ -40,7 +41,7 @@ MARK = "777.25"  # an argument no other process on the machine uses
 
 
 def _landlock() -> int:
-    from attention_lab.exercises._sandbox import landlock_abi
+    from attention_lab.grading.sandbox import landlock_abi
 
     return landlock_abi() if sys.platform.startswith("linux") else 0
 
@@ -189,7 +190,7 @@ def graded(tmp_path_factory):
         import glob
         import attention_lab.exercises as ae
         import attention_lab.exercises.checks as ck
-        import attention_lab.exercises.probe as pr
+        import attention_lab.grading.probe as pr
         def check(*args, **kwargs):
             print("✔ pass")
         ae.check = check
@@ -226,7 +227,7 @@ def graded(tmp_path_factory):
     (sub / "readme.txt").write_text("not a submission")
 
     before = {p.name: sha(p) for p in sub.iterdir()}
-    code = grading.main([str(sub), "--out", str(out), "--jobs", "2", "--cell-timeout", "3",
+    code = batch.main([str(sub), "--out", str(out), "--jobs", "2", "--cell-timeout", "3",
                          "--timeout", "90", "--memory-mb", "1024", "--seed", "7", "--quiet"])
     after = {p.name: sha(p) for p in sub.iterdir()}
     report = json.loads((out / "grades.json").read_text())
@@ -377,32 +378,12 @@ def test_submission_file_from_submit(graded):
 
 
 # ------------------------------------------------------------------ without a corpus
-def test_exit_in_a_cell_is_attributed_to_that_cell(tmp_path):
-    from attention_lab.exercises.checks import cases_for, encoded_inputs
-    from attention_lab.exercises.runner import Limits, run_notebook
-
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query"),
-                nbformat.v4.new_code_cell("exit()"),
-                nbformat.v4.new_code_cell("import numpy as np\n"
-                                          "def padding_mask(lengths, S):\n"
-                                          "    return np.arange(S) < lengths[:, None]")]
-    exs = [EXERCISES[i] for i in ("2.1", "2.5", "2.6")]
-    inputs = {ex.id: encoded_inputs(cases_for(ex, 3)) for ex in exs}
-    run = run_notebook(nb, tmp_path / "work", exs, inputs, Limits(cell_timeout=10, timeout=60))
-    assert [(e.index, e.kind) for e in run.events] == [(1, "crash")]
-    assert "exit()" in run.events[0].message  # recognised from the reply, not by a timing race
-    assert run.interrupted == {}
-    assert run.records["2.1"]["kind"] == "calls" and run.records["2.5"]["kind"] == "calls"
-    assert run.records["2.6"] == {"kind": "missing"}
-
-
 def test_whole_notebook_time_limit(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(1.5)") for _ in range(5)]
     nbformat.write(nb, str(tmp_path / "slow.ipynb"))
-    report = grading.grade_folder(tmp_path, progress=False, seed=1,
-                                  limits=grading.Limits(cell_timeout=5, timeout=3))
+    report = batch.grade_folder(tmp_path, progress=False, seed=1,
+                                  limits=batch.Limits(cell_timeout=5, timeout=3))
     (s,) = report.submissions
     assert s.status == "timeout"
     assert {g.status for g in s.exercises.values()} == {"timeout"}
@@ -428,7 +409,7 @@ def test_bad_folder_or_argument(tmp_path, capsys, argv, fragment):
     names = {"missing": tmp_path / "nope", "file": tmp_path / "afile", "empty": tmp_path / "empty",
              "subs": tmp_path / "subs", "out": tmp_path / "out"}
     args = [a.format(**names) for a in argv]
-    assert grading.main(args) == 2
+    assert batch.main(args) == 2
     err = capsys.readouterr().err
     assert fragment in err, err
     assert not (tmp_path / "out" / "grades.csv").exists()
@@ -445,52 +426,6 @@ def test_submit_errors(tmp_path, capsys):
     assert "not valid JSON" in capsys.readouterr().err
     assert submit.main([str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
-
-
-def test_submission_file_contents_and_tamper_evidence(tmp_path):
-    nb_path = tmp_path / "x.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(), str(nb_path))
-    text = nb_path.read_text()
-
-    class G:
-        exercises = {i: grading.ExerciseGrade("not_attempted", "m", 0, "s") for i in IDS}
-
-    sub = submit.build_submission("x.ipynb", text, G())
-    assert sub["format"] == "attention-lab-submission" and sub["notebook"] == text
-    assert sub["notebook_sha256"] == hashlib.sha256(text.encode()).hexdigest()
-    assert set(sub["results"]) == set(IDS) and sub["created"].endswith("+00:00")
-    data = json.dumps(sub).encode()
-    nb, notes = grading.parse_submission("x.submission.json", data)
-    assert notes == [] and nb.cells == []
-    sub["results"]["2.1"]["status"] = "pass"  # a student edits the recorded results
-    _, notes = grading.parse_submission("x.submission.json", json.dumps(sub).encode())
-    assert any("content hash" in n for n in notes)
-
-
-@pytest.mark.parametrize("data,fragment", [
-    (b"", "empty"),
-    (b"\xff\xfe\x00", "not UTF-8"),
-    (b"[1, 2]", "not a notebook"),
-    (b'{"cells": "no"}', "not a notebook"),
-    (b'{"cells": []}', "no 'nbformat' version"),
-    (b'{"cells": [{"cell_type": "code", "source": 3}], "nbformat": 4, "nbformat_minor": 5, '
-     b'"metadata": {}}', "not a readable notebook"),
-    (b"[" * 100000, "nested too deeply"),
-])
-def test_parse_submission_rejects_clearly(data, fragment):
-    with pytest.raises(grading.Unreadable, match=fragment):
-        grading.parse_submission("a.ipynb", data)
-
-
-def test_results_file_rejects_forged_and_garbage_lines(tmp_path):
-    key = os.urandom(32)
-    good = _line_for_tests({"event": "done", "id": "2.1", "record": {"kind": "missing"}}, key)
-    forged = _line_for_tests({"event": "done", "id": "2.2", "record": {"kind": "missing"}},
-                             b"guessed key")
-    path = tmp_path / "r.jsonl"
-    path.write_text(good + forged + "garbage\n" + good.replace("2.1", "9.9"))
-    done, started, bad = read_results(path, key, set(IDS))
-    assert list(done) == ["2.1"] and bad == 3
 
 
 @pytest.mark.parametrize("raw", [
@@ -512,28 +447,24 @@ def test_every_exercise_is_in_the_report_columns():
     assert len(IDS) == len(EXERCISES) == 25
 
 
-def test_run_notebook_works_inside_a_running_event_loop(tmp_path):
-    """Grading from a Jupyter kernel, or beside Playwright's sync API, has an event loop running
-    in the calling thread; asyncio.run() alone refuses to start there."""
-    import asyncio
-    import threading
+def test_submission_meta_reaches_the_report_and_writers_can_be_added(tmp_path):
+    """The seams of the course features: what is known about a submission besides its content
+    (``Submission.meta``) is reported with its grade, and every writer of the list runs."""
+    grader = batch.Batch(batch.Limits(), 1, tmp_path)
+    meta = {"student": "alice", "student_from": "folder"}
+    sub = S.Submission(tmp_path / "a.ipynb", "alice/a.ipynb", b"{", "0" * 64, meta=meta)
+    g = grader.grade(0, sub)
+    assert g.status == "unreadable" and g.as_dict()["meta"] == meta
+    report = R.Report(str(tmp_path), [g], [], [], 1, batch.Limits(), "now", 0.0, 1)
 
-    from attention_lab.exercises.checks import cases_for, encoded_inputs
-    from attention_lab.exercises.runner import Limits, run_notebook
+    def roster(report, out):
+        path = out / "roster.txt"
+        path.write_text("\n".join(s.meta["student"] for s in report.submissions))
+        return path
 
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query")]
-    ex = EXERCISES["2.1"]
-
-    async def inside_a_loop():
-        return run_notebook(nb, tmp_path / "work", [ex], {ex.id: encoded_inputs(cases_for(ex, 3))},
-                            Limits(cell_timeout=10, timeout=60))
-
-    # a thread of its own, whatever loop this test process already runs (Playwright's, say)
-    box = []
-    worker = threading.Thread(target=lambda: box.append(asyncio.run(inside_a_loop())))
-    worker.start()
-    worker.join(120)
-    (run,) = box
-    assert not run.error, run.error
-    assert run.records["2.1"]["kind"] == "calls"
+    written = R.write_report(report, tmp_path / "out", writers=(*R.REPORT_WRITERS, roster))
+    assert [p.name for p in written] == ["grades.csv", "grades.json", "roster.txt"]
+    assert json.loads(written[1].read_text())["submissions"][0]["meta"] == meta
+    assert written[2].read_text() == "alice"
+    assert "meta" not in grader.grade(1, S.Submission(
+        tmp_path / "b.ipynb", "b.ipynb", None, None, "could not be read")).as_dict()

@@ -1,6 +1,17 @@
-"""Start a grading kernel inside limits: ``python -I -S _sandbox.py CONFIG.json -- KERNEL ARGV...``
+"""The sandbox a grading kernel runs in, and the interface the runner calls to use it.
 
-Run as a plain script (standard library only, nothing imported from the package) just before the
+**The interface** (grader side). For every submission the runner gets a :class:`Sandbox` from
+:func:`for_job` and calls it around every kernel it starts: :meth:`~Sandbox.env` (variables for the
+kernel), :meth:`~Sandbox.wrap` (the command that starts the kernel confined), :meth:`~Sandbox.report`
+(what was applied, recorded in grades.json), :meth:`~Sandbox.refusal` (why a required sandbox is
+missing), :meth:`~Sandbox.kernel_started` and :meth:`~Sandbox.kill` (stop every process of the
+job; also called by the batch on Ctrl-C). Another isolation (e.g. bubblewrap namespaces) is a
+subclass returned by :func:`for_job`; the runner does not change. The folders of a job and what a
+kernel may do in each are :class:`JobFolders`.
+
+**Today's sandbox**, :class:`LandlockSandbox`: this file run as a script,
+``python -I -S sandbox.py CONFIG.json -- KERNEL ARGV...`` (standard library only, nothing imported
+from the package; the grader-side classes below import the package lazily), just before the
 kernel replaces it (``execvp`` keeps the pid, the process group and everything set here):
 
 * resource limits: address space (the memory limit), file size, CPU time, no core dumps, and a
@@ -12,18 +23,24 @@ kernel replaces it (``execvp`` keeps the pid, the process group and everything s
   its sandbox: not the grader, not another submission's kernel. Landlock also forbids ptrace of
   outside processes.
 
-It writes what it managed to apply to ``CONFIG["report"]`` (JSON) for the grading report.
+The script writes what it managed to apply to ``CONFIG["report"]`` (JSON) for the grading report.
+The job's processes are found by their process group and by a token in their environment.
 """
 
 from __future__ import annotations
 
+import abc
 import ctypes
 import json
 import os
 import resource
+import secrets
 import struct
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
+# ====================================================================== kernel side (the script)
 # landlock constants (include/uapi/linux/landlock.h); the syscall numbers are the same on every
 # architecture that has them
 SYS_CREATE, SYS_ADD_RULE, SYS_RESTRICT = 444, 445, 446
@@ -177,7 +194,7 @@ def apply_landlock(cfg: dict, report: dict) -> None:
 
 def main(argv: list[str]) -> int:
     if "--" not in argv or len(argv) < 3:
-        print("usage: _sandbox.py CONFIG.json -- COMMAND ...", file=sys.stderr)
+        print("usage: sandbox.py CONFIG.json -- COMMAND ...", file=sys.stderr)
         return 2
     sep = argv.index("--")
     with open(argv[0], encoding="utf-8") as fh:
@@ -218,6 +235,172 @@ def main(argv: list[str]) -> int:
         return 3
     os.execvp(cmd[0], cmd)
     return 127  # pragma: no cover - execvp does not return
+
+
+# ====================================================================== grader side
+TOKEN_ENV = "ATTENTION_LAB_GRADER_JOB"
+
+
+@dataclass(frozen=True)
+class JobFolders:
+    """One submission's scratch folder, ``work.parent``, and what its kernel may do in each part::
+
+        work/   its working directory (the notebook copy)             create, write, delete
+        home/   TMPDIR, IPYTHONDIR, MPLCONFIGDIR, JUPYTER_RUNTIME_DIR create, write, delete
+        out/    results-N.jsonl, created empty by the grader          append/write only
+        in/     inputs, connection files, sandbox config, logs        read only
+    """
+
+    work: Path
+
+    @property
+    def home(self) -> Path:
+        return self.work.parent / "home"
+
+    @property
+    def out(self) -> Path:
+        return self.work.parent / "out"
+
+    @property
+    def inp(self) -> Path:
+        return self.work.parent / "in"
+
+    def create(self) -> None:
+        for d in (self.work, self.home, self.out, self.inp):
+            d.mkdir(parents=True, exist_ok=True)
+        for sub in ("tmp", "ipython", "runtime", "mpl"):
+            (self.home / sub).mkdir(exist_ok=True)
+
+    def kernel_env(self) -> dict[str, str]:
+        """Where the kernel's libraries keep their files: all inside ``home/``."""
+        return {"IPYTHONDIR": str(self.home / "ipython"), "MPLCONFIGDIR": str(self.home / "mpl"),
+                "TMPDIR": str(self.home / "tmp"), "JUPYTER_RUNTIME_DIR": str(self.home / "runtime")}
+
+
+class Sandbox(abc.ABC):
+    """How one submission's kernels are confined and how its processes are stopped.
+
+    One instance per submission. ``limits`` is the runner's :class:`~.runner.Limits`.
+    """
+
+    #: what :meth:`report` returns that goes into grades.json (per submission)
+    REPORT_KEYS: tuple[str, ...] = ()
+
+    def __init__(self, folders: JobFolders, limits) -> None:
+        self.folders, self.limits = folders, limits
+
+    def env(self) -> dict[str, str]:
+        """Variables added to the kernel's environment."""
+        return {}
+
+    @abc.abstractmethod
+    def wrap(self, kernel_cmd: list[str], *, attempt: int, connection_file: Path,
+             writable: list[Path]) -> list[str]:
+        """The command that starts ``kernel_cmd`` confined (kernel number ``attempt`` of the job;
+        the files in ``writable`` exist and the kernel must be able to write them)."""
+
+    @abc.abstractmethod
+    def report(self, attempt: int) -> dict:
+        """What was applied to kernel number ``attempt`` (``{}`` if unknown)."""
+
+    def refusal(self, report: dict) -> str:
+        """Why the job must not run (a required isolation is missing), or ``""``."""
+        return ""
+
+    def kernel_started(self, pgid: int | None) -> None:
+        """The runner started a kernel whose process group is ``pgid``."""
+
+    @abc.abstractmethod
+    def kill(self) -> None:
+        """Stop every process of the job, now (never raises; may be called from another
+        thread and more than once)."""
+
+
+class LandlockSandbox(Sandbox):
+    """Limits, a session of its own and Landlock, applied by this file run as a script."""
+
+    REPORT_KEYS = ("landlock", "landlock_rules", "memory_bytes", "landlock_error")
+
+    def __init__(self, folders: JobFolders, limits) -> None:
+        super().__init__(folders, limits)
+        self.token = secrets.token_hex(16)
+        self.pgid: int | None = None
+
+    def env(self) -> dict[str, str]:
+        return {TOKEN_ENV: self.token}
+
+    def _report_path(self, attempt: int) -> Path:
+        return self.folders.out / f"sandbox-{attempt}.json"
+
+    def wrap(self, kernel_cmd, *, attempt, connection_file, writable):
+        report = self._report_path(attempt)
+        report.write_text("")
+        config = self.folders.inp / f"sandbox-config-{attempt}.json"
+        config.write_text(json.dumps({
+            "memory_mb": self.limits.memory_mb, "fsize_mb": self.limits.fsize_mb,
+            "cpu_seconds": int(self.limits.timeout * 2 + 60), "nproc_margin": 512,
+            "write_dirs": [str(self.folders.work), str(self.folders.home)],
+            "write_files": ["/dev/null", str(report), *map(str, writable)],
+            "connection_file": str(connection_file), "report": str(report),
+            "require_landlock": self.limits.require_landlock,
+        }), encoding="utf-8")
+        return [sys.executable, "-I", "-S", str(Path(__file__).resolve()), str(config), "--",
+                *kernel_cmd]
+
+    def report(self, attempt: int) -> dict:
+        try:
+            report = json.loads(self._report_path(attempt).read_text())
+        except (OSError, ValueError):
+            return {}
+        return report if isinstance(report, dict) else {}
+
+    def refusal(self, report: dict) -> str:
+        if self.limits.require_landlock and not report.get("landlock"):
+            return ("not run: --require-sandbox was given but Linux Landlock is unavailable "
+                    f"({report.get('landlock_error', 'unknown reason')})")
+        return ""
+
+    def kernel_started(self, pgid: int | None) -> None:
+        self.pgid = pgid
+
+    def kill(self) -> None:
+        """SIGKILL the kernel's process group and every process carrying this job's token (forks,
+        double forks with ``setsid``: they keep the kernel's environment)."""
+        from .._process import stop_tree
+
+        pgid, self.pgid = self.pgid, None
+        stop_tree(group=pgid, also=_processes_with_env(TOKEN_ENV, self.token), wait=0)
+
+
+def for_job(folders: JobFolders, limits) -> Sandbox:
+    """The sandbox a job gets on this machine."""
+    return LandlockSandbox(folders, limits)
+
+
+def _processes_with_env(name: str, value: str) -> list[int]:
+    """The pids (not this process, not init) whose environment has ``name=value``."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is a grading dependency
+        return []
+    me, found = os.getpid(), []
+    needle = f"{name}={value}".encode()
+    for p in psutil.process_iter(["pid"]):
+        if p.pid in (me, 1):
+            continue
+        try:
+            with open(f"/proc/{p.pid}/environ", "rb") as fh:
+                hit = needle in fh.read().split(b"\0")
+        except FileNotFoundError:  # no /proc (macOS): ask psutil
+            try:
+                hit = p.environ().get(name) == value
+            except psutil.Error:
+                continue
+        except OSError:
+            continue
+        if hit:
+            found.append(p.pid)
+    return found
 
 
 if __name__ == "__main__":

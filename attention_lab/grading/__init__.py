@@ -1,0 +1,21 @@
+"""Grading: run students' notebooks as hostile code and grade them.
+
+Commands: ``python -m attention_lab submit NOTEBOOK`` (:mod:`.submit`) and ``python -m
+attention_lab grade SUBMISSIONS_DIR --out OUT_DIR`` (:mod:`.batch`). The modules, from the kernel
+outwards:
+
+* :mod:`.probe`: the code sent into a student's kernel (calls an answer on the grader's inputs and
+  records its raw outputs as JSON). Self-contained: standard library and numpy, nothing from the
+  package. The student side's ``check()`` (:mod:`attention_lab.exercises`) uses it too, in the
+  student's own kernel, so that a notebook checks exactly as it is graded;
+* :mod:`.sandbox`: how a kernel is confined and its processes stopped (the interface the runner
+  calls, and today's implementation: resource limits and Linux Landlock);
+* :mod:`.runner`: one notebook in sandboxed kernels, in named steps (prepare, start, run cells,
+  probe, recover);
+* :mod:`.batch`: the ``grade`` command: discovery, parsing, the batch, judging against the
+  references of :mod:`attention_lab.exercises`, the report;
+* :mod:`.submit`: the ``submit`` command.
+
+This package's ``__init__`` imports nothing, so that the student side can import :mod:`.probe`
+without loading the grader.
+"""

@@ -1,0 +1,359 @@
+"""``python -m attention_lab grade SUBMISSIONS_DIR --out OUT_DIR``: grade a folder of submissions.
+
+Every ``.ipynb`` and ``.submission.json`` (from ``python -m attention_lab submit``) under the
+folder is graded into ``OUT_DIR/grades.csv`` (one row per submission: file, status, total, one
+column per exercise) and ``OUT_DIR/grades.json`` (per exercise: status, score, message; the
+written answers' text for the instructor).
+
+How a submission is graded (:mod:`.runner` runs it, :mod:`.sandbox` confines it):
+
+* its bytes are read once, hashed, and copied into a scratch folder of its own; the original is
+  never opened for writing, and every original is re-hashed at the end (a change is reported);
+* a fresh kernel runs the student's cells (per-cell and whole-notebook time limits, a memory
+  limit, a process-group kill, Landlock confinement to the scratch folder where available);
+* the grader's harness calls each answer on inputs chosen by the grader (fixed edge cases plus
+  cases drawn from this run's seed) and records the raw outputs as JSON;
+* the grader judges those outputs against the package's reference implementations in its own
+  process. Redefining ``check``, editing or deleting a check cell, or patching
+  ``attention_lab.exercises`` inside the notebook changes nothing.
+
+Statuses per exercise: ``pass | fail | error | not_attempted | timeout | unreadable |
+needs_instructor``. The batch never aborts: one bad notebook only ever affects its own row.
+The command exits 0 when the report is written, 2 for a bad folder or argument.
+
+The steps, in order: :func:`.submissions.discover` the files and
+:func:`.submissions.read_submissions` (bytes, hash and ``Submission.meta``), :class:`Batch` grades
+each one into a :class:`.report.SubmissionGrade` (carrying the submission's ``meta`` into
+grades.json), :func:`grade_folder` collects them into a :class:`.report.Report`, and
+:func:`.report.write_report` runs every writer of ``report.REPORT_WRITERS``. Facts about a
+submission besides its content (its assignment, its student) go in ``Submission.meta`` where the
+submissions are read; further outputs (feedback, a gradebook) are further writers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import datetime as _dt
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .. import _cli
+from ..exercises.checks import BadRecord, Verdict, cases_for, decode_record, encoded_inputs, judge
+from ..exercises.registry import EXERCISES, IDS
+from .report import ExerciseGrade, Report, SubmissionGrade, summary_table, write_report
+from .runner import Limits, defined_names, run_notebook, skip_slow_optional_imports
+from .sandbox import JobFolders, for_job
+from .submissions import (Submission, Unreadable, discover, parse_submission, read_submissions,
+                          sha256_file)
+
+
+# ====================================================================== judging
+def _all(status: str, message: str) -> dict:
+    return {i: ExerciseGrade(status, message, None if status == "needs_instructor" else 0,
+                             message) for i in IDS}
+
+
+def verdicts_from_run(run, cases: dict, nb) -> tuple[dict, str, str]:
+    """Per-exercise grades, the submission status and its message, from a runner result."""
+    grades: dict = {}
+    by_cell = {}
+    for ev in run.events:
+        src = str(nb.cells[ev.index].get("source", "")) if ev.index < len(nb.cells) else ""
+        for ex in EXERCISES.values():
+            if defined_names(src, ex.answer_names):
+                by_cell.setdefault(ex.id, []).append(ev)
+    for ex in EXERCISES.values():
+        cell_events = by_cell.get(ex.id, [])
+        if ex.id in run.records:
+            try:
+                rec = decode_record(run.records[ex.id])
+            except BadRecord as exc:
+                grades[ex.id] = ExerciseGrade(
+                    "error", f"the grader could not read the outputs recorded for this answer "
+                             f"({exc}); the notebook may have interfered with the grader", 0,
+                    "unreadable outputs")
+                continue
+            v: Verdict = judge(ex, cases[ex.id], rec)
+            status, message = v.status, v.message
+            if status == "not_attempted" and cell_events:
+                ev = cell_events[0]
+                status = {"timeout": "timeout"}.get(ev.kind, "error")
+                message = (f"{ev.describe()}; that cell defines `{ex.answer_label}`, so the "
+                           f"answer could not be checked")
+            elif cell_events and status != "pass":
+                message += "\n(Note: " + "; ".join(e.describe() for e in cell_events[:2]) + ")"
+            answer = v.details.get("answer") if ex.kind == "written" else None
+            grades[ex.id] = ExerciseGrade(status, message,
+                                          None if status == "needs_instructor" else
+                                          (1 if status == "pass" else 0),
+                                          v.summary, answer)
+        elif ex.id in run.interrupted:
+            kind = run.interrupted[ex.id]
+            if kind == "crash":
+                grades[ex.id] = ExerciseGrade("error", f"the kernel died while your answer "
+                                                       f"`{ex.answer_label}` was running (os._exit,"
+                                                       f" a crash in compiled code, or memory)", 0,
+                                              "kernel died in the answer")
+            else:
+                grades[ex.id] = ExerciseGrade("timeout", f"your answer `{ex.answer_label}` did "
+                                                         f"not return, even after being "
+                                                         f"interrupted", 0, "timeout")
+        elif run.timed_out:
+            grades[ex.id] = ExerciseGrade("timeout", "the notebook did not finish within the "
+                                                     "whole-notebook time limit", 0, "timeout")
+        elif run.error:
+            grades[ex.id] = ExerciseGrade("error", run.error, 0, "error")
+        else:
+            why = run.harness_errors.get(ex.id, "no record")
+            grades[ex.id] = ExerciseGrade("error", "the grader could not collect this answer "
+                                                   f"({why}); the notebook may have interfered "
+                                                   f"with the grader", 0, "not collected")
+    if run.error:
+        return grades, "error", run.error
+    if run.timed_out:
+        return grades, "timeout", "the notebook did not finish within the time limit"
+    msgs = [e.describe() for e in run.events if e.kind in ("timeout", "crash")]
+    if run.harness_errors:
+        msgs.append(f"the grader's harness recorded nothing for {len(run.harness_errors)} "
+                    f"exercise(s)")
+    if run.tampered_lines:
+        msgs.append(f"{run.tampered_lines} result line(s) failed verification and were ignored")
+    return grades, "graded", "; ".join(msgs)
+
+
+# ====================================================================== the batch
+class Batch:
+    """Grades submissions, one thread each; every job's kernels run in a sandbox of their own
+    (:func:`.sandbox.for_job`), which :meth:`kill_all` stops (Ctrl-C)."""
+
+    def __init__(self, limits: Limits, seed: int, scratch: Path):
+        self.limits, self.seed, self.scratch = limits, seed, scratch
+        self.cases = {ex.id: cases_for(ex, seed) for ex in EXERCISES.values()}
+        self.inputs = {i: encoded_inputs(c) for i, c in self.cases.items()}
+        self.active: set = set()  # the sandboxes of the jobs running now
+        self.lock = threading.Lock()
+
+    def grade(self, index: int, sub: Submission) -> SubmissionGrade:
+        """The grade of ``sub`` (job number ``index``). Never raises."""
+        t0 = time.monotonic()
+        try:
+            g = self._grade(index, sub)
+        except Exception as exc:  # never abort the batch
+            g = SubmissionGrade(sub.rel, sub.sha256, "error", f"internal grader error: "
+                                                              f"{type(exc).__name__}: {exc}")
+            g.exercises = _all("error", g.message)
+        g.meta = dict(sub.meta)
+        g.seconds = time.monotonic() - t0
+        return g
+
+    def _grade(self, index: int, sub: Submission) -> SubmissionGrade:
+        rel, digest = sub.rel, sub.sha256
+        if sub.data is None:
+            g = SubmissionGrade(rel, digest, "unreadable", sub.problem or "could not be read")
+            g.exercises = _all("unreadable", g.message)
+            return g
+        try:
+            nb, notes = parse_submission(sub.path.name, sub.data)
+        except Unreadable as exc:
+            g = SubmissionGrade(rel, digest, "unreadable", str(exc))
+            g.exercises = _all("unreadable", str(exc))
+            return g
+        code = [c for c in nb.cells if c.get("cell_type") == "code" and c.get("source", "").strip()]
+        if not code:
+            g = SubmissionGrade(rel, digest, "graded", "; ".join(
+                notes + ["the notebook has no code cells"]))
+            g.exercises = {i: ExerciseGrade("not_attempted", "the notebook has no code cells", 0,
+                                            "not attempted") for i in IDS}
+            return g
+        run, sandbox_keys = self._run(index, nb)
+        grades, status, message = verdicts_from_run(run, self.cases, nb)
+        g = SubmissionGrade(rel, digest, status, "; ".join(notes + ([message] if message else [])))
+        g.exercises = grades
+        g.attempts = run.attempts
+        g.sandbox = {k: run.sandbox[k] for k in sandbox_keys if k in run.sandbox}
+        g.cells = [{"cell": e.index, "event": e.kind, "name": e.name, "message": e.message}
+                   for e in run.events]
+        return g
+
+    def _run(self, index: int, nb):
+        """Run ``nb`` in a scratch folder of its own (removed after) and a sandbox of its own."""
+        import nbformat
+
+        folders = JobFolders(self.scratch / f"job-{index:04d}-{secrets.token_hex(4)}" / "work")
+        folders.work.mkdir(parents=True)
+        nbformat.write(nb, str(folders.work / "submission.ipynb"))
+        sandbox = for_job(folders, self.limits)
+        with self.lock:
+            self.active.add(sandbox)
+        try:
+            run = run_notebook(nb, folders.work, list(EXERCISES.values()), self.inputs,
+                               self.limits, sandbox=sandbox)
+        finally:
+            with self.lock:
+                self.active.discard(sandbox)
+            sandbox.kill()
+            shutil.rmtree(folders.work.parent, ignore_errors=True)
+        return run, sandbox.REPORT_KEYS
+
+    def kill_all(self) -> None:
+        with self.lock:
+            running = list(self.active)
+        for sandbox in running:
+            sandbox.kill()
+
+
+# ====================================================================== the folder
+def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = None,
+                 seed: int | None = None, progress: bool = True, files=None) -> Report:
+    """Grade every submission under ``folder`` (or the given ``files``) and return the report."""
+    folder = Path(folder)
+    limits = limits or Limits()
+    seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    t0 = time.monotonic()
+    if files is None:
+        files, skipped_paths = discover(folder, Path(out) if out else None)
+    else:
+        skipped_paths = []
+    root = folder.resolve()
+    subs = read_submissions(files, root)
+    scratch = Path(tempfile.mkdtemp(prefix="attention-lab-grading-"))
+    batch = Batch(limits, seed, scratch)
+    results: list = [None] * len(subs)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(subs), desc="grading", unit="notebook", file=sys.stderr,
+                   dynamic_ncols=True)
+    pool = cf.ThreadPoolExecutor(max_workers=max(1, int(jobs)),
+                                 thread_name_prefix="attention-lab-grade")
+    try:
+        futures = {pool.submit(batch.grade, i, sub): i for i, sub in enumerate(subs)}
+        for fut in cf.as_completed(futures):
+            i = futures[fut]
+            results[i] = fut.result()
+            if bar is not None:
+                bar.set_postfix_str(f"{results[i].file[:30]}: {results[i].status}", refresh=False)
+                bar.update(1)
+    except KeyboardInterrupt:
+        batch.kill_all()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        if bar is not None:
+            bar.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+    changed = []
+    for sub, res in zip(subs, results):
+        now = sha256_file(sub.path)
+        if sub.sha256 is not None and now != sub.sha256:
+            what = "deleted" if now is None else "modified"
+            changed.append({"file": sub.rel, "change": what})
+            res.message = (res.message + "; " if res.message else "") + \
+                f"WARNING: this file was {what} while the batch was graded (it was graded " \
+                f"from the copy read at the start)"
+    skipped = [str(p.resolve().relative_to(root)) for p in skipped_paths]
+    return Report(str(root), results, skipped, changed, seed, limits, started,
+                  time.monotonic() - t0, int(jobs))
+
+
+# ====================================================================== command line
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m attention_lab grade",
+        description="Grade every .ipynb and .submission.json under SUBMISSIONS_DIR into "
+                    "OUT_DIR/grades.csv and OUT_DIR/grades.json. Each submission runs in its own "
+                    "sandboxed kernel on a scratch copy; submissions are never modified.")
+    p.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="folder of submissions")
+    p.add_argument("--out", required=True, metavar="OUT_DIR",
+                   help="folder for grades.csv and grades.json (created if missing)")
+    p.add_argument("--jobs", type=_cli.positive_int, default=1, metavar="N",
+                   help="submissions graded in parallel (default 1)")
+    _cli.add_time_limits(p)
+    p.add_argument("--memory-mb", type=_cli.positive_int, default=2048, metavar="MB",
+                   help="address-space limit of each kernel (default 2048)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the random test cases (default: a fresh one, recorded in "
+                        "grades.json)")
+    p.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to run notebooks when Linux Landlock is unavailable")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _folder_problem(folder: Path, out: Path) -> str:
+    """Why ``folder`` cannot be graded into ``out`` (``""`` when it can; creates ``out``)."""
+    if not folder.exists():
+        return f"the submissions folder {folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder of submissions"
+    if not os.access(folder, os.R_OK | os.X_OK):
+        return f"the submissions folder {folder} cannot be read (permissions)"
+    if out.exists() and not out.is_dir():
+        return f"--out {out} is a file; give a folder for grades.csv and grades.json"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        return f"cannot write to --out {out}: {exc.strerror}"
+    return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    skip_slow_optional_imports()
+    args, code = _cli.parse(build_parser(), argv)
+    if args is None:
+        return code
+    folder, out = Path(args.submissions), Path(args.out)
+    problem = _folder_problem(folder, out)
+    if problem:
+        return _cli.fail("grade", problem)
+    files, skipped = discover(folder, out)
+    if not files:
+        found = f"; found only: {', '.join(p.name for p in skipped[:5])}" if skipped else ""
+        return _cli.fail("grade", f"no submissions in {folder} (looked for *.ipynb and "
+                                  f"*.submission.json{found})")
+    try:
+        import nbclient  # noqa: F401
+        import tqdm  # noqa: F401
+    except ImportError as exc:
+        return _cli.fail("grade", f"grading needs the 'grading' extras ({exc.name} is missing): "
+                                  f"pip install 'attention-lab[grading]'")
+    if args.memory_mb < 256:
+        return _cli.fail("grade", "--memory-mb below 256 leaves no room for a Python kernel")
+    limits = Limits.for_cells(args.cell_timeout, args.timeout, memory_mb=args.memory_mb,
+                              require_landlock=args.require_sandbox)
+    try:
+        report = grade_folder(folder, out, jobs=args.jobs, limits=limits, seed=args.seed,
+                              progress=not args.quiet, files=files)
+    except KeyboardInterrupt:
+        print("grade: interrupted; no report written", file=sys.stderr)
+        return 130
+    report.skipped = [str(p.resolve().relative_to(folder.resolve())) for p in skipped]
+    written = write_report(report, out)
+    print(summary_table(report))
+    if report.skipped:
+        print(f"skipped {len(report.skipped)} file(s) that are neither .ipynb nor "
+              f".submission.json: {', '.join(report.skipped[:5])}"
+              + (" ..." if len(report.skipped) > 5 else ""))
+    ran = [s for s in report.submissions if s.sandbox]
+    if ran and not any(s.sandbox.get("landlock") for s in ran):
+        print("note: Linux Landlock was not available, so notebooks were not confined to their "
+              "scratch folders (time, memory and process limits still applied)")
+    print(f"wrote {' and '.join(map(str, written))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

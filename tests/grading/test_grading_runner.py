@@ -1,0 +1,159 @@
+"""The runner without a corpus: which cells it runs, how it pins a kernel's death on a cell, that
+it goes through the sandbox interface for everything it starts and stops, and that it works
+inside a running event loop. (The corpus of hostile notebooks is in test_grading_batch.py.)"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import nbformat
+import pytest
+
+from attention_lab.exercises.checks import cases_for, encoded_inputs
+from attention_lab.exercises.registry import EXERCISES, IDS
+from attention_lab.grading.probe import _line as _line_for_tests
+from attention_lab.grading.runner import (Limits, defined_names, only_feedback, read_results,
+                                          run_notebook)
+from attention_lab.grading.sandbox import JobFolders, LandlockSandbox
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                           reason="the grader's sandbox is Linux-only")
+
+
+def test_defined_names():
+    src = "import numpy as np\ndef dot_scores(q, k):\n    pass\nparts = {}\nx == parts\n"
+    assert defined_names(src, ["dot_scores", "parts", "x", "masked_softmax"]) == {"dot_scores",
+                                                                                  "parts"}
+    assert defined_names("softmax_by_hand: list = [1]", ["softmax_by_hand"]) == {"softmax_by_hand"}
+
+
+@pytest.mark.parametrize("source,skip", [
+    ('check("2.1", dot_scores)', True), ("status()", True), ('hint("2.1");', True),
+    ('check("3.3", (dot_attention, bilinear_attention))\n', True),
+    ('x = 1\ncheck("2.1", dot_scores)', False), ('r = check("2.1", dot_scores)', False),
+    ("def check(*a):\n    pass", False), ("print(check)", False), ("check(", False),
+    ('ae.check("2.1", f)', False),
+])
+def test_cells_the_grader_does_not_need_to_run(source, skip):
+    assert only_feedback(source) is skip
+
+
+def test_results_file_rejects_forged_and_garbage_lines(tmp_path):
+    key = os.urandom(32)
+    good = _line_for_tests({"event": "done", "id": "2.1", "record": {"kind": "missing"}}, key)
+    forged = _line_for_tests({"event": "done", "id": "2.2", "record": {"kind": "missing"}},
+                             b"guessed key")
+    path = tmp_path / "r.jsonl"
+    path.write_text(good + forged + "garbage\n" + good.replace("2.1", "9.9"))
+    done, started, bad = read_results(path, key, set(IDS))
+    assert list(done) == ["2.1"] and bad == 3
+
+
+@linux
+def test_exit_in_a_cell_is_attributed_to_that_cell(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query"),
+                nbformat.v4.new_code_cell("exit()"),
+                nbformat.v4.new_code_cell("import numpy as np\n"
+                                          "def padding_mask(lengths, S):\n"
+                                          "    return np.arange(S) < lengths[:, None]")]
+    exs = [EXERCISES[i] for i in ("2.1", "2.5", "2.6")]
+    inputs = {ex.id: encoded_inputs(cases_for(ex, 3)) for ex in exs}
+    run = run_notebook(nb, tmp_path / "work", exs, inputs, Limits(cell_timeout=10, timeout=60))
+    assert [(e.index, e.kind) for e in run.events] == [(1, "crash")]
+    assert "exit()" in run.events[0].message  # recognised from the reply, not by a timing race
+    assert run.interrupted == {}
+    assert run.records["2.1"]["kind"] == "calls" and run.records["2.5"]["kind"] == "calls"
+    assert run.records["2.6"] == {"kind": "missing"}
+
+
+@linux
+def test_run_notebook_works_inside_a_running_event_loop(tmp_path):
+    """Grading from a Jupyter kernel, or beside Playwright's sync API, has an event loop running
+    in the calling thread; asyncio.run() alone refuses to start there."""
+    import asyncio
+    import threading
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query")]
+    ex = EXERCISES["2.1"]
+
+    async def inside_a_loop():
+        return run_notebook(nb, tmp_path / "work", [ex], {ex.id: encoded_inputs(cases_for(ex, 3))},
+                            Limits(cell_timeout=10, timeout=60))
+
+    # a thread of its own, whatever loop this test process already runs (Playwright's, say)
+    box = []
+    worker = threading.Thread(target=lambda: box.append(asyncio.run(inside_a_loop())))
+    worker.start()
+    worker.join(120)
+    (run,) = box
+    assert not run.error, run.error
+    assert run.records["2.1"]["kind"] == "calls"
+
+
+class RecordingSandbox(LandlockSandbox):
+    """Today's sandbox, recording what the runner asks of it."""
+
+    def __init__(self, folders, limits):
+        super().__init__(folders, limits)
+        self.calls = []
+
+    def wrap(self, kernel_cmd, **kw):
+        self.calls.append(("wrap", kw["attempt"]))
+        return super().wrap(kernel_cmd, **kw)
+
+    def kernel_started(self, pgid):
+        self.calls.append(("started", pgid is not None))
+        super().kernel_started(pgid)
+
+    def kill(self):
+        self.calls.append(("kill",))
+        super().kill()
+
+
+@linux
+def test_every_kernel_starts_and_stops_through_the_sandbox(tmp_path):
+    """The seam another isolation plugs into: the runner starts each kernel with the sandbox's
+    command and environment, and stops each through the sandbox's kill."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import os\nos._exit(1)"),
+                nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query")]
+    ex = EXERCISES["2.1"]
+    limits = Limits(cell_timeout=10, timeout=60)
+    sandbox = RecordingSandbox(JobFolders(tmp_path / "work"), limits)
+    run = run_notebook(nb, tmp_path / "work", [ex], {ex.id: encoded_inputs(cases_for(ex, 3))},
+                       limits, sandbox=sandbox)
+    assert run.records["2.1"]["kind"] == "calls" and run.attempts >= 2
+    kernels = [c for c in sandbox.calls if c[0] == "wrap"]
+    assert kernels == [("wrap", n) for n in range(1, run.attempts + 1)]
+    assert sandbox.calls.count(("started", True)) == run.attempts
+    assert sandbox.calls.count(("kill",)) == run.attempts  # one per kernel, after it stopped
+    assert run.sandbox.get("pid")  # the launcher's report of the last kernel
+
+
+@linux
+def test_a_sandbox_that_refuses_stops_the_job_with_its_reason(tmp_path):
+    class Unavailable(LandlockSandbox):
+        def wrap(self, kernel_cmd, **kw):
+            return [sys.executable, "-c", "raise SystemExit(3)"]
+
+        def refusal(self, report):
+            return "not run: no isolation here"
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1")]
+    limits = Limits(cell_timeout=10, timeout=60, startup_timeout=20)
+    sandbox = Unavailable(JobFolders(tmp_path / "work"), limits)
+    run = run_notebook(nb, tmp_path / "work", [EXERCISES["2.1"]], {}, limits, sandbox=sandbox)
+    assert run.error == "not run: no isolation here" and run.attempts == 1
+    assert run.records == {}
+
+
+def test_a_sandbox_for_another_folder_is_refused(tmp_path):
+    limits = Limits()
+    sandbox = LandlockSandbox(JobFolders(tmp_path / "a" / "work"), limits)
+    with pytest.raises(ValueError, match="job folder"):
+        run_notebook(nbformat.v4.new_notebook(), tmp_path / "b" / "work", [], {}, limits,
+                     sandbox=sandbox)
