@@ -345,6 +345,8 @@ class _Job:
         self.start_failures = 0
 
     async def run(self) -> None:
+        """Prepare, then per kernel: start, run cells, probe; a step that fails asks for a new
+        kernel (recovering what it can) or ends the job."""
         self.prepare()
         self.client_classes = _make_client_classes()
         for attempt in range(1, self.limits.max_attempts + 1):
@@ -369,6 +371,8 @@ class _Job:
 
     # ---------------------------------------------------------------- 1. prepare
     def prepare(self) -> None:
+        """The job's folders, its signing key, the grader's inputs (one read-only file per
+        exercise), the cells not worth running, and the kernel's environment."""
         self.folders.create()
         self.key = secrets.token_bytes(32)
         self.inputs_paths = {}
@@ -542,6 +546,7 @@ class _Job:
             self.pending.remove(exercise_id)
 
     def collect(self, kernel: _Kernel) -> None:
+        """Keep the verified records of this kernel's results file (not the blamed answers')."""
         done, _, bad = read_results(kernel.results, self.key, set(self.ids))
         self.result.tampered_lines += bad
         for i, rec in done.items():
@@ -571,6 +576,7 @@ class _Job:
             return False
 
     def finish(self) -> None:
+        """What is still pending was never run: say why; the events in cell order."""
         result = self.result
         if self.pending and not result.timed_out and not result.error:
             for i in self.pending:
