@@ -4,13 +4,18 @@
 it as a standalone page (:mod:`attention_lab.demo.launch` starts Voila)::
 
     demo = build_demo({"Query": QueryExplorer(presentation=True),
-                       "Temperature": TemperatureExplorer(presentation=True)})
+                       "Trained model": later(ModelExplorer, presentation=True)})
     demo
 
 An explorer is any object with ``.controls`` (a dict name -> ipywidget with a ``.value``) and,
 optionally, ``reset()`` and ``.widget`` (what to show; otherwise the explorer itself is shown, as a
 widget or through its ``_repr_mimebundle_``). The demo's reset button calls every explorer's
 ``reset()`` and then puts any control still away from its starting value back.
+
+A tab given as :func:`later` (a function and its arguments) is built when a viewer first opens it:
+the trained model's tab costs nothing for viewers who never open it. The other explorers are built
+with the app and their figures rendered once at once (:meth:`Demo.prerender`), so that in Voila's
+preheated kernels this work is done before a viewer arrives and the page's first frames are cheap.
 
 ipywidgets is imported when an app is built, not when this module is.
 """
@@ -78,12 +83,35 @@ def _controls_of(explorer, title: str) -> dict:
     return dict(controls)
 
 
+class Later:
+    """A tab's explorer to build when the tab is first opened: ``factory(*args, **kwargs)``."""
+
+    def __init__(self, factory, *args, **kwargs):
+        if not callable(factory):
+            raise TypeError(f"later() needs a callable that builds the explorer, got "
+                            f"{type(factory).__name__}")
+        self.factory, self.args, self.kwargs = factory, args, kwargs
+
+    def build(self):
+        return self.factory(*self.args, **self.kwargs)
+
+    def __repr__(self) -> str:
+        return f"later({getattr(self.factory, '__name__', self.factory)!r})"
+
+
+def later(factory, *args, **kwargs) -> Later:
+    """A tab built on first opening: ``"Trained model": later(ModelExplorer, presentation=True)``."""
+    return Later(factory, *args, **kwargs)
+
+
 class Demo:
     """The lecture demo: a title, one tab per explorer and a reset button.
 
-    ``.widget`` is the app; ``.explorers`` maps tab titles to explorers; ``.controls`` maps
-    ``"Tab/name"`` to every control; ``.initial`` holds their starting values; :meth:`reset` puts them
-    all back; :meth:`changed` lists the controls that are away from their starting value.
+    ``.widget`` is the app; ``.titles`` lists the tabs; ``.explorers`` maps the titles of the tabs
+    built so far to their explorers (a :func:`later` tab is built when first opened, or by
+    :meth:`explorer`); ``.controls`` maps ``"Tab/name"`` to their controls; ``.initial`` holds the
+    controls' starting values; :meth:`reset` puts them all back; :meth:`changed` lists the controls
+    that are away from their starting value.
     """
 
     def __init__(self, explorers, *, title: str = "Attention, live",
@@ -100,11 +128,24 @@ class Demo:
         titles = [t for t, _ in items]
         if len(set(titles)) != len(titles):
             raise ValueError(f"tab titles must be distinct, got {titles}")
-        self.explorers = dict(items)
-        self.controls = {f"{t}/{name}": c for t, ex in items
-                         for name, c in _controls_of(ex, t).items()}
-        self.initial = {key: c.value for key, c in self.controls.items()}
-        pages = [_as_widget(ex, t) for t, ex in items]
+        self.titles = titles
+        self.explorers: dict = {}
+        self.controls: dict = {}
+        self.initial: dict = {}
+        #: title -> (what builds it, the box that shows it) for the tabs not opened yet
+        self._later: dict = {}
+        #: title -> the message of the last failure to build a tab (shown in the tab)
+        self.errors: dict = {}
+        pages = []
+        for t, ex in items:
+            if isinstance(ex, Later):
+                box = W.Box([W.HTML(f"<p>{_escape(t)} opens when you choose this tab.</p>")])
+                box.add_class("al-later")
+                self._later[t] = (ex, box)
+                pages.append(box)
+            else:
+                self._add(t, ex)
+                pages.append(_as_widget(ex, t))
         self.tabs = W.Tab(children=pages, titles=titles)
         self.reset_button = W.Button(description="Reset every control", icon="undo",
                                      button_style="warning",
@@ -113,8 +154,6 @@ class Demo:
         self.status = W.HTML(value="", layout=W.Layout(margin="0 16px 0 0"))
         self.status.add_class("al-status")
         self.reset_button.on_click(lambda _b: self.reset())
-        for c in self.controls.values():
-            c.observe(self._clear_status, names="value")
         style = W.HTML(value=f"<style>{PRESENTATION_CSS}</style>", layout=W.Layout(height="0px"))
         heading = W.HTML(value=f"<h1>{_escape(title)}</h1><span>{_escape(subtitle)}</span>",
                          layout=W.Layout(flex="1 1 auto"))
@@ -125,6 +164,68 @@ class Demo:
         self.widget = W.VBox([style, header, self.tabs])
         self.widget.add_class("al-demo")
         self._resetting = False
+        self.tabs.observe(self._on_tab, names="selected_index")
+        if titles[self.tabs.selected_index or 0] in self._later:  # the first tab is on screen
+            self.explorer(titles[self.tabs.selected_index or 0])
+
+    def _add(self, title: str, explorer) -> None:
+        controls = _controls_of(explorer, title)
+        self.explorers = {t: self.explorers[t] if t != title else explorer
+                          for t in self.titles if t in self.explorers or t == title}
+        for name, c in controls.items():
+            key = f"{title}/{name}"
+            self.controls[key] = c
+            self.initial[key] = c.value
+            c.observe(self._clear_status, names="value")
+
+    def explorer(self, title: str):
+        """The explorer of tab ``title``, built now if it is a :func:`later` tab not opened yet.
+        A tab that fails to build shows the reason (and is tried again when opened again)."""
+        if title in self.explorers:
+            return self.explorers[title]
+        if title not in self._later:
+            raise KeyError(f"no tab {title!r}; the tabs are {self.titles}")
+        pending, box = self._later[title]
+        try:
+            explorer = pending.build()
+            widget = _as_widget(explorer, title)
+            self._add(title, explorer)
+        except Exception as exc:  # shown in the tab; the demo keeps running
+            import ipywidgets as W
+
+            self.errors[title] = f"{type(exc).__name__}: {exc}"
+            box.children = [W.HTML(f"<p>This tab could not be opened: "
+                                   f"{_escape(self.errors[title])}</p>")]
+            raise
+        del self._later[title]
+        self.errors.pop(title, None)
+        box.children = [widget]
+        return explorer
+
+    def _on_tab(self, change) -> None:
+        index = change["new"]
+        if index is not None and self.titles[index] in self._later:
+            try:
+                self.explorer(self.titles[index])
+            except Exception:  # already shown in the tab (a callback must not raise)
+                pass
+
+    def prerender(self) -> None:
+        """Render every built explorer's figure once, off screen, and keep nothing but the caches.
+
+        A figure's first draw renders its static layer (axes, ticks, labels: 0.1-0.5 s of CPU);
+        later draws restore it from a pixel cache (3-12 ms). Run in Voila's preheated kernels,
+        this moves that work from a viewer's arrival to the warm-up before the lecture.
+        """
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        for explorer in self.explorers.values():
+            figure = getattr(explorer, "figure", None)
+            figure = getattr(figure, "fig", figure)  # the model explorer's figure object
+            canvas = getattr(figure, "canvas", None)
+            if isinstance(canvas, FigureCanvasAgg):
+                # Agg's own draw: renders and fills the caches without sending a frame
+                FigureCanvasAgg.draw(canvas)
 
     def changed(self) -> list[str]:
         """The controls (``"Tab/name"``) whose value differs from the starting value."""
@@ -132,7 +233,8 @@ class Demo:
                                                                           self.initial[key])]
 
     def reset(self) -> None:
-        """Every explorer's ``reset()``, then any control still away from its start is set back."""
+        """Every explorer's ``reset()``, then any control still away from its start is set back
+        (tabs not opened yet are at their start)."""
         self._resetting = True
         try:
             for ex in self.explorers.values():
@@ -156,9 +258,14 @@ class Demo:
         return bundle
 
     def __repr__(self) -> str:
-        counts = {t: len(_controls_of(ex, t)) for t, ex in self.explorers.items()}
-        tabs = ", ".join(f"{t} ({n} control{'s' * (n != 1)})" for t, n in counts.items())
-        return f"Lecture demo: {tabs}; reset button"
+        tabs = []
+        for t in self.titles:
+            if t in self.explorers:
+                n = len(_controls_of(self.explorers[t], t))
+                tabs.append(f"{t} ({n} control{'s' * (n != 1)})")
+            else:
+                tabs.append(f"{t} (built when opened)")
+        return f"Lecture demo: {', '.join(tabs)}; reset button"
 
 
 def same_value(a, b) -> bool:
@@ -182,7 +289,12 @@ def _escape(text: str) -> str:
 
 
 def build_demo(explorers, *, title: str = "Attention, live",
-               subtitle: str = "query-dependent weighted retrieval") -> Demo:
-    """The lecture demo app from ``{tab title: explorer}`` (see :class:`Demo`)."""
-    return Demo(explorers, title=title, subtitle=subtitle)
+               subtitle: str = "query-dependent weighted retrieval",
+               prerender: bool = True) -> Demo:
+    """The lecture demo app from ``{tab title: explorer or later(...)}`` (see :class:`Demo`);
+    ``prerender`` renders the built explorers' figures once (:meth:`Demo.prerender`)."""
+    demo = Demo(explorers, title=title, subtitle=subtitle)
+    if prerender:
+        demo.prerender()
+    return demo
 

@@ -7,9 +7,15 @@ Launch it from a checkout (the README's command)::
     python -m attention_lab demo --host 0.0.0.0 --allow-network   # a lecture-hall network, on purpose
 
 Voila runs ``notebooks/demo.ipynb`` (the app of :mod:`attention_lab.demo.app`) and shows its
-outputs only, never code. The launcher checks the options (port free, host local unless
-``--allow-network``, a token), starts Voila in a session of its own, prints the address once Voila
-listens, and on Ctrl-C, SIGTERM, SIGHUP or Voila's exit stops Voila and every kernel it started
+outputs only, never code, through the demo's server (:mod:`attention_lab.demo.server`): ``--pool``
+kernels are preheated before viewers arrive, at most ``--max-viewers`` are served at once, and the
+kernels of viewers who left are shut down after ``--cull-after`` seconds. Both defaults come from
+this machine's free memory (:func:`plan`). The trained model is loaded once, in a process of its own
+(:mod:`attention_lab.demo.model_server`), for every viewer.
+
+The launcher checks the options (port free, host local unless ``--allow-network``, a token),
+starts the model server and Voila in sessions of their own, prints the address once Voila listens,
+and on Ctrl-C, SIGTERM, SIGHUP or Voila's exit stops both and every kernel Voila started
 (:func:`attention_lab._process.stop_tree`). Voila is imported only to check that it is installed,
 so ``--help`` is fast.
 """
@@ -19,17 +25,22 @@ from __future__ import annotations
 import argparse
 import errno
 import ipaddress
+import math
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .._cli import positive_seconds
 from .._process import stop_tree
+from .model_server import ENV_KEY, ENV_SOCKET
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_NOTEBOOK = ROOT / "notebooks" / "demo.ipynb"
@@ -39,6 +50,47 @@ DEFAULT_PORT = 8866
 VOILA_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8",
                     "@voila-dashboards/widgets-manager7", "jupyter-matplotlib",
                     "jupyterlab_pygments")
+
+
+#: Memory planned per viewer kernel: measured 140-150 MiB RSS (120-130 MiB of it its own) for a
+#: kernel with the five explorers built and drawn (``python -m benchmarks.run demo``), plus margin.
+VIEWER_MIB = 200
+#: Kept free for the rest: the model server (~240 MiB), Voila's server (~100-300 MiB), the system.
+RESERVE_MIB = 1536
+#: The largest default pool: a class of 30 arriving at once finds a warm kernel each.
+MAX_DEFAULT_POOL = 30
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many kernels the demo keeps preheated and how many viewers it serves at most."""
+
+    pool: int
+    max_viewers: int
+    available_mib: int
+
+
+def plan(available_mib: int | None = None) -> Plan:
+    """Defaults from free memory: every kernel (a viewer's or a preheated one) is planned at
+    :data:`VIEWER_MIB`; a third of what fits (at most :data:`MAX_DEFAULT_POOL`) is preheated, the
+    rest serves viewers. 22 GB free: 30 preheated, 72 viewers; 4 GB free: 4 and 8."""
+    if available_mib is None:
+        import psutil
+
+        available_mib = psutil.virtual_memory().available // 2**20
+    kernels = max(2, (available_mib - RESERVE_MIB) // VIEWER_MIB)
+    pool = min(MAX_DEFAULT_POOL, kernels // 3)
+    return Plan(pool=pool, max_viewers=max(1, kernels - pool), available_mib=available_mib)
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
+    return value
 
 
 class DemoError(Exception):
@@ -115,10 +167,26 @@ def network_warning(host: str, port: int) -> str:
     )
 
 
-def voila_command(notebook: Path, host: str, port: int, token: str, theme: str) -> list[str]:
-    """The Voila command line of the demo: standalone app, no code cells, fixed port."""
+def voila_command(notebook: Path, host: str, port: int, token: str, theme: str, *,
+                  pool: int = 0, max_viewers: int = 0, cull_after: float = 0,
+                  warm_slots: int = 1) -> list[str]:
+    """The demo server's command line (:mod:`attention_lab.demo.server`, which is Voila):
+    standalone app, no code cells, fixed port; ``pool`` preheated kernels warming ``warm_slots``
+    at a time, at most ``max_viewers`` viewers (0: no limit), kernels without a page culled after
+    ``cull_after`` seconds idle (0: never)."""
+    server = [
+        f"--VoilaConfiguration.multi_kernel_manager_class="
+        f"attention_lab.demo.server.DemoKernelManager",
+        f"--DemoKernelManager.warm_slots={warm_slots}",
+        f"--DemoVoila.max_viewers={max_viewers}",
+    ]
+    if pool > 0:
+        server += ["--preheat_kernel=True", f"--pool_size={pool}"]
+    if cull_after > 0:
+        server += [f"--MappingKernelManager.cull_idle_timeout={int(math.ceil(cull_after))}",
+                   f"--MappingKernelManager.cull_interval={max(1, min(30, int(cull_after) // 4))}"]
     return [
-        sys.executable, "-m", "voila", str(notebook),
+        sys.executable, "-m", "attention_lab.demo.server", str(notebook),
         "--no-browser",
         f"--Voila.ip={host}",
         f"--port={port}",
@@ -130,6 +198,7 @@ def voila_command(notebook: Path, host: str, port: int, token: str, theme: str) 
         "--show_tracebacks=False",
         "--Voila.log_level=WARN",
         *[f"--VoilaConfiguration.extension_allowlist={name}" for name in VOILA_EXTENSIONS],
+        *server,
     ]
 
 
@@ -155,6 +224,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--open", action="store_true", help="open the demo in this machine's browser")
     p.add_argument("--timeout", type=positive_seconds, default=60.0,
                    help="seconds to wait for Voila to start (default 60)")
+    p.add_argument("--pool", type=non_negative_int, default=None, metavar="N",
+                   help="kernels kept preheated for arriving viewers (default: from free memory, "
+                        f"at most {MAX_DEFAULT_POOL}; 0 = start a kernel per viewer on arrival)")
+    p.add_argument("--max-viewers", type=non_negative_int, default=None, metavar="N",
+                   help="viewers served at once; further viewers get a page saying the demo is "
+                        "full (default: from free memory; 0 = no limit)")
+    p.add_argument("--cull-after", type=non_negative_int, default=120, metavar="S",
+                   help="shut down the kernel of a viewer who left after S idle seconds "
+                        "(default 120; 0 = never)")
     return p
 
 
@@ -233,14 +311,28 @@ def main(argv: list[str] | None = None) -> int:
     local = is_local_host(host)
     if not local:
         print(network_warning(host, port), file=sys.stderr, flush=True)
+    defaults = plan()
+    pool = defaults.pool if args.pool is None else args.pool
+    max_viewers = defaults.max_viewers if args.max_viewers is None else args.max_viewers
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    # dozens of kernels on a few cores: one math thread each (the explorers' arrays are tiny)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, "1")
+    # the trained model, once for every viewer, reached through a private socket and a key
+    private = Path(tempfile.mkdtemp(prefix="attention-lab-demo-"))  # mode 0700
+    env[ENV_SOCKET], env[ENV_KEY] = str(private / "model.sock"), secrets.token_hex(32)
     # SIGTERM/SIGHUP to the launcher stop Voila too (the finally clause below)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
-    proc = subprocess.Popen(voila_command(notebook, host, port, token, args.theme), env=env,
-                            cwd=str(notebook.parent), start_new_session=True,
-                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    child = dict(env=env, start_new_session=True,
+                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    model = subprocess.Popen([sys.executable, "-m", "attention_lab.demo.model_server",
+                              env[ENV_SOCKET]], cwd=str(ROOT), **child)
+    command = voila_command(notebook, host, port, token, args.theme, pool=pool,
+                            max_viewers=max_viewers, cull_after=args.cull_after,
+                            warm_slots=max(1, (os.cpu_count() or 2) // 2))
+    proc = subprocess.Popen(command, cwd=str(notebook.parent), **child)
     try:
         try:
             _wait_listening(proc, host, port, args.timeout)
@@ -260,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
             for addr in others:
                 print(f"  from other machines: http://{addr}:{port}/?token={token}", flush=True)
             print("  (reachable from the network; Ctrl-C stops the demo)", flush=True)
+        print(f"  capacity: {_capacity_line(pool, max_viewers, args.cull_after, defaults)}",
+              flush=True)
         if args.open:
             import webbrowser
 
@@ -278,6 +372,18 @@ def main(argv: list[str] | None = None) -> int:
         # SIGTERM to Voila's group (it shuts its kernels down), then SIGKILL to what is left,
         # kernels in their own sessions included
         stop_tree(proc, group=proc.pid, grace=10.0, wait=10.0)
+        stop_tree(model, group=model.pid, grace=2.0, wait=5.0)
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _capacity_line(pool: int, max_viewers: int, cull_after: int, defaults: Plan) -> str:
+    viewers = f"up to {max_viewers} viewers" if max_viewers else "no viewer limit"
+    warm = (f"{pool} kernels preheating (a few seconds of CPU each; '[demo] ... ready' below "
+            f"says when)" if pool else "no preheated kernels")
+    cull = f"a viewer's kernel ends {cull_after} s after they leave" if cull_after \
+        else "kernels of viewers who left are kept"
+    return (f"{viewers}, {warm}, {cull} ({defaults.available_mib / 1024:.1f} GiB of memory free, "
+            f"{VIEWER_MIB} MiB planned per kernel)")
 
 
 if __name__ == "__main__":

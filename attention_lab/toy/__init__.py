@@ -7,15 +7,31 @@
 
 Modules: :mod:`.data` (task, vocabulary, held-out split), :mod:`.model` (the network, decoding,
 evaluation), :mod:`.train` (``python -m attention_lab train``), :mod:`.store` (save / load with
-checks), :mod:`.explorer` and :mod:`.figures` (the model explorer). Importing this package imports
-torch.
+checks), :mod:`.explorer` and :mod:`.figures` (the model explorer). The names below load their
+module on first use: torch is imported by ``toy.load``, ``toy.ReversalModel`` ..., not by
+``import attention_lab.toy.explorer`` (the lecture demo's kernels show the model explorer with the
+demo's shared model and never import torch).
 """
 
 from __future__ import annotations
 
-from .data import decode, encode, heldout_set
-from .model import Decoded, ReversalModel, ToyConfig, evaluate
-from .store import WeightsError, load, read_metadata, shipped
+import importlib
 
-__all__ = ["decode", "encode", "heldout_set", "Decoded", "ReversalModel", "ToyConfig",
-           "evaluate", "WeightsError", "load", "read_metadata", "shipped"]
+#: name -> the submodule that defines it
+_EXPORTS = {
+    "decode": "data", "encode": "data", "heldout_set": "data",
+    "Decoded": "model", "ReversalModel": "model", "ToyConfig": "model", "evaluate": "model",
+    "WeightsError": "store", "load": "store", "read_metadata": "store", "shipped": "store",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    raise AttributeError(f"module 'attention_lab.toy' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_EXPORTS])

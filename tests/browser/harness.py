@@ -318,11 +318,13 @@ def jupyter_lab(root: Path, work: Path) -> Server:
                   ready=lambda s: http_status(s.url("/api/status")) == 200)
 
 
-def voila_demo(notebook: Path, work: Path) -> Server:
-    """The lecture demo exactly as the README launches it (``python -m attention_lab demo``)."""
+def voila_demo(notebook: Path, work: Path, *options: str) -> Server:
+    """The lecture demo as the README launches it (``python -m attention_lab demo``), with one
+    preheated kernel instead of the default (a lecture hall's worth: tens) unless ``options`` say
+    otherwise (``"--pool", "2", "--max-viewers", "1"`` ...)."""
     port, token = free_port(), new_token()
     cmd = [sys.executable, "-m", "attention_lab", "demo", "--notebook", str(notebook),
-           "--port", str(port), "--token", token]
+           "--port", str(port), "--token", token, *(options or ("--pool", "1"))]
 
     def ready(server: Server) -> bool:  # the launcher prints the URL once Voila listens
         return f"127.0.0.1:{port}/?token=" in server.log_path.read_text(errors="replace")

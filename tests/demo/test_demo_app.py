@@ -1,5 +1,6 @@
-"""The lecture demo's app without a browser: build_demo (tabs, reset) with the real explorers and
-the demo notebook's tabs (the launcher is tested in test_demo_launch.py, the page in tests/browser)."""
+"""The lecture demo's app without a browser: build_demo (tabs, reset, tabs built on first opening,
+figures rendered ahead) with the real explorers and the demo notebook's tabs (the launcher is tested
+in test_demo_launch.py, the server in test_demo_server.py, the page in tests/browser)."""
 
 from __future__ import annotations
 
@@ -126,24 +127,140 @@ def test_reset_covers_explorers_without_or_with_incomplete_reset():
     assert isinstance(demo.tabs.children[0], W.Output)  # no .widget: shown through its display
 
 
-def test_the_demo_notebook_has_the_main_explorers_in_presentation_mode():
-    """The notebook Voila serves: the five main explorers and the trained model, large, no
-    stand-in; its stored output is the demo's one-line description."""
+def _demo_notebook_code() -> str:
+    """The code of notebooks/demo.py (what the demo's kernels run)."""
     import jupytext
 
     source = (ROOT / "notebooks" / "demo.py").read_text()
-    namespace: dict = {}
-    code = "\n".join(c.source for c in jupytext.reads(source, fmt="py:percent").cells
+    return "\n".join(c.source for c in jupytext.reads(source, fmt="py:percent").cells
                      if c.cell_type == "code")
-    exec(compile(code, "demo.py", "exec"), namespace)
-    demo = namespace["demo"]
-    assert list(demo.explorers) == ["Query", "Temperature", "Mask", "Window", "Score",
-                                    "Trained model"]
-    assert all(ex.presentation for ex in demo.explorers.values())
-    assert "_standin" not in source
+
+
+def test_the_demo_notebook_has_the_main_explorers_and_imports_no_torch(tmp_path):
+    """The notebook Voila serves, run as a viewer's kernel runs it (a process of its own): the
+    five main explorers built at once and their figures rendered ahead, the trained model's tab
+    built when opened, all large, no stand-in, and no torch (about 200 MiB and seconds of CPU per
+    viewer); its stored output is the demo's description."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "run.py"
+    script.write_text(_demo_notebook_code().replace("\ndemo\n", "\n") + """
+import json, sys
+print(json.dumps({"titles": demo.titles, "built": list(demo.explorers),
+                  "presentation": [ex.presentation for ex in demo.explorers.values()],
+                  "static_renders": [ex.figure.static_renders for ex in demo.explorers.values()],
+                  "repr": repr(demo), "torch": "torch" in sys.modules}))
+""")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT,
+                         timeout=180, env={**os.environ, "MPLBACKEND": "agg"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["titles"] == ["Query", "Temperature", "Mask", "Window", "Score", "Trained model"]
+    assert got["built"] == got["titles"][:5]
+    assert all(got["presentation"]) and got["static_renders"] == [1] * 5
+    assert "Trained model (built when opened)" in got["repr"]
+    assert got["torch"] is False
+    assert "_standin" not in _demo_notebook_code()
     stored = json.loads((ROOT / "notebooks" / "demo.ipynb").read_text())
     (cell,) = [c for c in stored["cells"] if c["cell_type"] == "code"]
-    assert cell["outputs"][0]["data"]["text/plain"] == [repr(demo)]
+    assert cell["outputs"][0]["data"]["text/plain"] == [got["repr"]]
+
+
+# ------------------------------------------------------------------------------------------------
+# Tabs built on first opening, figures rendered ahead
+# ------------------------------------------------------------------------------------------------
+
+
+class Counting:
+    """Builds TemperatureExplorers and counts them."""
+
+    def __init__(self):
+        self.built = 0
+
+    def __call__(self, **kwargs):
+        self.built += 1
+        return TemperatureExplorer(backend="agg", **kwargs)
+
+
+def test_a_later_tab_is_built_once_when_first_opened():
+    factory = Counting()
+    demo = D.build_demo({"Query": QueryExplorer(backend="agg"),
+                         "Later": D.later(factory, presentation=True)})
+    assert factory.built == 0 and list(demo.explorers) == ["Query"]
+    assert "Later (built when opened)" in repr(demo)
+    assert not any(k.startswith("Later/") for k in demo.controls)
+    holder = demo.tabs.children[1]
+    assert "opens when you choose this tab" in holder.children[0].value
+    demo.tabs.selected_index = 1  # a viewer clicks the tab
+    assert factory.built == 1 and list(demo.explorers) == ["Query", "Later"]
+    later = demo.explorers["Later"]
+    assert later.presentation and holder.children == (later.widget,)
+    assert demo.controls["Later/temperature"] is later.controls["temperature"]
+    demo.tabs.selected_index = 0
+    demo.tabs.selected_index = 1
+    assert factory.built == 1  # built once
+    assert demo.explorer("Later") is later and repr(demo).endswith("Later (1 control); reset button")
+    # the reset button covers the tab built later
+    later.controls["temperature"].value = 3.0
+    assert demo.changed() == ["Later/temperature"]
+    demo.reset_button.click()
+    assert demo.changed() == [] and later.state.temperature == 1.0
+
+
+def test_a_later_tab_on_screen_first_is_built_at_once():
+    factory = Counting()
+    demo = D.build_demo({"First": D.later(factory), "Second": Bare()})
+    assert factory.built == 1 and list(demo.explorers) == ["First", "Second"]
+
+
+def test_a_tab_that_fails_to_build_says_why_and_is_tried_again():
+    calls = []
+
+    def broken():
+        calls.append(1)
+        if len(calls) == 1:
+            raise ConnectionError("no model server at demo.sock")
+        return Bare()
+
+    demo = D.build_demo({"Query": Bare(), "Model": D.later(broken)})
+    demo.tabs.selected_index = 1  # a callback: must not raise into the kernel
+    box = demo.tabs.children[1]
+    assert "could not be opened: ConnectionError: no model server at demo.sock" in \
+        box.children[0].value
+    assert demo.errors == {"Model": "ConnectionError: no model server at demo.sock"}
+    demo.reset()  # the rest of the demo works
+    demo.tabs.selected_index = 0
+    demo.tabs.selected_index = 1
+    assert len(calls) == 2 and "Model" in demo.explorers and demo.errors == {}
+    with pytest.raises(KeyError, match="no tab 'Nope'"):
+        demo.explorer("Nope")
+
+
+def test_later_needs_a_callable():
+    with pytest.raises(TypeError, match="later\\(\\) needs a callable"):
+        D.later(TemperatureExplorer(backend="agg"))
+
+
+def test_prerender_renders_each_static_layer_once_ahead_of_the_first_frame():
+    """The figures' static layers (axes, ticks, labels) are rendered when the app is built, on
+    ipympl's canvas without sending a frame; the first frame a page asks for restores them."""
+    explorers = {"Query": QueryExplorer(presentation=True),
+                 "Mask": MaskExplorer(presentation=True)}
+    assert all(ex.backend == "ipympl" for ex in explorers.values())
+    assert all(ex.figure.static_renders == 0 for ex in explorers.values())
+    sent = []
+    for ex in explorers.values():
+        ex.canvas.send = lambda *a, **k: sent.append(a)
+    D.build_demo(explorers)
+    assert [ex.figure.static_renders for ex in explorers.values()] == [1, 1]
+    assert sent == []  # nothing went to a page
+    for ex in explorers.values():
+        ex.canvas.draw()  # what a page's first "draw" request runs
+    assert [ex.figure.static_renders for ex in explorers.values()] == [1, 1]
+    unrendered = D.build_demo({"Query": QueryExplorer()}, prerender=False)
+    assert unrendered.explorers["Query"].figure.static_renders == 0
 
 
 def test_an_explorer_shown_through_its_mimebundle_lands_in_the_tab():

@@ -1,0 +1,244 @@
+"""The demo's Voila server for a lecture hall: preheated kernels, a viewer limit, culling.
+
+``python -m attention_lab demo`` runs ``python -m attention_lab.demo.server NOTEBOOK [Voila options]``
+(:func:`attention_lab.demo.launch.voila_command` builds the options). It is Voila with four
+additions, each for a measured need (``python -m benchmarks.run demo``, README):
+
+- **Warm-ups one at a time, in order** (:class:`DemoKernelManager`). Voila's preheated pool
+  (``--preheat_kernel=True --pool_size=P``) starts all P kernels at once and refills one for every
+  viewer that takes one. A kernel's warm-up (start, imports, building the explorers, rendering their
+  figures) costs 2-5 s of CPU; P of them at once finish together, late, and a refill wave after a
+  class arrived competes with every viewer's slider. Here a kernel holds one of ``warm_slots``
+  slots (default: half the cores) from its start until it has run the notebook, so kernels come
+  ready one after the other, first started first ready, and the other cores stay with the viewers.
+- **A viewer limit** (:class:`GatedVoilaHandler`, ``--DemoVoila.max_viewers=N``). A viewer is a
+  page whose kernel connected (or a page served in the last minute that has not connected yet);
+  the N+1-th gets a page that says the demo is full and retries by itself (HTTP 503).
+- **Culling** is jupyter_server's (``--MappingKernelManager.cull_idle_timeout``): a kernel without
+  a connected page and idle that long is shut down (Voila already shuts a kernel down when its page
+  is closed normally; culling catches viewers that vanished).
+- **Websocket protocol v1 only** (:class:`DemoKernelWebsocketHandler`). Voila 0.5.13 reads every
+  outgoing binary message as protocol v1; a client of the older protocol (no subprotocol) makes it
+  read a huge offset count and the whole server hangs (found with this project's load client).
+  Browsers speak v1; other clients are refused with HTTP 400.
+
+Everything else (templates, tokens, the pool itself) is Voila's, configured on the command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import os
+import sys
+import time
+from collections import deque
+
+from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from tornado import web
+from traitlets import Float, Int
+from voila.app import Voila
+from voila.tornado.handler import TornadoVoilaHandler
+from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
+
+V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
+#: the key under which the server's :class:`Viewers` sit in the tornado settings
+VIEWERS = "attention_lab_viewers"
+
+
+def say(message: str) -> None:
+    """One line for the instructor's terminal (Voila itself logs only warnings)."""
+    print(f"[demo] {message}", file=sys.stderr, flush=True)
+
+
+class Viewers:
+    """Who is watching: kernels that a page connected to, plus pages served less than
+    ``pending_seconds`` ago whose kernel has not connected yet (a page connects within a second or
+    two; one that never does stops counting after that time)."""
+
+    def __init__(self, limit: int = 0, pending_seconds: float = 60.0):
+        self.limit = limit  # 0: no limit
+        self.pending_seconds = pending_seconds
+        self.kernels: set[str] = set()
+        self.pending: deque[float] = deque()
+        self.turned_away = 0
+
+    def count(self, live_kernels) -> int:
+        """The number of viewers, given the ids of the kernels still running."""
+        self.kernels &= set(live_kernels)
+        now = time.monotonic()
+        while self.pending and now - self.pending[0] > self.pending_seconds:
+            self.pending.popleft()
+        return len(self.kernels) + len(self.pending)
+
+    def admit(self, live_kernels) -> bool:
+        """Count a new page in if there is room; False if the demo is full."""
+        if self.limit and self.count(live_kernels) >= self.limit:
+            self.turned_away += 1
+            return False
+        self.pending.append(time.monotonic())
+        return True
+
+    def connected(self, kernel_id: str) -> None:
+        """A page's kernel connected: it is a viewer now, no longer a pending page."""
+        if kernel_id not in self.kernels:
+            self.kernels.add(kernel_id)
+            if self.pending:
+                self.pending.popleft()
+
+
+def full_page(viewers: int, limit: int) -> str:
+    """The page a viewer gets when the demo is full: what happened, and that it retries."""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="30">
+<title>The demo is full</title>
+<style>body {{ font: 22px/1.5 system-ui, sans-serif; max-width: 44em; margin: 4em auto;
+padding: 0 1em; color: #222; }} h1 {{ font-size: 34px; }}</style></head>
+<body class="al-demo-full">
+<h1>The demo is full</h1>
+<p>{viewers} viewers are watching, the most this machine serves
+(<code>--max-viewers {limit}</code>).</p>
+<p>This page tries again by itself every 30 seconds; you get in as soon as someone leaves.
+You can also follow the demo on the projector.</p>
+</body></html>
+"""
+
+
+class DemoKernelManager(AsyncMappingKernelManager):
+    """jupyter_server's kernel manager whose kernels warm up at most ``warm_slots`` at a time.
+
+    A kernel takes a slot before it starts and gives it back once it has run the notebook (an
+    ``execute_request`` answered and no other one begun within half a second), died, or spent
+    ``warm_timeout`` seconds. Waiting kernels start in the order they asked (asyncio's semaphore
+    is first come, first served), so Voila's pool fills front to back: the kernel a viewer takes
+    is the one that is ready soonest.
+    """
+
+    warm_slots = Int(1, config=True, help="kernels that may warm up at the same time")
+    warm_timeout = Float(120.0, config=True,
+                         help="seconds after which a kernel gives its warm-up slot back anyway")
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._slots: asyncio.Semaphore | None = None
+        self.warm_seconds: list[float] = []  # each kernel's warm-up, start to notebook run
+        self.preheated = 0  # kernels warmed up for Voila's pool
+
+    async def start_kernel(self, **kwargs):
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(max(1, self.warm_slots))
+        await self._slots.acquire()
+        started = time.monotonic()
+        for_pool = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
+        try:
+            kernel_id = await super().start_kernel(**kwargs)
+            idle = self._watch_executions(kernel_id)
+        except BaseException:
+            self._slots.release()
+            raise
+        asyncio.ensure_future(self._release_when_warm(kernel_id, idle, started, for_pool))
+        return kernel_id
+
+    def _watch_executions(self, kernel_id: str) -> dict:
+        """Listen on the kernel's IOPub for the end of each execution; returns a dict whose
+        ``"at"`` is the time the last execution ended (None while one runs or none ran)."""
+        kernel = self.get_kernel(kernel_id)
+        stream = kernel.connect_iopub()
+        state = {"at": None, "stream": stream}
+
+        def on_message(parts):
+            _, fed = kernel.session.feed_identities(parts)
+            msg = kernel.session.deserialize(fed)
+            if (msg["msg_type"] == "status"
+                    and msg["parent_header"].get("msg_type") == "execute_request"):
+                busy = msg["content"]["execution_state"] == "busy"
+                state["at"] = None if busy else time.monotonic()
+
+        stream.on_recv(on_message)
+        return state
+
+    async def _release_when_warm(self, kernel_id: str, idle: dict, started: float,
+                                 for_pool: bool) -> None:
+        try:
+            while time.monotonic() - started < self.warm_timeout and kernel_id in self:
+                if idle["at"] is not None and time.monotonic() - idle["at"] > 0.5:
+                    self.warm_seconds.append(time.monotonic() - started)
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            self._slots.release()
+            stream = idle["stream"]
+            if not stream.closed():
+                stream.close()
+        if for_pool:
+            self.preheated += 1
+            if self.preheated == self._pool_size():
+                times = sorted(self.warm_seconds) or [float("nan")]
+                say(f"{self.preheated} preheated kernel(s) ready for viewers "
+                    f"({times[len(times) // 2]:.1f} s of warm-up each, median)")
+
+    def _pool_size(self) -> int:
+        config = getattr(self.parent, "voila_configuration", None)
+        return config.default_pool_size if config is not None and config.preheat_kernel else 0
+
+
+class GatedVoilaHandler(TornadoVoilaHandler):
+    """Voila's page handler behind the viewer limit."""
+
+    @web.authenticated
+    async def get(self, path=None):
+        viewers: Viewers = self.settings[VIEWERS]
+        if not path and not viewers.admit(self.kernel_manager.list_kernel_ids()):
+            count = viewers.count(self.kernel_manager.list_kernel_ids())
+            say(f"turned a viewer away: {count} viewers, --max-viewers {viewers.limit} "
+                f"({viewers.turned_away} turned away so far)")
+            self.set_status(503)
+            self.set_header("Retry-After", "30")
+            self.set_header("Content-Type", "text/html; charset=utf-8")
+            self.set_header("Cache-Control", "no-store")
+            self.finish(full_page(count, viewers.limit))
+            return
+        await super().get(path)
+
+
+class DemoKernelWebsocketHandler(VoilaKernelWebsocketHandler):
+    """Voila's kernel websocket for protocol v1 clients only; counts the page's kernel as a
+    viewer once it connects."""
+
+    async def get(self, kernel_id):
+        offered = [p.strip() for p in self.request.headers.get("Sec-WebSocket-Protocol", "")
+                   .split(",")]
+        if V1_PROTOCOL not in offered:
+            raise web.HTTPError(400, f"this server speaks the kernel websocket protocol "
+                                     f"{V1_PROTOCOL} only")
+        await super().get(kernel_id)
+
+    async def open(self, kernel_id):
+        await super().open(kernel_id)
+        self.settings[VIEWERS].connected(kernel_id)
+
+
+class DemoVoila(Voila):
+    """Voila with the demo's handlers (see the module docstring)."""
+
+    name = "voila"  # Voila's own config files and log name
+    max_viewers = Int(0, config=True, help="viewers served at the same time (0: no limit)")
+
+    def init_settings(self):
+        settings = super().init_settings()
+        settings[VIEWERS] = Viewers(self.max_viewers)
+        return settings
+
+    def init_handlers(self):
+        swap = {TornadoVoilaHandler: GatedVoilaHandler,
+                VoilaKernelWebsocketHandler: DemoKernelWebsocketHandler}
+        return [(h[0], swap.get(h[1], h[1]), *h[2:]) for h in super().init_handlers()]
+
+
+def main(argv: list[str] | None = None) -> None:
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    DemoVoila.launch_instance(argv=argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,592 @@
+"""The lecture demo under load: N viewers arriving, then moving sliders, today's settings beside
+the lecture-hall settings, on 127.0.0.1.
+
+Two servers, one after the other, each serving a scratch copy of its notebook:
+
+- **today**: the demo as it was launched before the lecture-hall work: plain Voila, a kernel
+  started and the notebook run per arriving viewer, every explorer built eagerly (the trained
+  model's too, so torch in every kernel), no culling, no viewer limit;
+- **hall**: ``python -m attention_lab demo --pool P --max-viewers 70``: P preheated kernels warmed
+  one at a time, the trained model's tab built when opened and served by the shared model,
+  culling, the viewer limit (see :mod:`attention_lab.demo.server`).
+
+For each N (1, 10, 30, 60) the N viewers arrive evenly spread over N/3 seconds (30 in 10 s: the
+goal's scenario). Each is a :class:`benchmarks.viewer.Viewer` (page, the static files a real page
+fetched, the kernel websocket, the widgets' states, every canvas opened); *page ready* is from its
+page request to the first frame of the tab on screen. Then every viewer that got its page moves the
+first tab's ``q1`` slider one step at a student's pace (a step every 0.8-2.2 s, at random) for
+``--slider-seconds``; *slider latency* is from the update sent to the next frame of that figure.
+Memory per viewer: each viewer kernel's RSS and USS (its own pages), after the slider phase; and the
+whole demo's memory (every process of the server, preheated kernels and model server included,
+proportional set size) divided by N. A few real Chromium pages (``--chromium``, 2 by default) join
+the N = 10 and N = 30 rounds in place of simulated viewers, to confirm page ready and the key
+press -> repaint latency in a browser. Between rounds every viewer leaves (its page's shutdown
+request, as a closed tab sends) and the benchmark waits until the preheated pool is full again.
+
+Bounds: a page not ready within ``--timeout`` (120 s) counts as not ready; a round of today's
+server is skipped when free memory is short (it needs ~350 MiB per viewer), and every server is
+stopped with all its processes at the end, also on failure. Run it with
+``python -m benchmarks.run demo`` (N = 1, 10, 30, 60) or ``python -m benchmarks.bench_demo --n 1 10``.
+The machine's load average is printed with every round: measured on a shared machine, the figures
+are pessimistic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .common import Row
+
+GROUP = "demo"
+ORDER = 95
+ROOT = Path(__file__).resolve().parent.parent
+NS = (1, 10, 30, 60)
+POOL = 30
+GOAL_READY_S, GOAL_SLIDER_S, GOAL_RSS_MIB = 3.0, 0.250, 100.0
+#: the demo notebook as it was before the lecture-hall work: every tab built at once
+TODAY_CELL = """\
+from attention_lab.demo import build_demo
+from attention_lab.toy.explorer import ModelExplorer
+from attention_lab.widgets import (MaskExplorer, QueryExplorer, ScoreExplorer,
+                                   TemperatureExplorer, WindowExplorer)
+
+demo = build_demo({
+    "Query": QueryExplorer(presentation=True),
+    "Temperature": TemperatureExplorer(presentation=True),
+    "Mask": MaskExplorer(presentation=True),
+    "Window": WindowExplorer(presentation=True),
+    "Score": ScoreExplorer(presentation=True),
+    "Trained model": ModelExplorer(presentation=True),
+}, prerender=False)
+demo"""
+
+
+def _harness():
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    import harness
+
+    return harness
+
+
+def percentile(values, q: float) -> float | None:
+    """The q-th percentile (0-100, nearest rank) of ``values``; None when there are none."""
+    values = sorted(values)
+    if not values:
+        return None
+    rank = max(1, min(len(values), round(q / 100 * len(values) + 0.5)))
+    return values[rank - 1]
+
+
+@dataclass
+class Round:
+    """What one round (N viewers on one server) measured."""
+
+    n: int
+    ready: list = field(default_factory=list)        # seconds, None = not ready in time
+    slider: list = field(default_factory=list)       # seconds, None = no frame in time
+    rss_mib: list = field(default_factory=list)      # per viewer kernel
+    uss_mib: list = field(default_factory=list)
+    demo_pss_mib: float | None = None                # the whole demo's processes
+    browser_ready: list = field(default_factory=list)
+    browser_slider: list = field(default_factory=list)
+    turned_away: int = 0
+    cpu_arrival_s: float | None = None               # per viewer: its kernel and Voila's server
+    cpu_step_s: float | None = None                  # per slider step, the same processes
+    load: tuple = ()
+    skipped: str = ""
+
+    def ready_p(self, q):
+        done = [r for r in self.ready if r is not None]
+        return percentile(done + [float("inf")] * (len(self.ready) - len(done)), q)
+
+
+# ------------------------------------------------------------------------------------------------
+# Servers
+# ------------------------------------------------------------------------------------------------
+
+def today_server(H, folder: Path, work: Path):
+    """Plain Voila on the eager notebook, as ``python -m attention_lab demo`` ran it before."""
+    from attention_lab.demo.launch import VOILA_EXTENSIONS
+
+    notebook = H.write_notebook([TODAY_CELL], folder / "demo_today.ipynb")
+    port, token = H.free_port(), H.new_token()
+    cmd = [sys.executable, "-m", "voila", str(notebook), "--no-browser", "--Voila.ip=127.0.0.1",
+           f"--port={port}", "--Voila.port_retries=0", f"--Voila.token={token}",
+           "--template=lab", "--theme=light", "--strip_sources=True", "--show_tracebacks=False",
+           "--Voila.log_level=WARN",
+           *[f"--VoilaConfiguration.extension_allowlist={x}" for x in VOILA_EXTENSIONS]]
+    return H.Server("today's Voila", cmd, port=port, token=token, env=H._isolated_env(work),
+                    cwd=folder, log=work / "today.log", timeout=180,
+                    ready=lambda s: H.http_status(f"http://127.0.0.1:{port}/voila/static/voila.js")
+                    in (200, 302, 403))
+
+
+def hall_server(H, folder: Path, work: Path, pool: int):
+    """The demo's launcher with the lecture-hall settings on a copy of notebooks/demo.ipynb."""
+    import shutil
+
+    notebook = folder / "demo.ipynb"
+    shutil.copyfile(ROOT / "notebooks" / "demo.ipynb", notebook)
+    port, token = H.free_port(), H.new_token()
+    cmd = [sys.executable, "-m", "attention_lab", "demo", "--notebook", str(notebook),
+           "--port", str(port), "--token", token, "--pool", str(pool), "--max-viewers", "70",
+           "--timeout", "180"]
+
+    def ready(server) -> bool:
+        log = server.log_path.read_text(errors="replace")
+        return "preheated kernel(s) ready" in log or (pool == 0 and "?token=" in log)
+
+    return H.Server("lecture-hall demo", cmd, port=port, token=token, env=H._isolated_env(work),
+                    cwd=ROOT, log=work / "hall.log", timeout=900, ready=ready)
+
+
+def _tree(server):
+    import psutil
+
+    try:
+        root = psutil.Process(server.proc.pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _kernels(server) -> dict:
+    """kernel id -> psutil.Process of the server's kernels."""
+    import psutil
+
+    out = {}
+    for p in _tree(server):
+        try:
+            for arg in p.cmdline():
+                if arg.endswith(".json") and "kernel-" in arg:
+                    out[Path(arg).stem.removeprefix("kernel-")] = p
+        except psutil.Error:
+            pass
+    return out
+
+
+def wait_pool_full(server, pool: int, timeout: float = 600.0) -> float:
+    """Wait until the server runs exactly ``pool`` kernels and they are idle (warmed up);
+    returns the seconds waited."""
+    import psutil
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        kernels = list(_kernels(server).values())
+        if len(kernels) == pool:
+            try:
+                for k in kernels:
+                    k.cpu_percent(None)
+                time.sleep(1.0)
+                if all(k.cpu_percent(None) < 5 for k in kernels):
+                    return time.monotonic() - t0
+            except psutil.Error:
+                pass
+        time.sleep(1.0)
+    raise TimeoutError(f"the preheated pool did not fill up to {pool} within {timeout:g} s")
+
+
+def record_assets(H, browser, server) -> tuple[str, ...]:
+    """The static files (scripts, styles, fonts) a real page of ``server`` fetches."""
+    found = []
+    context = browser.new_context(viewport=H.PROJECTOR)
+    try:
+        page = context.new_page()
+        base = f"http://127.0.0.1:{server.port}"
+        page.on("requestfinished", lambda r: found.append(r.url))
+        page.goto(server.url("/"), timeout=180_000)
+        page.locator(".al-demo .jupyter-matplotlib-canvas-div canvas").first.wait_for(
+            timeout=180_000)
+        page.wait_for_timeout(1000)
+    finally:
+        context.close()
+    return tuple(dict.fromkeys(u[len(base):] for u in found
+                               if u.startswith(base + "/voila/") and "/api/" not in u))
+
+
+# ------------------------------------------------------------------------------------------------
+# One round
+# ------------------------------------------------------------------------------------------------
+
+async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeout: float,
+                   rnd: random.Random, start: threading.Event) -> tuple[list, list, dict]:
+    from .viewer import Viewer
+
+    base = f"http://127.0.0.1:{server.port}"
+    viewers = [Viewer(base, server.token, assets=assets, timeout=timeout) for _ in range(n)]
+
+    async def arrive(i, v):
+        await asyncio.sleep(spread * i / max(n, 1))
+        await v.load()
+
+    cpu = Cpu(server)
+    start.set()
+    await asyncio.gather(*(arrive(i, v) for i, v in enumerate(viewers)))
+    ready = [v for v in viewers if v.ready_s is not None]
+    arrival_cpu = cpu.used([v.kernel_id for v in viewers])
+
+    async def student(v):
+        end = time.monotonic() + slider_s
+        while True:
+            await asyncio.sleep(rnd.uniform(0.8, 2.2))
+            if time.monotonic() >= end:
+                return
+            if await v.move(timeout=30) is None:
+                v.latencies.append(None)
+
+    cpu = Cpu(server)
+    await asyncio.gather(*(student(v) for v in ready))
+    memory = _viewer_memory(server, [v.kernel_id for v in ready])
+    steps = sum(len(v.latencies) for v in ready)
+    memory["cpu_arrival"] = arrival_cpu / len(viewers) if viewers else None
+    memory["cpu_step"] = cpu.used([v.kernel_id for v in ready]) / steps if steps else None
+    await asyncio.gather(*(v.close() for v in viewers))
+    return viewers, [x for v in ready for x in v.latencies], memory
+
+
+class Cpu:
+    """CPU seconds (user + system) used since creation by Voila's server process and the
+    given kernels (a kernel started meanwhile counts in full: its start-up is the viewer's)."""
+
+    def __init__(self, server):
+        self.server = server
+        self.kernels = {kid: _cpu(p) for kid, p in _kernels(server).items()}
+        self.voila = _cpu(_voila_process(server))
+
+    def used(self, kernel_ids) -> float:
+        now = _kernels(self.server)
+        total = _cpu(_voila_process(self.server)) - self.voila
+        for kid in kernel_ids:
+            if kid in now:
+                total += _cpu(now[kid]) - self.kernels.get(kid, 0.0)
+        return total
+
+
+def _cpu(process) -> float:
+    import psutil
+
+    try:
+        t = process.cpu_times()
+        return t.user + t.system
+    except (psutil.Error, AttributeError):
+        return 0.0
+
+
+def _voila_process(server):
+    """The process that runs Voila (the launcher's child, or the server itself)."""
+    import psutil
+
+    for p in _tree(server):
+        try:
+            if any(part in ("voila", "attention_lab.demo.server") for part in p.cmdline()[:3]):
+                return p
+        except psutil.Error:
+            pass
+    return None
+
+
+def _viewer_memory(server, kernel_ids) -> dict:
+    import psutil
+
+    kernels = _kernels(server)
+    rss, uss = [], []
+    for kid in kernel_ids:
+        p = kernels.get(kid)
+        if p is None:
+            continue
+        try:
+            info = p.memory_full_info()
+        except psutil.Error:
+            continue
+        rss.append(info.rss / 2**20)
+        uss.append(info.uss / 2**20)
+    pss = 0.0
+    for p in _tree(server):
+        try:
+            pss += p.memory_full_info().pss / 2**20
+        except psutil.Error:
+            pass
+    return {"rss": rss, "uss": uss, "pss": pss}
+
+
+def _browser_pages(H, browser, server, k: int, spread: float, slider_s: float,
+                   start: threading.Event, out: Round) -> None:
+    """``k`` real Chromium pages arriving among the simulated viewers."""
+    try:
+        start.wait(60)
+        pages = []
+        for i in range(k):
+            time.sleep(spread / max(k, 1) / 2 if i else spread / 4)
+            context = browser.new_context(viewport=H.PROJECTOR)
+            page = context.new_page()
+            page.set_default_timeout(120_000)
+            t0 = time.monotonic()
+            try:
+                page.goto(server.url("/"), timeout=120_000)
+                canvas = page.locator(".al-explorer-query .jupyter-matplotlib-canvas-div canvas")
+                canvas.first.wait_for(timeout=120_000)
+                page.wait_for_function(
+                    "(c) => { const d = c.getContext('2d').getImageData(c.width / 2, "
+                    "c.height / 2, 1, 1).data; return d[3] > 0; }",
+                    arg=canvas.first.element_handle(), timeout=120_000)
+                out.browser_ready.append(time.monotonic() - t0)
+                page.evaluate(H.REPAINT_HOOK_JS)
+                pages.append((context, page))
+            except Exception as exc:
+                print(f"    a Chromium page did not load: {type(exc).__name__}: {exc}"[:200],
+                      file=sys.stderr)
+                out.browser_ready.append(None)
+                context.close()
+        end = time.monotonic() + slider_s
+        n = 0
+        while pages and time.monotonic() < end:
+            for _, page in pages:
+                handle = page.locator(".al-explorer-query .al-control-q1 .noUi-handle").first
+                handle.focus()
+                page.evaluate("() => { window.__al.paints.length = 0; }")
+                page.keyboard.press("ArrowRight" if n % 2 == 0 else "ArrowLeft")
+                try:
+                    page.wait_for_function(
+                        "() => window.__al.paints.some(p => p[0] > window.__al.keydown)",
+                        timeout=30_000)
+                    key_t, paints = page.evaluate("() => [window.__al.keydown, window.__al.paints]")
+                    out.browser_slider.append(
+                        (min(p[1] for p in paints if p[0] > key_t) - key_t) / 1e3)
+                except Exception:
+                    out.browser_slider.append(None)
+            n += 1
+            time.sleep(random.uniform(0.8, 2.2))
+        for context, page in pages:
+            try:  # leave as a closed tab does: Voila's page asks for its kernel's shutdown
+                page.close(run_before_unload=True)
+            finally:
+                context.close()
+    except Exception as exc:  # the simulated viewers' figures still count
+        print(f"    Chromium pages failed: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
+
+
+def run_round(H, server, n: int, *, slider_s: float, assets, timeout: float, browser=None,
+              chromium: int = 0, seed: int = 0) -> Round:
+    """N viewers on ``server``: ``chromium`` of them real pages (driven from this thread, which
+    owns the browser), the others simulated in an asyncio loop of their own thread."""
+    out = Round(n=n)
+    spread = n / 3.0
+    k = min(chromium, max(0, n - 1)) if browser is not None else 0
+    start = threading.Event()
+    simulated: dict = {}
+
+    def simulate():
+        try:
+            simulated["result"] = asyncio.run(_viewers(
+                server, n - k, spread, slider_s, assets, timeout, random.Random(seed), start))
+        except BaseException as exc:  # reported below
+            simulated["error"] = exc
+            start.set()
+
+    load_before = os.getloadavg()[0]
+    thread = threading.Thread(target=simulate)
+    thread.start()
+    if k:
+        _browser_pages(H, browser, server, k, spread, slider_s + 10, start, out)
+    thread.join()
+    if "error" in simulated:
+        raise simulated["error"]
+    viewers, latencies, memory = simulated["result"]
+    out.ready = [v.ready_s for v in viewers]
+    out.turned_away = sum(v.status == 503 for v in viewers)
+    out.slider = latencies
+    out.rss_mib, out.uss_mib = memory["rss"], memory["uss"]
+    out.demo_pss_mib = memory["pss"]
+    out.cpu_arrival_s, out.cpu_step_s = memory["cpu_arrival"], memory["cpu_step"]
+    out.load = (load_before, os.getloadavg()[0])
+    errors = sorted({v.error for v in viewers if v.error})
+    if errors:
+        print(f"    viewers that failed: {errors[:3]}", file=sys.stderr)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The two servers, the rounds, the rows
+# ------------------------------------------------------------------------------------------------
+
+def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: float = 20.0,
+            timeout: float = 120.0, chromium: int = 2, today_max_n: int = 60) -> dict:
+    """{config: {n: Round}} for the two servers (see the module docstring)."""
+    import psutil
+
+    H = _harness()
+    results: dict = {c: {} for c in configs}
+    use_browser = chromium > 0 and not H.browser_unavailable_reason()
+    with tempfile.TemporaryDirectory(prefix="al-bench-demo-") as tmp:
+        work = Path(tmp)
+        folder = work / "notebooks"
+        folder.mkdir()
+        playwright = browser = None
+        if use_browser:
+            from playwright.sync_api import sync_playwright
+
+            playwright = sync_playwright().start()
+            browser = H.launch_chromium(playwright)
+        try:
+            for config in configs:
+                t0 = time.monotonic()
+                print(f"  {config}: starting the server ...", file=sys.stderr, flush=True)
+                server = (today_server(H, folder, work / config) if config == "today"
+                          else hall_server(H, folder, work / config, pool))
+                try:
+                    server.start()
+                    print(f"  {config}: ready after {time.monotonic() - t0:.0f} s (load average "
+                          f"{os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+                    if config == "hall" and pool:
+                        wait_pool_full(server, pool)
+                        warm = [_cpu(p) for p in _kernels(server).values()]
+                        results["warm_cpu_s"] = statistics.mean(warm)
+                        print(f"  hall: {pool} preheated kernels, {results['warm_cpu_s']:.1f} s "
+                              f"of CPU each to warm up", file=sys.stderr, flush=True)
+                    assets = record_assets(H, browser, server) if browser is not None else ()
+                    for n in ns:
+                        if config == "hall" and pool:
+                            wait_pool_full(server, pool)
+                        need = n * 350 + 4096
+                        free = psutil.virtual_memory().available / 2**20
+                        if config == "today" and (n > today_max_n or free < need):
+                            results[config][n] = Round(
+                                n=n, skipped=f"skipped: needs ~{need / 1024:.0f} GiB free, "
+                                             f"{free / 1024:.0f} GiB are")
+                            print(f"  {config} N={n}: {results[config][n].skipped}",
+                                  file=sys.stderr)
+                            continue
+                        r = run_round(H, server, n, slider_s=slider_s, assets=assets,
+                                      timeout=timeout, browser=browser,
+                                      chromium=chromium if n in (10, 30) else 0, seed=n)
+                        results[config][n] = r
+                        print(f"  {config} N={n}: page ready p50/p95 "
+                              f"{_s(r.ready_p(50))}/{_s(r.ready_p(95))}, slider p50/p95 "
+                              f"{_s(percentile(_ok(r.slider), 50))}/"
+                              f"{_s(percentile(_ok(r.slider) + _lost(r.slider), 95))}, RSS/viewer "
+                              f"{_m(r.rss_mib)}, load average {r.load[0]:.1f} -> {r.load[1]:.1f}",
+                              file=sys.stderr, flush=True)
+                        if config == "today":  # the viewers' kernels stay (no culling): stop them
+                            _stop_kernels(server)
+                finally:
+                    left = server.stop()
+                    if left:
+                        print(f"  {config}: processes left behind: {left}", file=sys.stderr)
+        finally:
+            if browser is not None:
+                browser.close()
+                playwright.stop()
+    return results
+
+
+def _stop_kernels(server) -> None:
+    import psutil
+
+    for p in _kernels(server).values():
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    time.sleep(2)
+
+
+def _ok(values):
+    return [v for v in values if v is not None]
+
+
+def _lost(values):
+    return [float("inf")] * sum(v is None for v in values)
+
+
+def _s(x) -> str:
+    return "-" if x is None else ("never" if x == float("inf") else f"{x:.2f} s")
+
+
+def _m(values) -> str:
+    return f"{statistics.mean(values):.0f} MiB" if values else "-"
+
+
+def rows(results: dict) -> list[Row]:
+    today, hall = results.get("today", {}), results.get("hall", {})
+    out = []
+    if results.get("warm_cpu_s"):
+        out.append(Row(GROUP, "warm-up of a preheated kernel, CPU (start, imports, explorers, "
+                              "their figures rendered once)", results["warm_cpu_s"], "s"))
+    for n in sorted(set(today) | set(hall)):
+        t, h = today.get(n), hall.get(n)
+        goal = n == 30
+
+        def row(what, get, unit="s", goal_text="", limit=None):
+            new = get(h) if h is not None and not h.skipped else None
+            old = get(t) if t is not None and not t.skipped else None
+            if new is None:
+                return
+            ok = None if limit is None else new <= limit
+            base_what = "today" if old is not None else (t.skipped if t is not None else "")
+            out.append(Row(GROUP, f"N={n}: {what}", new, unit, old, base_what, goal_text, ok))
+
+        spread = f"{n} arriving in {n / 3:.0f} s" if n > 1 else "one viewer"
+        row(f"page ready p50 ({spread}, simulated)", lambda r: r.ready_p(50))
+        row(f"page ready p95 ({spread}, simulated)", lambda r: r.ready_p(95),
+            goal_text="<= 3 s (N=30)" if goal else "", limit=GOAL_READY_S if goal else None)
+        row("slider step -> new frame p50 (a step per viewer every 0.8-2.2 s)",
+            lambda r: percentile(_ok(r.slider), 50))
+        row("slider step -> new frame p95", lambda r: percentile(_ok(r.slider) + _lost(r.slider),
+                                                                  95),
+            goal_text="<= 250 ms (N=30)" if goal else "", limit=GOAL_SLIDER_S if goal else None)
+        row("RSS per viewer kernel (mean)", lambda r: statistics.mean(r.rss_mib)
+            if r.rss_mib else None, "MiB", "<= 100 MiB", GOAL_RSS_MIB)
+        row("USS per viewer kernel (its own memory, mean)", lambda r: statistics.mean(r.uss_mib)
+            if r.uss_mib else None, "MiB")
+        row("whole demo (every process, PSS) / N", lambda r: r.demo_pss_mib / n
+            if r.demo_pss_mib else None, "MiB")
+        row("CPU per arriving viewer (its kernel + Voila's server)", lambda r: r.cpu_arrival_s)
+        row("CPU per slider step (the kernel + Voila's server)", lambda r: r.cpu_step_s)
+        row("Chromium pages: page ready (median)", lambda r: statistics.median(_ok(
+            r.browser_ready)) if _ok(r.browser_ready) else None)
+        row("Chromium pages: key press -> repaint p95", lambda r: percentile(
+            _ok(r.browser_slider) + _lost(r.browser_slider), 95) if r.browser_slider else None)
+        row("machine load average (1 min) at the round's end", lambda r: r.load[1]
+            if r.load else None, "")
+    return out
+
+
+def run(quick: bool = False) -> list[Row]:
+    if quick:
+        return rows(measure((1, 10), pool=10, slider_s=8, chromium=1))
+    return rows(measure())
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_demo", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, nargs="+", default=list(NS), help="viewer counts")
+    p.add_argument("--configs", nargs="+", choices=("today", "hall"), default=["today", "hall"])
+    p.add_argument("--pool", type=int, default=POOL, help="preheated kernels (hall)")
+    p.add_argument("--slider-seconds", type=float, default=20.0)
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds for a page to load")
+    p.add_argument("--chromium", type=int, default=2, help="real pages in the N=10, 30 rounds")
+    p.add_argument("--today-max-n", type=int, default=60)
+    args = p.parse_args(argv)
+    from .run import table
+
+    results = measure(args.n, configs=args.configs, pool=args.pool,
+                      slider_s=args.slider_seconds, timeout=args.timeout, chromium=args.chromium,
+                      today_max_n=args.today_max_n)
+    print(f"machine: {os.cpu_count()} cores; load average now {os.getloadavg()[0]:.1f}")
+    print(table(rows(results)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

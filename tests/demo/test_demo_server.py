@@ -1,0 +1,141 @@
+"""The demo's server for a lecture hall, end to end without a browser: a preheated kernel, the
+viewer limit and its page, the trained model's tab on the shared model (no torch in the viewer's
+kernel), culling of a viewer who vanished, the refusal of the websocket protocol that hangs
+Voila, and nothing left behind. Viewers are simulated (benchmarks/viewer.py: the messages a page
+sends); the page in a real browser is tested in tests/browser."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from attention_lab.demo import server as S
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+import harness as H  # noqa: E402
+
+from benchmarks.viewer import Viewer  # noqa: E402
+
+
+# ------------------------------------------------------------------------------------------------
+# Without a server
+# ------------------------------------------------------------------------------------------------
+
+
+def test_viewers_count_connected_kernels_and_pages_on_their_way(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(S.time, "monotonic", lambda: clock[0])
+    v = S.Viewers(limit=2, pending_seconds=60)
+    assert v.admit([]) and v.count([]) == 1          # a page served, not connected yet
+    v.connected("k1")
+    assert v.count(["k1"]) == 1                       # ... now its kernel counts, once
+    assert v.admit(["k1"]) and v.count(["k1"]) == 2
+    assert not v.admit(["k1"]) and v.turned_away == 1  # full
+    clock[0] += 61                                     # the second page never connected
+    assert v.count(["k1"]) == 1 and v.admit(["k1"])
+    v.connected("k2")
+    assert v.count(["k1", "k2"]) == 2
+    assert v.count(["k2"]) == 1                        # k1's kernel ended (shut down, culled)
+    assert S.Viewers(limit=0).admit(["a"] * 1000)      # 0: no limit
+
+
+def test_the_full_page_says_what_happened_and_retries():
+    page = S.full_page(60, 60)
+    assert "The demo is full" in page and "60 viewers are watching" in page
+    assert "--max-viewers 60" in page and 'http-equiv="refresh" content="30"' in page
+
+
+# ------------------------------------------------------------------------------------------------
+# A real server
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hall(tmp_path_factory):
+    """The demo launched with one preheated kernel, one viewer at most, culling after 3 s."""
+    work = tmp_path_factory.mktemp("hall")
+    folder = H.scratch_notebooks(work)
+    server = H.voila_demo(folder / "demo.ipynb", work / "voila", "--pool", "1",
+                          "--max-viewers", "1", "--cull-after", "3")
+    server.timeout = 180
+    server.start()
+    try:
+        deadline = time.monotonic() + 180
+        while "preheated kernel(s) ready" not in server.log_path.read_text(errors="replace"):
+            assert time.monotonic() < deadline, server.log_tail()
+            time.sleep(0.5)
+        yield server
+    finally:
+        seen = {p.pid for p in _tree(server)}
+        left = server.stop()
+        assert left == [], f"processes left behind: {left}"
+        assert H.alive(seen) == []
+
+
+def _tree(server):
+    import psutil
+
+    root = psutil.Process(server.proc.pid)
+    return [root, *root.children(recursive=True)]
+
+
+def _kernel_process(server, kernel_id: str):
+    for p in _tree(server):
+        if any(kernel_id in arg for arg in p.cmdline()):
+            return p
+    return None
+
+
+def _legacy_websocket_status(port: int, token: str, kernel_id: str) -> int:
+    """The HTTP status of a websocket upgrade without the v1 subprotocol."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", f"/api/kernels/{kernel_id}/channels?token={token}",
+                     headers={"Upgrade": "websocket", "Connection": "Upgrade",
+                              "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+                              "Sec-WebSocket-Version": "13"})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_a_lecture_hall_server(hall):
+    base = f"http://127.0.0.1:{hall.port}"
+
+    async def scenario():
+        first = Viewer(base, hall.token, timeout=120)
+        assert await first.load(), first.error                  # the preheated kernel
+        assert await first.move() is not None                    # a slider step repaints
+        second = Viewer(base, hall.token, timeout=30)
+        assert not await second.load() and second.status == 503  # the demo is full
+        assert "turned a viewer away: 1 viewers, --max-viewers 1" in hall.log_path.read_text()
+        # the trained model's tab: built on opening, decoded by the shared model, no torch here
+        assert await first.open_tab(5, timeout=120) is not None
+        kernel = _kernel_process(hall, first.kernel_id)
+        assert "libtorch" not in Path(f"/proc/{kernel.pid}/maps").read_text()
+        # the older websocket protocol (it hangs Voila 0.5.13) is refused; the server goes on
+        assert _legacy_websocket_status(hall.port, hall.token, first.kernel_id) == 400
+        assert await first.move() is not None
+        # a laptop closed: no goodbye to the server; the kernel is culled after 3 s idle
+        await first.close(shutdown=False)
+        deadline = time.monotonic() + 60
+        while _kernel_process(hall, first.kernel_id) is not None:
+            assert time.monotonic() < deadline, "the vanished viewer's kernel was not culled"
+            await asyncio.sleep(0.5)
+        assert "Culling 'idle' kernel" in hall.log_path.read_text()
+        newcomer = Viewer(base, hall.token, timeout=150)
+        assert await newcomer.load(), newcomer.error   # there is room again
+        await newcomer.close()                          # a closed tab: shut down at once
+        deadline = time.monotonic() + 30
+        while _kernel_process(hall, newcomer.kernel_id) is not None:
+            assert time.monotonic() < deadline, "a closed page's kernel was not shut down"
+            await asyncio.sleep(0.2)
+
+    asyncio.run(scenario())
