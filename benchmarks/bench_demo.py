@@ -6,7 +6,7 @@ Two servers, one after the other, each serving a scratch copy of its notebook:
 - **today**: the demo as it was launched before the lecture-hall work: plain Voila, a kernel
   started and the notebook run per arriving viewer, every explorer built eagerly (the trained
   model's too, so torch in every kernel), no culling, no viewer limit;
-- **hall**: ``python -m attention_lab demo --pool P --max-viewers 70``: P preheated kernels warmed
+- **hall**: ``python -m attention_lab demo --pool P --max-viewers 70 --cull-after 30``: P preheated kernels warmed
   one at a time, the trained model's tab built when opened and served by the shared model,
   culling, the viewer limit (see :mod:`attention_lab.demo.server`).
 
@@ -140,6 +140,7 @@ def hall_server(H, folder: Path, work: Path, pool: int):
     port, token = H.free_port(), H.new_token()
     cmd = [sys.executable, "-m", "attention_lab", "demo", "--notebook", str(notebook),
            "--port", str(port), "--token", token, "--pool", str(pool), "--max-viewers", "70",
+           "--cull-after", "30",
            "--timeout", "180"]
 
     def ready(server) -> bool:
@@ -427,22 +428,21 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
     H = _harness()
     results: dict = {c: {} for c in configs}
     use_browser = chromium > 0 and not H.browser_unavailable_reason()
+    if use_browser:
+        from playwright.sync_api import sync_playwright
     with tempfile.TemporaryDirectory(prefix="al-bench-demo-") as tmp:
         work = Path(tmp)
         folder = work / "notebooks"
         folder.mkdir()
-        playwright = browser = None
-        if use_browser:
-            from playwright.sync_api import sync_playwright
-
-            playwright = sync_playwright().start()
-            browser = H.launch_chromium(playwright)
+        playwright = sync_playwright().start() if use_browser else None
         try:
             for config in configs:
                 t0 = time.monotonic()
                 print(f"  {config}: starting the server ...", file=sys.stderr, flush=True)
                 server = (today_server(H, folder, work / config) if config == "today"
                           else hall_server(H, folder, work / config, pool))
+                # a browser of its own per server: a page stuck on one server cannot spoil the next
+                browser = H.launch_chromium(playwright) if playwright is not None else None
                 try:
                     server.start()
                     print(f"  {config}: ready after {time.monotonic() - t0:.0f} s (load average "
@@ -453,7 +453,14 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
                         results["warm_cpu_s"] = statistics.mean(warm)
                         print(f"  hall: {pool} preheated kernels, {results['warm_cpu_s']:.1f} s "
                               f"of CPU each to warm up", file=sys.stderr, flush=True)
-                    assets = record_assets(H, browser, server) if browser is not None else ()
+                    assets = ()
+                    if browser is not None:
+                        try:
+                            assets = record_assets(H, browser, server)
+                        except Exception as exc:  # measured without the files, and said so
+                            print(f"  {config}: could not record a real page's files "
+                                  f"({type(exc).__name__}); simulated viewers fetch none",
+                                  file=sys.stderr)
                     for n in ns:
                         if config == "hall" and pool:
                             wait_pool_full(server, pool)
@@ -474,17 +481,19 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
                               f"{_s(r.ready_p(50))}/{_s(r.ready_p(95))}, slider p50/p95 "
                               f"{_s(percentile(_ok(r.slider), 50))}/"
                               f"{_s(percentile(_ok(r.slider) + _lost(r.slider), 95))}, RSS/viewer "
-                              f"{_m(r.rss_mib)}, load average {r.load[0]:.1f} -> {r.load[1]:.1f}",
-                              file=sys.stderr, flush=True)
+                              f"{_m(r.rss_mib)}, CPU/arrival {_s(r.cpu_arrival_s)}, CPU/step "
+                              f"{_s(r.cpu_step_s)}, Chromium ready {r.browser_ready}, load average "
+                              f"{r.load[0]:.1f} -> {r.load[1]:.1f}", file=sys.stderr, flush=True)
                         if config == "today":  # the viewers' kernels stay (no culling): stop them
                             _stop_kernels(server)
                 finally:
                     left = server.stop()
                     if left:
                         print(f"  {config}: processes left behind: {left}", file=sys.stderr)
+                    if browser is not None:
+                        browser.close()
         finally:
-            if browser is not None:
-                browser.close()
+            if playwright is not None:
                 playwright.stop()
     return results
 

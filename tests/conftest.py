@@ -18,6 +18,8 @@ settings.load_profile("lab")
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "allow_numpy_warnings: do not turn numpy floating-point warnings into errors")
+    config.addinivalue_line(
+        "markers", "hub: the JupyterHub test (about a minute; deselect with -m 'not hub')")
 
 
 @pytest.fixture(autouse=True)

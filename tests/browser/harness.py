@@ -539,20 +539,29 @@ class LabApp:
     def __init__(self, page, server: Server):
         self.page, self.server = page, server
 
-    def start(self, timeout: float = 90) -> "LabApp":
+    def start(self, timeout: float = 90, wait: bool = True) -> "LabApp":
+        """Load JupyterLab in the page (``wait=False``: return once the request is answered, so
+        that several pages load at once; then :meth:`wait_started`)."""
         workspace = f"t{uuid.uuid4().hex[:10]}"
-        self.page.goto(self.server.url(f"/lab/workspaces/{workspace}", reset=None))
+        self.page.goto(self.server.url(f"/lab/workspaces/{workspace}", reset=None),
+                       wait_until="load" if wait else "commit", timeout=timeout * 1000)
+        if wait:
+            self.wait_started(timeout)
+        return self
+
+    def wait_started(self, timeout: float = 90) -> "LabApp":
         self.page.wait_for_function("() => !!(window.jupyterapp && window.jupyterapp.shell "
                                     "&& document.querySelector('.jp-DirListing'))",
                                     timeout=timeout * 1000)
         return self
 
-    def open(self, path: str, timeout: float = 90) -> "LabNotebook":
-        """Open ``path`` (relative to the server root) and wait for its idle kernel."""
+    def open(self, path: str, timeout: float = 90, wait: bool = True) -> "LabNotebook":
+        """Open ``path`` (relative to the server root) and wait for its idle kernel
+        (``wait=False``: do not wait; then :meth:`LabNotebook.wait_open`)."""
         self.page.evaluate("(p) => { window.jupyterapp.commands.execute('docmanager:open', "
                            "{path: p, factory: 'Notebook'}); }", path)
-        self.page.wait_for_function(_READY_JS, arg=path, timeout=timeout * 1000)
-        return LabNotebook(self.page, path)
+        notebook = LabNotebook(self.page, path)
+        return notebook.wait_open(timeout) if wait else notebook
 
 
 class LabNotebook:
@@ -561,6 +570,11 @@ class LabNotebook:
     def __init__(self, page, path: str):
         self.page, self.path = page, path
 
+    def wait_open(self, timeout: float = 90) -> "LabNotebook":
+        """Wait until the notebook is the current tab and its kernel is idle."""
+        self.page.wait_for_function(_READY_JS, arg=self.path, timeout=timeout * 1000)
+        return self
+
     def close(self) -> None:
         """Shut its kernel down and close it without saving (no dialog)."""
         self.page.evaluate(_CLOSE_JS)
@@ -568,9 +582,17 @@ class LabNotebook:
     def run_all(self, timeout: float = 180) -> dict:
         """Clear the outputs, run all cells, wait until every code cell ran (or one failed) and the
         kernel is idle; returns the final progress ({status, pending, errors})."""
+        self.start_run()
+        return self.wait_run(timeout)
+
+    def start_run(self) -> None:
+        """Clear the outputs and run all cells, without waiting (several pages can run at once)."""
+        self.page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+        self.page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+    def wait_run(self, timeout: float = 180) -> dict:
+        """Wait until the run started by :meth:`start_run` is over (see :meth:`run_all`)."""
         page = self.page
-        page.evaluate("window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
-        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
         deadline = time.monotonic() + timeout
         settled = 0
         progress = {}

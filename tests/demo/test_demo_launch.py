@@ -7,7 +7,10 @@ import socket
 
 import pytest
 
+from pathlib import Path
+
 from attention_lab.demo import launch as D
+from attention_lab.demo.model_server import ENV_KEY, ENV_SOCKET
 
 
 @pytest.fixture
@@ -85,6 +88,10 @@ def test_network_serving_warns_and_a_failed_start_is_reported(capsys, notebook, 
     cmd = launched["cmd"]
     assert "--Voila.ip=0.0.0.0" in cmd and "--Voila.token=lecture" in cmd
     assert launched["kwargs"]["start_new_session"] is True
+    # the kernels reach the shared model through the environment (its socket and key)
+    env = launched["kwargs"]["env"]
+    assert env[ENV_KEY] and env[ENV_SOCKET].endswith("model.sock")
+    assert not Path(env[ENV_SOCKET]).parent.exists()  # the private folder is removed
 
 
 def test_voila_command_is_a_standalone_app_without_code(notebook):
@@ -94,7 +101,38 @@ def test_voila_command_is_a_standalone_app_without_code(notebook):
                    "--show_tracebacks=False",
                    "--VoilaConfiguration.extension_allowlist=jupyter-matplotlib"):
         assert option in cmd
-    assert cmd[1:4] == ["-m", "voila", str(notebook)]
+    assert cmd[1:4] == ["-m", "attention_lab.demo.server", str(notebook)]
+    assert "--preheat_kernel=True" not in cmd and not any("cull" in c for c in cmd)
+
+
+def test_voila_command_for_a_lecture_hall(notebook):
+    cmd = D.voila_command(notebook, "127.0.0.1", 8866, "tok", "light", pool=12, max_viewers=40,
+                          cull_after=120, warm_slots=2)
+    for option in ("--preheat_kernel=True", "--pool_size=12", "--DemoVoila.max_viewers=40",
+                   "--MappingKernelManager.cull_idle_timeout=120",
+                   "--MappingKernelManager.cull_interval=30", "--DemoKernelManager.warm_slots=2",
+                   "--VoilaConfiguration.multi_kernel_manager_class="
+                   "attention_lab.demo.server.DemoKernelManager"):
+        assert option in cmd
+
+
+@pytest.mark.parametrize("free_mib, pool, viewers", [
+    (22_000, 30, 72),   # this project's machine: 24 GB
+    (4_000, 4, 8),      # a laptop with 4 GB free
+    (1_000, 0, 2),      # almost nothing free: no pool, still a viewer or two
+])
+def test_defaults_from_free_memory(free_mib, pool, viewers):
+    plan = D.plan(free_mib)
+    assert (plan.pool, plan.max_viewers) == (pool, viewers)
+    assert (plan.pool + plan.max_viewers) * D.VIEWER_MIB + D.RESERVE_MIB <= max(
+        free_mib, D.RESERVE_MIB + 2 * D.VIEWER_MIB)
+
+
+@pytest.mark.parametrize("option", ["--pool", "--max-viewers", "--cull-after"])
+def test_lecture_hall_options_must_be_whole_numbers_from_zero(capsys, notebook, option):
+    with pytest.raises(SystemExit) as exc:
+        D.main(["--notebook", str(notebook), option, "-1"])
+    assert exc.value.code == 2 and "expected a whole number >= 0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("host, local", [("127.0.0.1", True), ("localhost", True), ("::1", True),

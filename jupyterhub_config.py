@@ -1,0 +1,79 @@
+# attention-lab on JupyterHub: an example configuration for a class.
+#
+#   pip install -r requirements.txt        # JupyterHub (pinned), the lab and everything it needs
+#   npm install -g configurable-http-proxy@4.6.3
+#   jupyterhub -f jupyterhub_config.py     # from a checkout; students open http://HOST:8000
+#
+# Each student logs in, gets a JupyterLab server of their own with their own copy of notebooks/
+# (made on their first start and never overwritten: their work stays theirs) and opens the level
+# notebooks; the explorers, exercises and `python -m attention_lab submit` work as on a laptop.
+# Everything specific to a site is marked SITE below. The test of this file
+# (tests/browser/test_browser_hub.py) runs it on 127.0.0.1 with a dummy login and servers under
+# the current user, three students at once.
+#
+# When a class outgrows one machine, run the same lab on Kubernetes with Zero to JupyterHub
+# (z2jh.jupyter.org): build the single-user image from this repository with repo2docker (it reads
+# environment.yml, which pins the same packages as requirements.txt, JupyterHub's single-user
+# server included) and put that image, the authenticator and the resources below in the chart's
+# config.yaml (singleuser.image, hub.config, singleuser.memory, singleuser.cpu). See the README.
+
+import os
+import shutil
+from pathlib import Path
+
+c = get_config()  # noqa: F821  (defined by JupyterHub when it loads this file)
+
+LAB = Path(__file__).resolve().parent  # the checkout this file belongs to
+
+# SITE: how students log in. PAM (accounts of this machine) is JupyterHub's default; for a course,
+# an LMS login (LTI 1.3: ltiauthenticator) or your university's OAuth (oauthenticator) is usual.
+# c.JupyterHub.authenticator_class = "ltiauthenticator.lti13.auth.LTI13Authenticator"
+c.Authenticator.allow_all = False
+c.Authenticator.admin_users = set()  # SITE: instructors' user names
+# c.Authenticator.allowed_users = {"ada", "bob"}  # SITE: or allow a whole LMS course
+
+# SITE: where the hub listens (behind your HTTPS proxy, or set ssl_cert / ssl_key here).
+c.JupyterHub.bind_url = "http://:8000"
+
+# Students' servers: JupyterLab, started in the student's home with the lab's notebooks in it.
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.environment = {
+    # the checkout's package for every kernel (a site that installs attention-lab with pip into
+    # the single-user environment can drop this)
+    "PYTHONPATH": str(LAB),
+    # one math thread per kernel: many students share the machine's cores
+    "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+}
+# Resources per student (honoured by spawners that can enforce them: systemdspawner, dockerspawner,
+# kubespawner on Zero to JupyterHub). A student's server with the level notebooks open uses about
+# 300-700 MiB (torch loads for notebooks 03 and 04).
+c.Spawner.mem_limit = "2G"
+c.Spawner.cpu_limit = 1.0
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+
+
+def copy_notebooks(spawner):
+    """Give the student their own notebooks/ on their first start (a later start keeps theirs)."""
+    home = Path(getattr(spawner, "home_dir", "") or Path(f"~{spawner.user.name}").expanduser())
+    target = home / "notebooks"
+    if target.exists():
+        return
+    home.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(LAB / "notebooks", target,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    if os.geteuid() == 0 and home.owner() != "root":  # a hub run as root for system users
+        for path in [target, *target.rglob("*")]:
+            shutil.chown(path, user=home.owner(), group=home.group())
+
+
+c.Spawner.pre_spawn_hook = copy_notebooks
+
+# Servers nobody used for an hour are stopped by JupyterHub's idle culler, a separate package:
+#   pip install jupyterhub-idle-culler   (then uncomment)
+# c.JupyterHub.services = [{"name": "idle-culler",
+#                           "command": ["python3", "-m", "jupyterhub_idle_culler", "--timeout=3600"]}]
+# c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
+#                             "scopes": ["list:users", "read:users:activity", "read:servers",
+#                                        "delete:servers"]}]
