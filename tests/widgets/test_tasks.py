@@ -36,7 +36,14 @@ def on_grid(explorer, values: dict) -> dict:
     return out
 
 
-DECLARED = [(name, k) for name, cls in widgets.EXPLORERS.items() for k in range(len(cls.TASKS))]
+def explorer_classes() -> dict:
+    """Every explorer class by name, the trained model's ("model") included."""
+    from attention_lab.toy.explorer import ModelExplorer
+
+    return {**widgets.EXPLORERS, "model": ModelExplorer}
+
+
+DECLARED = [(name, k) for name, cls in explorer_classes().items() for k in range(len(cls.TASKS))]
 
 
 def test_every_declared_task_has_a_solution_and_a_miss_in_this_file():
@@ -45,7 +52,7 @@ def test_every_declared_task_has_a_solution_and_a_miss_in_this_file():
 
 @pytest.mark.parametrize("name,k", DECLARED)
 def test_a_solution_reaches_the_task_and_a_miss_does_not(name, k):
-    e = widgets.EXPLORERS[name](backend="agg")
+    e = explorer_classes()[name](backend="agg")
     assert not e.tasks_met[k] and not e.tasks_reached[k], "the starting state solves it"
     solution, miss = (on_grid(e, v) for v in SOLUTIONS[(name, k)])
     e.set(**miss)
