@@ -64,7 +64,7 @@ def count(n, name: str, *, allow_zero: bool = False) -> int:
 
 
 def flag(value, name: str) -> bool:
-    """A switch such as ``is_causal``: a bool (Python or numpy), nothing else (``'no'`` is truthy)."""
+    """A switch such as ``is_causal``: a bool (Python or numpy), nothing else ('no' is truthy)."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a bool (True or False), got {type(value).__name__} "
                         f"{value!r}")
@@ -94,7 +94,8 @@ def axis(ax, ndim: int, name: str = "axis") -> int:
 
 
 def float_dtype(dtype, name: str = "dtype") -> str:
-    """The name of a floating dtype (numpy, torch or a string): float16, bfloat16, float32, float64."""
+    """The name of a floating dtype (numpy, torch or a string): float16, bfloat16, float32 or
+    float64."""
     text = str(getattr(dtype, "name", dtype)) if not isinstance(dtype, str) else dtype
     text = text.replace("torch.", "")
     if text not in FLOAT_DTYPES and dtype is not None:
@@ -144,7 +145,7 @@ def real_array(x, name: str, *, min_ndim: int = 0, allow_neg_inf: bool = False,
 
 
 def nonempty_keys(shape, name: str, what: str = "keys") -> None:
-    """The key axis (the last) of ``shape`` must not be empty: a softmax over nothing is undefined."""
+    """The key axis (the last) of ``shape`` must not be empty (a softmax over no keys)."""
     if len(shape) == 0 or shape[-1] == 0:
         raise ValueError(f"{name} has shape {shape_str(shape)}: no {what} on its last axis (S=0); "
                          f"a softmax needs at least one")
@@ -198,12 +199,14 @@ def same_width(q_name: str, q_shape, k_name: str, k_shape, note: str = "") -> No
                          f"{note or 'they must match'}")
 
 
-def one_value_per_key(k_name: str, k_shape, v_name: str, v_shape) -> None:
-    """Keys (..., S, D_k) and values (..., S, D_v) have the same number of rows S."""
-    if v_shape[-2] != k_shape[-2]:
+def one_value_per_key(k_name: str, k_shape, v_name: str, v_shape, *, S=None) -> None:
+    """Keys (..., S, D_k) (or scores (..., S) with ``S`` given) and values (..., S, D_v) have the
+    same number of rows S."""
+    S = k_shape[-2] if S is None else S
+    if v_shape[-2] != S:
         raise ValueError(f"{v_name} has {v_shape[-2]} rows (shape {shape_str(v_shape)}) but "
-                         f"{k_name} has S={k_shape[-2]} keys (shape {shape_str(k_shape)}); every "
-                         f"key needs exactly one value")
+                         f"{k_name} has S={S} keys (shape {shape_str(k_shape)}); "
+                         f"every key needs exactly one value")
 
 
 def batch_dims(**shapes) -> tuple[int, ...]:

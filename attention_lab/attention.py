@@ -112,14 +112,9 @@ def attend_scores(scores, values, *, mask=None, lengths=None, temperature: float
     Chapter, Level 2, *Softmax makes scores compete* and *Masks define which keys are eligible*.
     """
     e = V.real_array(scores, "scores", min_ndim=1)
-    if e.shape[-1] == 0:
-        raise ValueError("scores has no keys (S=0): the key set is empty")
+    V.nonempty_keys(e.shape, "scores")
     vals = V.real_array(values, "values", min_ndim=2)
-    if vals.shape[-2] != e.shape[-1]:
-        raise ValueError(
-            f"values has {vals.shape[-2]} rows (shape {shape_str(vals.shape)}) but the scores have "
-            f"S={e.shape[-1]} keys; every key needs exactly one value"
-        )
+    V.one_value_per_key("scores", e.shape, "values", vals.shape, S=e.shape[-1])
     return _finish(e, vals, mask=mask, lengths=lengths, temperature=temperature, empty=empty,
                    score="given")
 

@@ -138,7 +138,10 @@ def additive_scores(query, keys, W_q, W_k, v, b=None) -> np.ndarray:
 
 def compute_scores(kind: str, query, keys, **params) -> np.ndarray:
     """Dispatch by name: ``kind`` is one of ``SCORE_KINDS``; ``params`` go to that function
-    (``scale`` for dot, ``W`` for bilinear, ``W_q, W_k, v, b`` for additive)."""
+    (``scale`` for dot, ``W`` for bilinear, ``W_q, W_k, v, b`` for additive).
+
+    Chapter, Level 2, *Scores compare one query with every key*: ``e_i = score(q, k_i)``.
+    """
     functions = {
         "dot": dot_scores,
         "scaled_dot": scaled_dot_scores,

@@ -60,7 +60,8 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
                         chunk_size: int | None = None, mask=None, lengths=None,
                         is_causal: bool = False, causal_align: str = "upper_left",
                         scale: float | str = 1.0, temperature: float = 1.0,
-                        empty: str = "zeros", return_logsumexp: bool = False):
+                        empty: str = "zeros", return_logsumexp: bool = False,
+                        check_finite: bool = True):
     """Attention context (..., T, D_v) computed chunk by chunk over the keys.
 
     Chapter, Level 4, *Cost follows the query-key access pattern* ("global attention forms or
@@ -71,10 +72,13 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
     (about 2**19 scores, 2 MiB in float32, per chunk: few, large operations, and a working set
     independent of S). ``return_logsumexp=True`` also returns the log of the softmax normaliser per
     row, ``logsumexp_j(score_j)`` over the eligible keys, shape (..., T) (``-inf`` for a row without
-    eligible keys).
+    eligible keys), in the working dtype (float32 for float16/bfloat16 inputs: it may exceed
+    float16's range). ``check_finite=False`` skips the scan of Q, K and V for NaN and inf (see
+    :mod:`attention_lab.tensor`).
     """
     factor = _T.check_call(Q, K, V, scale=scale, temperature=temperature, empty=empty,
-                           is_causal=is_causal, causal_align=causal_align)
+                           is_causal=is_causal, causal_align=causal_align,
+                           check_finite=check_finite)
     T_, S = Q.shape[-2], K.shape[-2]
     chunk_size = default_chunk_size(T_, S) if chunk_size is None else \
         _V.count(chunk_size, "chunk_size")
@@ -97,7 +101,8 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
 
     inplace = not (torch.is_grad_enabled() and any(x.requires_grad for x in (Q, K, V)))
     # low precision: computed in float32 (as tensor.attention and SDPA's CPU kernels), cast back
-    work, dev = (Q.dtype if Q.dtype in (torch.float32, torch.float64) else torch.float32), Q.device
+    work = Q.dtype if Q.dtype in (torch.float32, torch.float64) else torch.float32
+    dev = Q.device
     run_m = torch.full(batch + (T_, 1), -math.inf, dtype=work, device=dev)   # (..., T, 1)
     # the accumulator carries one extra column: sum_j p_j (the running normaliser l) comes out of
     # the same matmul as sum_j p_j v_j, because every value gets a trailing 1
@@ -107,17 +112,18 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
     Qs = Q.to(work)                                                         # (..., T, D_k)
     Qs = Qs * factor if factor != 1.0 else Qs  # scale the (small) queries, not every score
     rows = torch.arange(T_, device=dev)[:, None]                            # (T, 1)
-    zero = torch.zeros((), dtype=work, device=dev)
+    zero = torch.zeros((), dtype=work, device=dev)                         # ()
 
     for s0 in range(0, stop, chunk_size):
         s1 = min(s0 + chunk_size, S)
         Kc = K[..., s0:s1, :].to(work)                                      # (..., C, D_k)
-        Vc = torch.nn.functional.pad(V[..., s0:s1, :].to(work), (0, 1), value=1.0)  # (..., C, D_v+1)
+        Vc = V[..., s0:s1, :].to(work)                                      # (..., C, D_v)
+        Vc = torch.nn.functional.pad(Vc, (0, 1), value=1.0)                 # (..., C, D_v + 1)
         s = torch.matmul(Qs, Kc.transpose(-2, -1))                          # (..., T, C)
         if any_mask:
             keep = None                                                     # (..., T|1, C|1)
             if m_full is not None:
-                keep = m_full[..., s0:s1] if m_full.shape[-1] != 1 else m_full
+                keep = m_full[..., s0:s1] if m_full.shape[-1] != 1 else m_full   # (..., T|1, C|1)
             if pad is not None:
                 p_c = pad[..., s0:s1]                                       # (B, 1.., 1, C)
                 keep = p_c if keep is None else keep & p_c
@@ -125,7 +131,8 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
                 c_c = torch.arange(s0, s1, device=dev)[None, :] <= rows + offset   # (T, C)
                 keep = c_c if keep is None else keep & c_c
             seen = seen | keep.any(dim=-1, keepdim=True)                    # (..., T|1, 1)
-            s = s.masked_fill_(~keep, -math.inf) if inplace else s.masked_fill(~keep, -math.inf)
+            s = s.masked_fill_(~keep, -math.inf) if inplace else \
+                s.masked_fill(~keep, -math.inf)                             # (..., T, C)
         new_m = torch.maximum(run_m, s.amax(dim=-1, keepdim=True))          # (..., T, 1)
         # guard: rows that have seen no eligible key yet keep m = -inf; shift them by 0 instead
         safe = torch.where(torch.isneginf(new_m), zero, new_m)              # (..., T, 1)
@@ -139,7 +146,8 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
     empty_rows = ~seen.expand(batch + (T_, 1))                              # (..., T, 1)
     # an eligible row with l = 0 had every eligible score at -inf (an overflow): 0/0 = NaN below,
     # reported by the output check; an empty row divides by 1 and stays 0
-    context = acc / torch.where(empty_rows, torch.ones((), dtype=work, device=dev), run_l)
+    one = torch.ones((), dtype=work, device=dev)                           # ()
+    context = acc / torch.where(empty_rows, one, run_l)                     # (..., T, D_v)
     if bool(empty_rows.any()):
         if empty == "raise":
             n = int(empty_rows.sum())
@@ -150,7 +158,7 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
     context = context.to(Q.dtype)                                           # (..., T, D_v)
     _T.check_output(context, factor, empty, lambda: empty_rows)
     if return_logsumexp:
-        lse = (run_m + torch.log(run_l)).squeeze(-1).to(Q.dtype)           # (..., T)
+        lse = (run_m + torch.log(run_l)).squeeze(-1)                        # (..., T)
         return context, lse
     return context
 
@@ -202,8 +210,8 @@ def compare(sizes=(256, 1024, 4096, 16384), *, T: int = 64, D: int = 32,
     g = torch.Generator().manual_seed(seed)
     with torch.inference_mode(), single_thread():
         for S in sizes:
-            Q, K, V = (torch.randn(n, D, generator=g) for n in (T, S, S))
-            ref = fns["materialised"](Q, K, V)
+            Q, K, V = (torch.randn(n, D, generator=g) for n in (T, S, S))  # (T, D), (S, D) x 2
+            ref = fns["materialised"](Q, K, V)                               # (T, D)
             out["max_diff"].append(float((fns["streaming"](Q, K, V) - ref).abs().max()))
             out["agrees"].append(out["max_diff"][-1] <= tol)
             times = {k: [] for k in fns}

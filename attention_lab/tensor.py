@@ -28,9 +28,12 @@ do) and the weights and context are cast back to the input dtype. So a score bey
 range, a key whose score is -65504 or a temperature of 1e-4 give SDPA's answer, not an overflow.
 
 Non-finite inputs: NaN or +-inf anywhere in Q, K or V raises ``ValueError`` naming the tensor
-(the numpy reference's rule), whether or not the value could reach the output. A context that is
-not finite although the inputs are (scores beyond the working dtype after ``scale / temperature``)
-raises ``ValueError`` naming ``scale`` and ``temperature``.
+(the numpy reference's rule), whether or not the value could reach the output. The scan is one read
+of the inputs (about 7 % of SDPA's time at ``python -m benchmarks.run core``'s size);
+``check_finite=False`` skips it, as in ``scipy.linalg``, for inputs known to be finite: a NaN or
+inf may then give a wrong answer without an error (SDPA returns zeros for a NaN query). A context
+that is not finite although the inputs are (scores beyond the working dtype after
+``scale / temperature``) always raises ``ValueError`` naming ``scale`` and ``temperature``.
 
 torch is imported only when this module is imported, never by ``import attention_lab``.
 """
@@ -68,7 +71,7 @@ def padding_mask(lengths, S: int, device=None) -> torch.Tensor:
     (B, T, S), or pass ``lengths=`` to :func:`attention`, which puts them on the batch axis.
     """
     S = _V.count(S, "S")
-    L = torch.from_numpy(_V.lengths(lengths, S)).to(device)    # lengths.shape
+    L = torch.from_numpy(_V.lengths(lengths, S)).to(device)    # (...): lengths.shape
     return torch.arange(S, device=device) < L[..., None]        # lengths.shape + (S,)
 
 
@@ -85,11 +88,13 @@ def causal_mask(T: int, S: int | None = None, *, align: str = "upper_left", devi
     return torch.ones(T, S, dtype=torch.bool, device=device).tril(diagonal=offset)  # (T, S)
 
 
-def check_call(Q, K, V, *, scale, temperature, empty, is_causal, causal_align) -> float:
+def check_call(Q, K, V, *, scale, temperature, empty, is_causal, causal_align,
+               check_finite=True) -> float:
     """The checks of every torch path (this module and streaming); returns ``scale / temperature``.
 
     Q, K, V: tensors of one floating dtype, at least 2-D, D_k and S consistent, batch dimensions
-    that broadcast, every element finite. Scalars and policies through :mod:`._validate`.
+    that broadcast, every element finite (unless ``check_finite=False``). Scalars and policies
+    through :mod:`._validate`.
     """
     for name, x in (("Q", Q), ("K", K), ("V", V)):
         if not isinstance(x, torch.Tensor):
@@ -112,7 +117,8 @@ def check_call(Q, K, V, *, scale, temperature, empty, is_causal, causal_align) -
     _V.empty_policy(empty)
     _V.flag(is_causal, "is_causal")
     _V.causal_align(causal_align, "causal_align")
-    _V.finite_tensors(Q=Q, K=K, V=V)
+    if _V.flag(check_finite, "check_finite"):
+        _V.finite_tensors(Q=Q, K=K, V=V)
     return factor
 
 
@@ -123,7 +129,9 @@ def checked_mask(mask, scores_shape, device):
         return None
     m = _V.bool_mask(mask)
     _V.mask_shape(m.shape, scores_shape)
-    return (m if isinstance(m, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(m))).to(device)
+    if not isinstance(m, torch.Tensor):
+        m = torch.from_numpy(np.ascontiguousarray(m))                # (..., T|1, S|1)
+    return m.to(device)                                              # (..., T|1, S|1)
 
 
 def checked_padding(lengths, scores_shape, device):
@@ -140,7 +148,8 @@ def checked_padding(lengths, scores_shape, device):
 def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align="upper_left"):
     """The combined boolean mask (broadcastable to (..., T, S)) or None when every key is eligible.
 
-    Chapter, Level 2, *Masks define which keys are eligible*: mask AND padding AND causal.
+    Chapter, Level 2, *Masks define which keys are eligible*: ``mask & (j < lengths[b]) &
+    causal`` (with ``lengths`` on the batch items, never on the heads).
     """
     T, S = Q.shape[-2], K.shape[-2]
     scores_shape = _V.batch_dims(Q=Q.shape, K=K.shape) + (T, S)
@@ -157,7 +166,7 @@ def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align=
 def attention(Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
               causal_align: str = "upper_left", scale: float | str = 1.0,
               temperature: float = 1.0, empty: str = "zeros",
-              need_weights: bool = True) -> TensorAttention:
+              need_weights: bool = True, check_finite: bool = True) -> TensorAttention:
     """Masked attention over the last two axes; see the module docstring for the policies.
 
     Chapter, Level 3, *Attention has a compact tensor form*: ``weights = softmax(scale Q K^T /
@@ -169,19 +178,22 @@ def attention(Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     (``empty="zeros"``); ``weights`` is then ``None``.
     """
     factor = check_call(Q, K, V, scale=scale, temperature=temperature, empty=empty,
-                        is_causal=is_causal, causal_align=causal_align)
+                        is_causal=is_causal, causal_align=causal_align, check_finite=check_finite)
     m = eligibility(Q, K, mask=mask, lengths=lengths, is_causal=is_causal,
                     causal_align=causal_align)                       # (..., T|1, S|1) or None
 
     if not _V.flag(need_weights, "need_weights") and empty == "zeros":
-        attn_mask = m if m is None or m.dim() >= 2 else m.view((1,) * (2 - m.dim()) + m.shape)
+        attn_mask = m                                                # (..., T|1, S|1)
+        if m is not None and m.dim() < 2:  # SDPA indexes a mask's dim -2
+            attn_mask = m.view((1,) * (2 - m.dim()) + m.shape)       # (1, S) or (1, 1)
         context = torch.nn.functional.scaled_dot_product_attention(
             Q, K, V, attn_mask=attn_mask, scale=factor)              # (..., T, D_v)
         check_output(context, factor, empty)
         return TensorAttention(context, None, m)
 
     work = Q.dtype if Q.dtype in (torch.float32, torch.float64) else torch.float32
-    q, k, v = (x.to(work) for x in (Q, K, V))                        # no copy unless low precision
+    # (..., T, D_k), (..., S, D_k), (..., S, D_v): no copy unless low precision
+    q, k, v = (x.to(work) for x in (Q, K, V))
     scores = torch.matmul(q, k.transpose(-2, -1))                    # (..., T, S)
     if factor != 1.0:
         scores = scores.mul_(factor)                                 # (..., T, S)
@@ -189,7 +201,8 @@ def attention(Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     if m is not None:
         empty_rows = ~m.any(dim=-1, keepdim=True)                    # (..., T|1, 1)
         if bool(empty_rows.any()):
-            keep = m | empty_rows     # (..., T|1, S|1): empty rows get a finite softmax, zeroed below
+            # rows without an eligible key get a finite softmax here, replaced by the policy below
+            keep = m | empty_rows                                    # (..., T|1, S|1)
         else:
             keep, empty_rows = m, None
         scores = scores.masked_fill_(~keep, -math.inf)               # (..., T, S)
@@ -203,15 +216,16 @@ def attention(Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
         weights = weights.masked_fill(empty_rows, fill)              # (..., T, S)
     context = torch.matmul(weights, v)                               # (..., T, D_v)
     if work != Q.dtype:
-        weights, context = weights.to(Q.dtype), context.to(Q.dtype)  # back to float16/bfloat16
+        # back to float16/bfloat16
+        weights, context = weights.to(Q.dtype), context.to(Q.dtype)  # (..., T, S), (..., T, D_v)
     check_output(context, factor, empty,
                  None if empty_rows is None else (lambda: empty_rows))
     return TensorAttention(context, weights if need_weights else None, m)
 
 
 def check_output(context, factor: float, empty: str, empty_rows=None) -> None:
-    """Raise when the context holds NaN or inf although the inputs were finite: the scores
-    overflowed the working dtype after ``scale / temperature``. Under ``empty="nan"`` the rows
+    """Raise when the context holds NaN or inf although the inputs were finite (checked before):
+    the scores overflowed the working dtype after ``scale / temperature``. Under ``empty="nan"`` the rows
     without an eligible key may be NaN: ``empty_rows`` is a callable returning their boolean
     (..., T, 1) marker, called only when needed."""
     # Fast path: a finite sum means every element is finite (NaN and inf propagate into a sum);
@@ -225,6 +239,7 @@ def check_output(context, factor: float, empty: str, empty_rows=None) -> None:
         return
     if empty == "nan" and empty_rows is not None and bool((finite | empty_rows()).all()):
         return
-    raise ValueError(f"the context is not finite although Q, K and V are: the scores (or the "
-                     f"weighted sum) overflowed the working dtype after scaling by scale / "
-                     f"temperature = {factor:g}; use a larger temperature or smaller inputs")
+    raise ValueError(f"the context is not finite: the scores (or the weighted sum) overflowed "
+                     f"the working dtype after scaling by scale / temperature = {factor:g}; use a "
+                     f"larger temperature or smaller inputs (or, with check_finite=False, an "
+                     f"input holds NaN or inf)")

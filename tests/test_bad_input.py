@@ -42,7 +42,7 @@ q, K, V = ex.query, ex.keys, ex.values
     (lambda: al.dot_scores(q, K, scale=0.0), ValueError, r"scale must be finite and > 0"),
     # empty key set
     (lambda: al.attend(q, np.zeros((0, 3)), np.zeros((0, 3))), ValueError, r"key set is empty"),
-    (lambda: al.attend_scores(np.zeros(0), np.zeros((0, 2))), ValueError, r"key set is empty"),
+    (lambda: al.attend_scores(np.zeros(0), np.zeros((0, 2))), ValueError, r"scores has shape \(0,\): no keys"),
     # NaN / inf inputs
     (lambda: al.attend(np.array([np.nan, 0, 0]), K, V), ValueError, r"query contains 1 non-finite .* NaN at index \(0,\)"),
     (lambda: al.attend(q, np.where(K > .8, np.inf, K), V), ValueError, r"keys contains 1 non-finite value.*inf at index \(1, 0\)"),

@@ -325,3 +325,19 @@ def test_lengths_index_batch_items_not_heads_when_b_equals_h():
         with pytest.raises(ValueError, match=r"lengths has shape \(3,\); expected a single "
                                              r"length or one per batch item, shape \(2,\)"):
             fn(Q, K, V, lengths=[5, 1, 2])
+
+
+def test_check_finite_false_skips_the_scan_and_says_so():
+    """The opt-out (as scipy.linalg's check_finite): no scan, so SDPA's answer for a NaN query
+    (zeros) comes back; the default refuses it. A non-bool is refused."""
+    Q, K, V = _qkv((1, 1), dtype=torch.float32)  # 4-D: SDPA's fused CPU kernel
+    Q[0, 0, 1, 0] = float("nan")
+    with pytest.raises(ValueError, match="Q contains 1 non-finite"):
+        attention(Q, K, V, need_weights=False)
+    out = attention(Q, K, V, need_weights=False, check_finite=False).context
+    assert (out[0, 0, 1] == 0).all()  # silently zero: what the scan is there to prevent
+    with pytest.raises(ValueError, match=r"with check_finite=False, an input holds NaN or inf"):
+        attention(Q, K, V, check_finite=False)  # the weights path still sees the NaN row
+    for name, fn in TORCH_PATHS.items():
+        with pytest.raises(TypeError, match="check_finite must be a bool"):
+            fn(Q, K, V, check_finite="yes")
