@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from _reference import mask_shapes
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import attention_lab as al
@@ -162,31 +162,42 @@ def test_a_temperature_that_overflows_float32_names_the_temperature():
 
 
 # float16 / bfloat16 extremes: integer-valued inputs make every score exact in float32 (D = 1), so
-# a float64 SDPA on the same (rounded) inputs is the exact answer. Scores reach +-90000 (beyond
-# float16), -65504 (the finfo.min fill), ties, and overflow after scaling (temperature 1e-4).
+# a float64 SDPA on the same (rounded) inputs is the exact answer. Each example forces one extreme
+# on a random key of every row (eligible unless the mask says otherwise): a score beyond float16's
+# range (-90000), a score at -65504 (the finfo.min fill), a score near +65504, or scores that
+# overflow only after scaling (temperature 1e-4); the other keys are random, ties included.
 EXTREME_Q = [0.0, 1.0, -1.0, 2.0, 255.0, -256.0, 300.0, -300.0]
 EXTREME_K = [0.0, 1.0, -1.0, 255.0, -255.0, 300.0, -300.0, -65504.0, 65504.0]
+SCENARIOS = {  # name: (query value, key value at the forced key, kwargs)
+    "beyond float16": (300.0, -300.0, {}),
+    "at the fill": (1.0, -65504.0, {}),
+    "near +65504": (1.0, 65504.0, {"scale": 0.5}),
+    "overflow after scaling": (2.0, 255.0, {"temperature": 1e-4}),
+}
 
 
 @st.composite
 def extreme_low_precision(draw):
     dtype = draw(st.sampled_from(LOW))
+    q_forced, k_forced, kwargs = SCENARIOS[draw(st.sampled_from(sorted(SCENARIOS)))]
     B, T, S = draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(1, 6))
     Q = torch.tensor(draw(st.lists(st.sampled_from(EXTREME_Q), min_size=B * T, max_size=B * T)))
     K = torch.tensor(draw(st.lists(st.sampled_from(EXTREME_K), min_size=B * S, max_size=B * S)))
-    seed = draw(st.integers(0, 2 ** 16))
-    g = torch.Generator().manual_seed(seed)
+    Q, K = Q.reshape(B, T, 1), K.reshape(B, S, 1)
+    j = draw(st.integers(0, S - 1))
+    Q[:, 0], K[:, j] = q_forced, k_forced       # row 0 meets the extreme at key j
+    g = torch.Generator().manual_seed(draw(st.integers(0, 2 ** 16)))
     V = (torch.rand(B, S, 2, generator=g) * 2 - 1).to(dtype)
     mask = None
     if draw(st.booleans()):
         mask = torch.rand(B, T, S, generator=g) < draw(st.sampled_from([0.3, 0.7]))
-    kwargs = draw(st.sampled_from([{}, {"temperature": 1e-4}, {"scale": 0.5},
-                                   {"temperature": 4.0}]))
-    return (Q.reshape(B, T, 1).to(dtype), K.reshape(B, S, 1).to(dtype), V, mask, kwargs,
-            draw(st.integers(1, S + 1)))
+        mask[:, 0, j] = True  # the extreme key is eligible ...
+        if draw(st.booleans()):
+            mask[:, 0, :j] = False  # ... and, sometimes, the only eligible key of row 0
+            mask[:, 0, j + 1:] = False
+    return Q.to(dtype), K.to(dtype), V, mask, kwargs, draw(st.integers(1, S + 1))
 
 
-@settings(max_examples=150)
 @given(extreme_low_precision())
 def test_low_precision_extremes_equal_the_exact_answer_on_every_path(case):
     Q, K, V, mask, kwargs, chunk = case
