@@ -28,8 +28,9 @@ from types import SimpleNamespace
 
 ENV_SOCKET = "ATTENTION_LAB_MODEL_SOCKET"
 ENV_KEY = "ATTENTION_LAB_MODEL_KEY"
-#: what a decoding sends back (numpy arrays); the explorer reads tokens, weights, scores and mask
-DECODED_FIELDS = ("tokens", "logits", "weights", "scores", "mask", "lengths")
+#: what a decoding sends back (numpy arrays of :class:`attention_lab.toy.model.Decoded`)
+DECODED_FIELDS = ("tokens", "logits", "weights", "scores", "mask", "lengths", "queries",
+                  "contexts")
 
 
 class _Served:
