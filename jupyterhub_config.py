@@ -72,8 +72,8 @@ c.Spawner.pre_spawn_hook = copy_notebooks
 
 # Servers nobody used for an hour are stopped by JupyterHub's idle culler, a separate package:
 #   pip install jupyterhub-idle-culler   (then uncomment)
-# c.JupyterHub.services = [{"name": "idle-culler",
-#                           "command": ["python3", "-m", "jupyterhub_idle_culler", "--timeout=3600"]}]
+# c.JupyterHub.services = [{"name": "idle-culler", "command": [
+#     "python3", "-m", "jupyterhub_idle_culler", "--timeout=3600"]}]
 # c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
 #                             "scopes": ["list:users", "read:users:activity", "read:servers",
 #                                        "delete:servers"]}]

@@ -6,9 +6,9 @@ Two servers, one after the other, each serving a scratch copy of its notebook:
 - **today**: the demo as it was launched before the lecture-hall work: plain Voila, a kernel
   started and the notebook run per arriving viewer, every explorer built eagerly (the trained
   model's too, so torch in every kernel), no culling, no viewer limit;
-- **hall**: ``python -m attention_lab demo --pool P --max-viewers 70 --cull-after 30``: P preheated kernels warmed
-  one at a time, the trained model's tab built when opened and served by the shared model,
-  culling, the viewer limit (see :mod:`attention_lab.demo.server`).
+- **hall**: ``python -m attention_lab demo --pool P --max-viewers 70 --cull-after 30``: P
+  preheated kernels warmed one at a time, the trained model's tab built when opened and served by
+  the shared model, culling, the viewer limit (see :mod:`attention_lab.demo.server`).
 
 For each N (1, 10, 30, 60) the N viewers arrive evenly spread over N/3 seconds (30 in 10 s: the
 goal's scenario). Each is a :class:`benchmarks.viewer.Viewer` (page, the static files a real page
@@ -26,7 +26,8 @@ request, as a closed tab sends) and the benchmark waits until the preheated pool
 Bounds: a page not ready within ``--timeout`` (120 s) counts as not ready; a round of today's
 server is skipped when free memory is short (it needs ~350 MiB per viewer), and every server is
 stopped with all its processes at the end, also on failure. Run it with
-``python -m benchmarks.run demo`` (N = 1, 10, 30, 60) or ``python -m benchmarks.bench_demo --n 1 10``.
+``python -m benchmarks.run demo`` (N = 1, 10, 30, 60) or
+``python -m benchmarks.bench_demo --n 1 10``.
 The machine's load average is printed with every round: measured on a shared machine, the figures
 are pessimistic.
 """

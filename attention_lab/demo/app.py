@@ -100,7 +100,8 @@ class Later:
 
 
 def later(factory, *args, **kwargs) -> Later:
-    """A tab built on first opening: ``"Trained model": later(ModelExplorer, presentation=True)``."""
+    """A tab built on first opening:
+    ``"Trained model": later(ModelExplorer, presentation=True)``."""
     return Later(factory, *args, **kwargs)
 
 

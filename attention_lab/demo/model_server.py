@@ -115,8 +115,8 @@ def serve(socket_path: str, key: bytes, model=None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m attention_lab.demo.model_server SOCKET`` (the key comes in ``$ATTENTION_LAB_MODEL_KEY``,
-    never on the command line, where other users could read it)."""
+    """``python -m attention_lab.demo.model_server SOCKET``; the key comes in
+    ``$ATTENTION_LAB_MODEL_KEY``, never on the command line, where other users could read it."""
     argv = sys.argv[1:] if argv is None else argv
     key = os.environ.get(ENV_KEY)
     if len(argv) != 1 or not key:

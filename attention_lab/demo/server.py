@@ -1,7 +1,7 @@
 """The demo's Voila server for a lecture hall: preheated kernels, a viewer limit, culling.
 
-``python -m attention_lab demo`` runs ``python -m attention_lab.demo.server NOTEBOOK [Voila options]``
-(:func:`attention_lab.demo.launch.voila_command` builds the options). It is Voila with four
+``python -m attention_lab demo`` runs ``python -m attention_lab.demo.server NOTEBOOK [options]``
+(:func:`attention_lab.demo.launch.voila_command` builds Voila's options). It is Voila with four
 additions, each for a measured need (``python -m benchmarks.run demo``, README):
 
 - **Warm-ups one at a time, in order** (:class:`DemoKernelManager`). Voila's preheated pool

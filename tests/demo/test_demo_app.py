@@ -201,7 +201,8 @@ def test_a_later_tab_is_built_once_when_first_opened():
     demo.tabs.selected_index = 0
     demo.tabs.selected_index = 1
     assert factory.built == 1  # built once
-    assert demo.explorer("Later") is later and repr(demo).endswith("Later (1 control); reset button")
+    assert demo.explorer("Later") is later
+    assert repr(demo).endswith("Later (1 control); reset button")
     # the reset button covers the tab built later
     later.controls["temperature"].value = 3.0
     assert demo.changed() == ["Later/temperature"]
