@@ -38,13 +38,17 @@ class Viewer:
 
     ``slider``: the CSS class of the control :meth:`move` moves (in the first tab);
     ``assets``: paths under ``base`` that a real page fetched (scripts, styles), fetched with the
-    page; ``timeout``: seconds for loading before :meth:`load` gives up.
+    page; ``timeout``: seconds for loading before :meth:`load` gives up; ``connect_delay``: seconds
+    between the page and its websocket (a browser's script loading).
     """
 
     def __init__(self, base: str, token: str, *, slider: str = "al-control-q1",
-                 assets: tuple[str, ...] = (), timeout: float = 120.0):
+                 assets: tuple[str, ...] = (), timeout: float = 120.0,
+                 connect_delay: float = 0.0):
         self.base, self.token, self.slider_class = base.rstrip("/"), token, slider
         self.assets, self.timeout = assets, timeout
+        self.connect_delay = connect_delay  # seconds between the page and the websocket (a
+        # browser loads its scripts first)
         self.session = uuid.uuid4().hex
         self.kernel_id: str | None = None
         self.states: dict = {}
@@ -189,6 +193,7 @@ class Viewer:
                                               request_timeout=self.timeout)
                                    for path in self.assets))
             self.marks["files"] = time.perf_counter() - t0
+            await asyncio.sleep(self.connect_delay)
             url = (f"{self.base.replace('http', 'ws', 1)}/api/kernels/{self.kernel_id}/channels"
                    f"?token={self.token}&session_id={self.session}")
             self._ws = await websocket_connect(url, subprotocols=[V1_PROTOCOL],

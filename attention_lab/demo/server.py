@@ -28,8 +28,9 @@ Everything else (templates, tokens, the pool itself) is Voila's, configured on t
 from __future__ import annotations
 
 import asyncio
-import html
 import os
+from datetime import datetime, timezone
+import re
 import sys
 import time
 from collections import deque
@@ -42,6 +43,8 @@ from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
 
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
+#: the kernel id in the page Voila sends (its page config, which the page's scripts read)
+KERNEL_ID = re.compile(r'"kernelId":\s*"([0-9a-f-]{36})"')
 #: the key under which the server's :class:`Viewers` sit in the tornado settings
 VIEWERS = "attention_lab_viewers"
 
@@ -183,7 +186,29 @@ class DemoKernelManager(AsyncMappingKernelManager):
 
 
 class GatedVoilaHandler(TornadoVoilaHandler):
-    """Voila's page handler behind the viewer limit."""
+    """Voila's page handler behind the viewer limit.
+
+    It also marks the kernel a page gets as active at that moment. A preheated kernel has been idle
+    since its warm-up, often for minutes, and its page connects seconds after receiving the HTML
+    (a browser loads its scripts first): without this, the culler could shut the kernel down in
+    between (found by the load benchmark's Chromium pages with ``--cull-after 30``).
+    """
+
+    _kernel_seen = False
+
+    def write(self, chunk):
+        if not self._kernel_seen and isinstance(chunk, (str, bytes)):
+            text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else chunk
+            found = KERNEL_ID.search(text)
+            if found:
+                self._kernel_seen = True
+                try:
+                    kernel = self.kernel_manager.get_kernel(found.group(1))
+                    # what jupyter_server's culler reads (an aware UTC time, as it sets it)
+                    kernel.last_activity = datetime.now(timezone.utc)
+                except KeyError:
+                    pass
+        return super().write(chunk)
 
     @web.authenticated
     async def get(self, path=None):

@@ -1,5 +1,5 @@
-"""The demo's server for a lecture hall, end to end without a browser: a preheated kernel, the
-viewer limit and its page, the trained model's tab on the shared model (no torch in the viewer's
+"""The demo's server for a lecture hall, end to end without a browser: a preheated kernel (not
+culled between its page and the page's connection), the viewer limit and its page, the trained model's tab on the shared model (no torch in the viewer's
 kernel), culling of a viewer who vanished, the refusal of the websocket protocol that hangs
 Voila, and nothing left behind. Viewers are simulated (benchmarks/viewer.py: the messages a page
 sends); the page in a real browser is tested in tests/browser."""
@@ -110,8 +110,12 @@ def test_a_lecture_hall_server(hall):
     base = f"http://127.0.0.1:{hall.port}"
 
     async def scenario():
-        first = Viewer(base, hall.token, timeout=120)
-        assert await first.load(), first.error                  # the preheated kernel
+        # the preheated kernel has been idle longer than --cull-after (3 s) when its page arrives,
+        # and the page connects 2 s after its HTML (a browser loads its scripts first): the kernel
+        # must not be culled in between
+        await asyncio.sleep(5)
+        first = Viewer(base, hall.token, timeout=120, connect_delay=2)
+        assert await first.load(), first.error
         assert await first.move() is not None                    # a slider step repaints
         second = Viewer(base, hall.token, timeout=30)
         assert not await second.load() and second.status == 503  # the demo is full
