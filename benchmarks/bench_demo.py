@@ -93,6 +93,7 @@ class Round:
     """What one round (N viewers on one server) measured."""
 
     n: int
+    timeout: float = 120.0
     ready: list = field(default_factory=list)        # seconds, None = not ready in time
     slider: list = field(default_factory=list)       # seconds, None = no frame in time
     rss_mib: list = field(default_factory=list)      # per viewer kernel
@@ -107,8 +108,14 @@ class Round:
     skipped: str = ""
 
     def ready_p(self, q):
+        """Percentile of page ready; a page not ready in time counts as the time limit (so the
+        figure is then a lower bound)."""
         done = [r for r in self.ready if r is not None]
-        return percentile(done + [float("inf")] * (len(self.ready) - len(done)), q)
+        return percentile(done + [self.timeout] * (len(self.ready) - len(done)), q)
+
+    @property
+    def not_ready(self) -> int:
+        return sum(r is None for r in self.ready)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -235,7 +242,7 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
     start.set()
     await asyncio.gather(*(arrive(i, v) for i, v in enumerate(viewers)))
     ready = [v for v in viewers if v.ready_s is not None]
-    arrival_cpu = cpu.used([v.kernel_id for v in viewers])
+    arrival_cpu = cpu.used([v.kernel_id for v in viewers if v.kernel_id])
 
     async def student(v):
         end = time.monotonic() + slider_s
@@ -250,7 +257,9 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
     await asyncio.gather(*(student(v) for v in ready))
     memory = _viewer_memory(server, [v.kernel_id for v in ready])
     steps = sum(len(v.latencies) for v in ready)
-    memory["cpu_arrival"] = arrival_cpu / len(viewers) if viewers else None
+    # CPU is counted for the kernels of viewers whose page came (the others' are unknown)
+    arrived = [v for v in viewers if v.kernel_id]
+    memory["cpu_arrival"] = arrival_cpu / len(arrived) if arrived else None
     memory["cpu_step"] = cpu.used([v.kernel_id for v in ready]) / steps if steps else None
     await asyncio.gather(*(v.close() for v in viewers))
     return viewers, [x for v in ready for x in v.latencies], memory
@@ -381,7 +390,7 @@ def run_round(H, server, n: int, *, slider_s: float, assets, timeout: float, bro
               chromium: int = 0, seed: int = 0) -> Round:
     """N viewers on ``server``: ``chromium`` of them real pages (driven from this thread, which
     owns the browser), the others simulated in an asyncio loop of their own thread."""
-    out = Round(n=n)
+    out = Round(n=n, timeout=timeout)
     spread = n / 3.0
     k = min(chromium, max(0, n - 1)) if browser is not None else 0
     start = threading.Event()
@@ -515,11 +524,12 @@ def _ok(values):
 
 
 def _lost(values):
-    return [float("inf")] * sum(v is None for v in values)
+    """Slider steps without a frame within the step's 30 s count as 30 s."""
+    return [30.0] * sum(v is None for v in values)
 
 
 def _s(x) -> str:
-    return "-" if x is None else ("never" if x == float("inf") else f"{x:.2f} s")
+    return "-" if x is None else f"{x:.2f} s"
 
 
 def _m(values) -> str:
@@ -536,17 +546,22 @@ def rows(results: dict) -> list[Row]:
         t, h = today.get(n), hall.get(n)
         goal = n == 30
 
-        def row(what, get, unit="s", goal_text="", limit=None):
+        def row(what, get, unit="s", goal_text="", limit=None, compare=True):
             new = get(h) if h is not None and not h.skipped else None
             old = get(t) if t is not None and not t.skipped else None
             if new is None:
                 return
             ok = None if limit is None else new <= limit
             base_what = "today" if old is not None else (t.skipped if t is not None else "")
+            if not compare and old is not None:
+                what, base_what, old = f"{what} (today's round: {old:.1f})", "", None
             out.append(Row(GROUP, f"N={n}: {what}", new, unit, old, base_what, goal_text, ok))
 
         spread = f"{n} arriving in {n / 3:.0f} s" if n > 1 else "one viewer"
-        row(f"page ready p50 ({spread}, simulated)", lambda r: r.ready_p(50))
+        limit = (h or t).timeout
+        row(f"viewers whose page was not ready within {limit:.0f} s", lambda r: r.not_ready, "")
+        row(f"page ready p50 ({spread}, simulated; not ready = {limit:.0f} s)",
+            lambda r: r.ready_p(50))
         row(f"page ready p95 ({spread}, simulated)", lambda r: r.ready_p(95),
             goal_text="<= 3 s (N=30)" if goal else "", limit=GOAL_READY_S if goal else None)
         row("slider step -> new frame p50 (a step per viewer every 0.8-2.2 s)",
@@ -567,7 +582,7 @@ def rows(results: dict) -> list[Row]:
         row("Chromium pages: key press -> repaint p95", lambda r: percentile(
             _ok(r.browser_slider) + _lost(r.browser_slider), 95) if r.browser_slider else None)
         row("machine load average (1 min) at the round's end", lambda r: r.load[1]
-            if r.load else None, "")
+            if r.load else None, "", compare=False)
     return out
 
 
