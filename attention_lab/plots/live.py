@@ -245,7 +245,7 @@ class QueryPlot(LivePlot):
 
         ax_c = fig.add_axes([0.72, 0.1, 0.26, 0.25])
         st.axes(ax_c, title="context c and the values", ylabel="coordinate value")
-        ax_c.set_xticks(np.arange(D), [f"c[{j + 1}]" for j in range(D)])
+        ax_c.set_xticks(np.arange(D), [f"c{chr(0x2080 + j + 1)}" for j in range(D)])  # c₁, c₂, ..
         ax_c.set_xlim(-0.6, D - 0.4)
         lo, hi = min(0.0, values.min()), max(1.0, values.max())
         ax_c.set_ylim(lo - 0.02, hi + 0.3)

@@ -49,6 +49,9 @@ class QueryExplorer(Explorer):
     """
 
     title = "Query explorer: one query, five sources, one context"
+    figure_label = ("The overview diagram with the current scores and weights, the weights as "
+                    "bars and as a heatmap row (darker = larger), and the context beside the five "
+                    "values.")
     TASKS = (
         Task("Move the query until source 4 gets at least half of the weight (soft retrieval).",
              lambda s: s.retrieval == "soft" and s.weights[3] >= 0.5),
@@ -68,9 +71,9 @@ class QueryExplorer(Explorer):
                                           ("a later query (-1.0, -0.8, -0.3)", "later"),
                                           ("custom", "custom")],
                                  value="chapter", description="query preset"),
-            "q1": slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
-            "q2": slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
-            "q3": slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
+            "q1": slider(q[0], -1.5, 1.5, 0.05, "query q₁"),
+            "q2": slider(q[1], -1.5, 1.5, 0.05, "query q₂"),
+            "q3": slider(q[2], -1.5, 1.5, 0.05, "query q₃"),
             "temperature": log_slider(1.0, 0.05, 5.0, "temperature τ"),
             "retrieval": W.ToggleButtons(options=["soft", "hard"], value="soft",
                                          description="retrieval",
@@ -136,6 +139,8 @@ class ScoreExplorer(Explorer):
     """
 
     title = "Score explorer: the same query and keys under four score functions"
+    figure_label = ("The chosen score function's five scores as bars beside the dot product's, "
+                    "and their softmax weights.")
     LABELS = {
         "dot": "dot product: eᵢ = qᵀkᵢ",
         "bilinear": "bilinear: eᵢ = qᵀ W kᵢ (the chapter's W)",
@@ -162,9 +167,9 @@ class ScoreExplorer(Explorer):
                                               ("additive", "additive"),
                                               ("scaled dot", "scaled_dot")],
                                      value="dot", description="score function"),
-            "q1": slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
-            "q2": slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
-            "q3": slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
+            "q1": slider(q[0], -1.5, 1.5, 0.05, "query q₁"),
+            "q2": slider(q[1], -1.5, 1.5, 0.05, "query q₂"),
+            "q3": slider(q[2], -1.5, 1.5, 0.05, "query q₃"),
         }
 
     def _make_plot(self):
@@ -227,6 +232,8 @@ class TemperatureExplorer(Explorer):
     """
 
     title = "Temperature explorer: same scores, different concentration"
+    figure_label = ("The weights at the chosen temperature against those at temperature 1, and "
+                    "the largest weight and effective number of keys along the temperature.")
     T_MIN, T_MAX = 0.05, 5.0
     TASKS = (
         Task("Find a temperature at which the effective number of keys, exp(entropy), is "
@@ -308,6 +315,8 @@ class MaskExplorer(Explorer):
     """
 
     title = "Mask explorer: which keys may be retrieved"
+    figure_label = ("The weights without a mask, masked before the softmax, and masked after it "
+                    "without renormalising, with each row's sum.")
     TASKS = (
         Task("Predict the row sum of masking AFTER softmax at valid length 3, then tick the box "
              "and compare.", lambda s: s.after_softmax
@@ -387,7 +396,8 @@ class MaskExplorer(Explorer):
     def _show(self, s):
         w = s.weights if s.weights is not None else np.zeros(s.scores.size)
         self.plot.update(mask=s.mask, weights=w, row_sum=s.row_sum,
-                         after_weights=s.after_weights if s.after_softmax else None, after_row_sum=s.after_row_sum, message=self._message(s))
+                         after_weights=s.after_weights if s.after_softmax else None,
+                         after_row_sum=s.after_row_sum, message=self._message(s))
         rows = [["eligible", *["yes" if m else "no" for m in s.mask], ""]]
         if s.weights is not None:
             rows.append(["before softmax (right)", *[num(x) for x in s.weights],
@@ -435,6 +445,8 @@ class WindowExplorer(Explorer):
     """
 
     title = "Window explorer: global vs local access"
+    figure_label = ("Ten source positions twice, global and inside the local window, with the "
+                    "weights as bars and the target starred.")
     S = 10
     TASKS = (
         Task("With half-width 1, retrieve the target anyway: give it more weight than global "
@@ -523,6 +535,8 @@ class AxisExplorer(Explorer):
     """
 
     title = "Axis explorer: which axis does softmax normalise?"
+    figure_label = ("One batch item's weights normalised over the keys and over the chosen axis, "
+                    "as heatmaps, and which sums equal 1.")
     AXIS_LABELS = {-1: "keys (dim=-1, right)", -2: "queries (dim=-2)", 0: "batch (dim=0)"}
     TASKS = (
         Task("Choose an axis that keeps every shape but moves some context by more than 1.",
@@ -629,6 +643,8 @@ class PrecisionExplorer(Explorer):
     """
 
     title = "Precision explorer: dtypes, fill values, overflow and NaN"
+    figure_label = ("A low-precision kernel's weights beside the library's, with masked positions "
+                    "crossed and NaN flagged.")
     TASKS = (
         Task("With the stable softmax, find a dtype, fill and valid length that make the kernel "
              "return NaN.", lambda s: s.stable and s.kernel_nan),
@@ -774,6 +790,8 @@ class HullExplorer(Explorer):
     """
 
     title = "Hull explorer: a context is a mixture of the values"
+    figure_label = ("Three values as the corners of a triangle and the context of the current "
+                    "weights as a point inside it.")
     TASKS = (
         Task("Put the context exactly on value 3, a corner of the triangle.",
              lambda s: s.weights[2] >= 0.999),
