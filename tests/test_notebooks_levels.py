@@ -177,7 +177,7 @@ def test_the_readme_has_the_one_correct_misconception_table():
 @pytest.mark.parametrize("stem", LEVELS.values())
 def test_each_notebook_points_to_the_table_and_has_none_of_its_own(stem):
     text = prose(stem)
-    assert "README's table *Misconceptions*" in text
+    assert "README's table *Misconceptions*" in " ".join(text.split())
     assert not re.search(r"^\| \d+ \| ", text, flags=re.M), "a misconception table came back"
 
 
@@ -266,22 +266,6 @@ def test_six_or_more_predictions_each_revealed_after_the_question(stem):
         assert "answer: " in shown and "no prediction yet" in shown, (stem, var, shown)
 
 
-def test_the_reveal_compares_numbers_shapes_and_words():
-    from attention_lab.predict import verdict
-
-    assert verdict(..., 0.684, tol=0.05).startswith("answer: 0.684")
-    assert verdict(0.7, 0.684, tol=0.05).endswith("right (within 0.05)")
-    assert verdict(1, 0.684, tol=0.05).endswith("off by 0.316")
-    assert verdict((2, 3, 5), (2, 3, 5)).endswith("right")
-    assert verdict([2, 3, 6], (2, 3, 5)).endswith("not this time")
-    assert verdict("yes", True).endswith("right") and verdict(False, True).endswith("not this time")
-    assert verdict("Down", "down").endswith("right")
-    assert verdict("abc", 0.5, tol=0.1).endswith("write a number")
-    assert verdict(-np.inf, float("-inf")).endswith("right")
-    with pytest.raises(ValueError, match="tol must be a number >= 0"):
-        verdict(1, 1, tol=-1)
-
-
 # --- the corrections of issue 13, against the notebooks' own outputs ---------------------------
 
 def test_03_the_finite_fill_is_not_called_safe_and_its_all_masked_row_is_shown():
@@ -303,8 +287,7 @@ def test_03_the_hull_check_is_necessary_not_sufficient_with_its_own_count():
 
 
 def test_02_dot_and_bilinear_rank_alike_only_additive_differs():
-    out = {k: x.split(":", 1)[1].strip() for x in output_lines("02_mechanics")
-           for k in ("dot", "bilinear", "additive") if x.startswith(f"ranking, {k} ")}
+    out = dict(re.findall(r"^ranking, (\w+)\s*: (.+)$", stored_text("02_mechanics"), flags=re.M))
     assert out["dot"] == out["bilinear"] != out["additive"]
     text = " ".join(prose("02_mechanics").split())
     assert "rank the same keys differently" not in text

@@ -402,12 +402,15 @@ class MaskExplorer(Explorer):
         if s.weights is not None:
             rows.append(["before softmax (right)", *[num(x) for x in s.weights],
                          num(s.row_sum)])
-        rows.append(["after softmax (wrong)", *[num(x) for x in s.after_weights],
-                     num(s.after_row_sum)])
+        if s.after_softmax:  # the wrong order's numbers only once asked for (a task predicts them)
+            rows.append(["after softmax (wrong)", *[num(x) for x in s.after_weights],
+                         num(s.after_row_sum)])
         ctx = (f"context (right) {plots.fmt_vec(s.context)}, masked mass {s.masked_mass:.3f}"
                if s.context is not None else html.escape(s.error or ""))
+        wrong = (f"<br>context (wrong) {plots.fmt_vec(s.after_context)}" if s.after_softmax
+                 else "")
         self.readout.value = html_table(["", *[f"pos {i + 1}" for i in range(5)], "sum"], rows) + (
-            f"<p>{ctx}<br>context (wrong) {plots.fmt_vec(s.after_context)}</p>")
+            f"<p>{ctx}{wrong}</p>")
 
     def describe(self):
         s = self.state

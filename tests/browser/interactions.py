@@ -169,6 +169,33 @@ class Driver:
     def expected(self) -> str:
         return text_of(self.twin.readout.value)
 
+    def check_tasks(self, timeout: float = 10.0) -> None:
+        """The page's task box shows the twin's tasks: the same ticks and the same open goal."""
+        want = text_of(self.twin.task_box.value)
+        box = self.root.locator(".al-tasks").first
+        deadline = time.monotonic() + timeout
+        got = page_text(box)
+        while got != want and time.monotonic() < deadline:
+            self.page.wait_for_timeout(100)
+            got = page_text(box)
+        assert got == want, f"{self.title}: tasks in the page: {got!r}, expected {want!r}"
+
+    def check_accessible(self, timeout: float = 15.0) -> None:
+        """The readout is a polite live region, the figure an image named by the explorer, and
+        every control in Chromium's accessibility tree has a name."""
+        readout = self.root.locator(".al-readout .widget-html-content").first
+        expect(readout).to_have_attribute("aria-live", "polite", timeout=timeout * 1000)
+        expect(readout).to_have_attribute("role", "status")
+        figure = self.root.locator(".al-figure").first
+        expect(figure).to_have_attribute("role", "img")
+        expect(figure).to_have_attribute("aria-label", self.twin.accessible_label)
+        tree = self.root.aria_snapshot()
+        unnamed = [line.strip() for line in tree.splitlines()
+                   if re.match(r"\s*- (slider|button|checkbox|combobox|radio|textbox|spinbutton)"
+                               r"(:|$|\s*\[)", line)]
+        assert not unnamed, f"{self.title}: controls without an accessible name: {unnamed}"
+        assert re.search(r'- slider "[^"]+"', tree), f"{self.title}: no named slider:\n{tree}"
+
     def check_readout(self, timeout: float = 15.0) -> None:
         """The page's readout shows the twin's numbers (polls until it does)."""
         if self.check is not None:
@@ -195,6 +222,7 @@ class Driver:
     # acting: each action is done in the page and on the twin, then checked
     def _after(self, before: dict, what: str) -> dict:
         self.check_readout()
+        self.check_tasks()
         after = wait_figure_change(self.root, before)
         self.steps(f"{self.title}: {what}")
         return after
@@ -246,6 +274,31 @@ class Driver:
                 break
             self.page.wait_for_timeout(100)
         assert ok, f"{self.title}: the slider shows {text}, expected {value:.4g}"
+
+    def key_toggle(self, key: str) -> dict:
+        """Focus a checkbox or a toggle button and press Space (no mouse)."""
+        c = self.twin.controls[key]
+        before = figure(self.root)
+        box = self.control(key)
+        target = box.locator("input") if isinstance(c, W.Checkbox) else box
+        target.focus()
+        self.page.keyboard.press("Space")
+        if isinstance(c, W.Checkbox):
+            expect(target).to_be_checked(checked=not c.value)
+        c.value = not c.value
+        return self._after(before, f"{key} {'on' if c.value else 'off'} with the space bar")
+
+    def key_choose(self, key: str, label: str) -> dict:
+        """Focus the button ``label`` of a row of toggle buttons and press Enter (no mouse)."""
+        c = self.twin.controls[key]
+        value = dict(zip(c._options_labels, c._options_values))[label]
+        before = figure(self.root)
+        button = self.control(key).locator("button").filter(has_text=label).first
+        button.focus()
+        self.page.keyboard.press("Enter")
+        expect(button).to_have_class(ACTIVE)
+        c.value = value
+        return self._after(before, f"{key}: chose {label!r} with Enter")
 
     def toggle(self, key: str) -> dict:
         """Click a toggle button or a checkbox."""
