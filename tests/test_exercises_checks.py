@@ -307,3 +307,19 @@ def test_student_time_limits_can_be_set_from_the_environment():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["1.5", "9.0"]
+
+
+def test_messages_count_positions_and_rows_from_1_with_numpys_index_beside():
+    """Issue 13's one indexing convention: a message that names a position or a row counts from
+    1, as the notebooks do, and gives numpy's index (from 0) beside it."""
+    from attention_lab.exercises.checks import Reject, check_weights
+
+    ref = np.array([0.5, 0.5, 0.0, 0.0])
+    mask = np.array([True, True, False, False])
+    with pytest.raises(Reject, match=r"masked key at position 3 \(numpy index 2\)"):
+        check_weights(np.array([0.4, 0.4, 0.2, 0.0]), ref, mask=mask)
+    rows = np.array([[0.5, 0.5], [0.3, 0.3]])
+    with pytest.raises(Reject, match=r"\(row 2\) sum to 0\.6, not 1"):
+        check_weights(rows, np.array([[0.5, 0.5], [0.5, 0.5]]))
+    with pytest.raises(Reject, match=r"entry \(2, 1\) counting from 1 \(numpy index \[1, 0\]\)"):
+        check_weights(np.array([[0.5, 0.5], [0.6, 0.4]]), np.array([[0.5, 0.5], [0.5, 0.5]]))
