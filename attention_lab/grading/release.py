@@ -48,7 +48,8 @@ def contents() -> list[tuple[str, str]]:
     rows += [(f"notebooks/exercises/{stem}.ipynb", f"exercises of level {level}")
              for level, stem in sorted(NOTEBOOKS.items())]
     rows += [("attention_lab/", "the package the notebooks use (checks, hints, submit)"),
-             ("requirements.txt, pyproject.toml", "what `pip install -r requirements.txt` installs")]
+             ("requirements.txt, pyproject.toml",
+              "what `pip install -r requirements.txt` installs")]
     return rows
 
 
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m attention_lab release",
         description="Write the student bundle of a graded course into OUT_DIR: the level "
                     "notebooks, the student exercise notebooks, the package and a README for "
-                    "students. Never the solutions (the bundle is searched for them).")
+                    "students; never the solutions (the bundle is searched for them).")
     parser.add_argument("out", metavar="OUT_DIR", help="a new (or empty) folder for the bundle")
     args, code = _cli.parse(parser, argv)
     if args is None:

@@ -74,9 +74,10 @@ def rows(report: Report) -> list[list]:
             ex = EXERCISES[i]
             if ex.auto or g.status not in WRITTEN:
                 continue
+            rubric = "\n".join(f"{n}. {line}" for n, line in enumerate(ex.rubric, 1))
             out.append([s.student, s.assignment, i, ex.title, points(ex),
                         "" if g.score is None else points_text(g.score), g.comment,
-                        answer_text(ex, g.answer), "\n".join(f"{n}. {r}" for n, r in enumerate(ex.rubric, 1))])
+                        answer_text(ex, g.answer), rubric])
     return out
 
 

@@ -93,7 +93,8 @@ def test_the_assignment_id_survives_the_jupytext_round_trip(tmp_path):
     subprocess.run([sys.executable, "-m", "jupytext", "--to", "py:percent", "hw.ipynb", "-q"],
                    cwd=tmp_path, check=True)
     text = (tmp_path / "hw.py").read_text()
-    assert text.startswith("# ---\n# jupyter:\n#   attention_lab:\n#     assignment: 02_mechanics\n")
+    assert text.startswith("# ---\n# jupyter:\n#   attention_lab:\n"
+                           "#     assignment: 02_mechanics\n")
     assert "widgets" not in text and "scrolled" not in text
     import jupytext
 
@@ -132,7 +133,7 @@ def test_unusable_student_ids_are_refused(value, fragment):
     assert students.check_id("  José Núñez ") == "José Núñez"
 
 
-HOSTILE = ["../../etc/passwd", "a/b", "a\\b", "..", ".", ".hidden", "José Núñez", "名前 テスト",
+HOSTILE = ["../../etc/passwd", "a/b", "a\\b", "..", ".", ".hidden", "José Núñez", "名前",
            "con", "NUL", "Alice", "alice", "a b", "a_b", "x" * 200, "C:\\Users", "~root",
            "$(rm -rf ~)", "<script>", "ﬁle", "e\u0301", "\u00e9", "-rf", "@@"]
 

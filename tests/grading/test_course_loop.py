@@ -91,7 +91,8 @@ def course(tmp_path_factory):
 
     def student_copy(who: str, stem: str):
         (tmp / "home" / who).mkdir(parents=True, exist_ok=True)
-        return nbformat.read(given / f"{stem}.ipynb", as_version=4), tmp / "home" / who / f"{stem}.ipynb"
+        home = tmp / "home" / who / f"{stem}.ipynb"
+        return nbformat.read(given / f"{stem}.ipynb", as_version=4), home
 
     def hand_in(who: str, nb, path: Path, dest: Path) -> None:
         """Submit, then upload: into a student folder, or flat under the name an LMS gives."""

@@ -54,10 +54,10 @@ def test_the_bundle_holds_what_students_need(bundle):
                          "notebooks/exercises/02_mechanics_exercises.ipynb",
                          "notebooks/exercises/03_maths_and_code_exercises.ipynb",
                          "notebooks/exercises/04_research_exercises.ipynb"]
-    assert {"README.md", "requirements.txt", "pyproject.toml",
-            "attention_lab/grading/submit.py", "attention_lab/toy/weights/reversal_dot.pt"} <= set(files)
-    assert not [f for f in files if "solution" in f.lower() or f.startswith(("tests/", "benchmarks/"))
-                or "__pycache__" in f]
+    assert {"README.md", "requirements.txt", "pyproject.toml", "attention_lab/grading/submit.py",
+            "attention_lab/toy/weights/reversal_dot.pt"} <= set(files)
+    assert not [f for f in files if "solution" in f.lower() or "__pycache__" in f
+                or f.startswith(("tests/", "benchmarks/"))]
     for nb in notebooks[4:]:
         meta = json.loads((bundle / nb).read_text())["metadata"]
         assert meta["attention_lab"]["assignment"] == Path(nb).name.split("_exercises")[0]
