@@ -26,7 +26,7 @@ from ._csv import csv_text, points_text
 from .assignments import ASSIGNMENTS, points
 from .feedback import write_feedback
 from .gradebook import write_gradebook
-from .written import WRITTEN, write_written_csv
+from .written import write_written_csv
 
 if TYPE_CHECKING:
     from .runner import Limits

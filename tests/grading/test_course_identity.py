@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -90,8 +88,9 @@ def test_the_assignment_id_survives_the_jupytext_round_trip(tmp_path):
     nb["metadata"]["widgets"] = {"state": {}}  # other metadata stays out of the text file
     nb["cells"][1]["metadata"] = {"scrolled": True}
     (tmp_path / "hw.ipynb").write_text(json.dumps(nb))
-    subprocess.run([sys.executable, "-m", "jupytext", "--to", "py:percent", "hw.ipynb", "-q"],
-                   cwd=tmp_path, check=True)
+    from jupytext.cli import jupytext as jupytext_cli
+
+    jupytext_cli(["--to", "py:percent", "--quiet", str(tmp_path / "hw.ipynb")])  # finds the toml
     text = (tmp_path / "hw.py").read_text()
     assert text.startswith("# ---\n# jupyter:\n#   attention_lab:\n"
                            "#     assignment: 02_mechanics\n")
