@@ -86,12 +86,11 @@ class Report:
     started: str
     seconds: float
     jobs: int
+    isolation: dict = field(default_factory=dict)  # the batch's sandbox, or why there is none
 
     def as_dict(self) -> dict:
         import attention_lab
 
-        landlock = sorted({s.sandbox.get("landlock") for s in self.submissions
-                           if s.sandbox.get("landlock")})
         return {
             "grader": {"package_version": attention_lab.__version__,
                        "python": platform.python_version(), "seed": self.seed,
@@ -101,8 +100,11 @@ class Report:
                                   "timeout": self.limits.timeout,
                                   "memory_mb": self.limits.memory_mb,
                                   "call_seconds": self.limits.call_seconds,
-                                  "check_seconds": self.limits.check_seconds},
-                       "landlock_abi": landlock[-1] if landlock else None},
+                                  "check_seconds": self.limits.check_seconds,
+                                  "file_size_mb": self.limits.fsize_mb,
+                                  "scratch_mb": self.limits.scratch_mb,
+                                  "max_tasks": self.limits.max_tasks},
+                       "isolation": self.isolation},
             "folder": self.folder,
             "exercises": [{"id": ex.id, "chapter": ex.chapter, "title": ex.title,
                            "kind": ex.kind, "answer": ex.answer_label,

@@ -16,15 +16,14 @@ import json
 import os
 import re
 import secrets
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from .. import _cli
 from ..exercises.registry import EXERCISES, IDS
 from .batch import Batch
 from .runner import Limits, defined_names, skip_slow_optional_imports
+from .sandbox import ScratchRoot
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
 
 LABEL = {"pass": "pass", "fail": "fail", "error": "error", "timeout": "timeout",
@@ -102,13 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         return _cli.fail("submit", f"cannot write {out} (folder not writable); use --out")
     print(f"running {path.name} in a fresh kernel (this takes a few seconds) ...", flush=True)
     limits = Limits.for_cells(args.cell_timeout, args.timeout)
-    scratch = Path(tempfile.mkdtemp(prefix="attention-lab-submit-"))
-    try:
-        batch = Batch(limits, secrets.randbelow(2 ** 31), scratch)
+    with ScratchRoot() as scratch:
+        batch = Batch(limits, secrets.randbelow(2 ** 31), scratch.path)
         grade = batch.grade(0, Submission(path, path.name, data,
                                           hashlib.sha256(data).hexdigest()))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     if grade.status == "unreadable":  # pragma: no cover - parse_submission succeeded above
         return _cli.fail("submit", grade.message)
     text = data.decode("utf-8")
