@@ -203,6 +203,14 @@ def test_what_the_kernel_is_told_and_sees(tmp_path):
     assert sandbox.env()["HOME"] == "/job/home" and sandbox.refusal({}) == ""
 
 
+def test_isolation_is_available_where_it_is_required():
+    """CI sets ATTENTION_LAB_REQUIRE_SANDBOX=1: there, the tests of hostile notebooks must run
+    (they are skipped where kernels cannot be isolated)."""
+    if os.environ.get("ATTENTION_LAB_REQUIRE_SANDBOX") != "1":
+        pytest.skip("isolation not required here (CI sets ATTENTION_LAB_REQUIRE_SANDBOX=1)")
+    assert S.isolation_problem() == ""
+
+
 def test_without_isolation_the_grader_knows_why(tmp_path, monkeypatch):
     """The three ways isolation is unavailable, simulated: not Linux, no bwrap on PATH, and a
     bwrap that cannot create namespaces (what a kernel without user namespaces makes it say)."""
