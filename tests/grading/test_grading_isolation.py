@@ -378,6 +378,7 @@ class Watch:
         self.first = {pid: self.sample(p) for pid, p in self.procs.items()}
         self.changes: list = []
         self.caps: dict = {}  # pid -> (CapEff, CapPrm, CapBnd) of a kernel or a `sleep MARK`
+        self.cgroups: dict = {}  # cgroup file -> the values seen in the grader's job cgroups
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -421,7 +422,17 @@ class Watch:
                 if now != self.first[pid]:
                     self.changes.append((pid, self.first[pid], now))
             self._capabilities()
+            self._cgroups()
             time.sleep(0.05)
+
+    def _cgroups(self):
+        for _, parent in N.cgroup_parents():
+            for f in ("pids.max", "cpu.cfs_quota_us", "cpu.max"):
+                for path in parent.glob(f"{N.CGROUP_PREFIX}{self.grader.pid}-*/{f}"):
+                    try:
+                        self.cgroups.setdefault(f, set()).add(path.read_text().strip())
+                    except OSError:
+                        pass
 
     def close(self):
         self.stop.set()
@@ -479,7 +490,7 @@ def run(tmp_path_factory):
                       (DELEGATE, DELEGATE_AT_DEFINITION, FORGE)]
     nbformat.write(answers, str(sub / "e_hostile_answers.ipynb"))
 
-    env = {**os.environ, "HOME": str(home), "TMPDIR": str(tmpdir)}
+    env = {**os.environ, "HOME": str(home), "TMPDIR": str(tmpdir), "GRADER_SECRET": SECRET}
     grader = _grade(sub, out, tmp, 2, env)
     watch = Watch([sentinel.pid, grader.pid], grader.pid)
     try:
@@ -510,7 +521,8 @@ def run(tmp_path_factory):
            "subs": {s["file"]: s for s in report["submissions"]},
            "alone": {s["file"]: s for s in
                      json.loads((alone_out / "grades.json").read_text())["submissions"]},
-           "changes": watch.changes, "caps": watch.caps, "received": listeners.received,
+           "changes": watch.changes, "caps": watch.caps, "cgroup_values": watch.cgroups,
+           "received": listeners.received,
            "left": left,
            "cgroups": cgroups, "sentinel_alive": sentinel_alive}
 
@@ -583,6 +595,10 @@ def test_a_kernel_cannot_raise_its_limits_or_exceed_the_pids_limit(run):
         n = int(forked.split()[2])
         assert n < 128 and "BlockingIOError" in forked, forked  # EAGAIN from the pids cgroup
         assert sub["sandbox"]["processes"] == 128 and "pids" in sub["sandbox"]["cgroups"]
+        # seen from outside, in the job cgroups: 128 tasks, and one core where cpu is available
+        assert run["cgroup_values"]["pids.max"] == {"128"}
+        if os.access("/sys/fs/cgroup/cpu", os.W_OK):  # cgroup v1 with a cpu hierarchy
+            assert run["cgroup_values"]["cpu.cfs_quota_us"] == {"100000"}
     assert sub["sandbox"]["memory_bytes"] == MEMORY_MB * 2 ** 20
     st = {i: e["status"] for i, e in sub["exercises"].items()}
     assert all(st[i] == "pass" for i in ("2.1", "2.2", "2.4", "2.5", "2.6", "2.7")), st
