@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -207,6 +208,7 @@ for pattern in READ + [checkout + "/notebooks/**/*.ipynb", checkout + "/notebook
         grab(path, loot)
 for path in glob.glob("/proc/[0-9]*/cmdline") + glob.glob("/proc/[0-9]*/environ"):
     grab(path, proc)
+proc["os.environ"] = json.dumps(dict(os.environ))
 for folder in WRITE + [checkout, os.path.dirname(attention_lab.__file__), "/tmp"]:
     try:
         with open(os.path.join(folder, "pwned-{token}"), "w") as fh:
@@ -694,3 +696,18 @@ def test_without_isolation_the_grader_says_so_once_records_it_and_can_refuse(tmp
     assert report["grader"]["isolation"] == {"sandbox": None, "problem": problem}
     for s in report["submissions"]:
         assert s["sandbox"]["isolation"] is None and s["exercises"]["2.1"]["status"] == "pass"
+
+
+def test_every_test_the_threat_model_names_exists():
+    """The README's threat model backs each claim with a test by name: each one must exist."""
+    readme = (ROOT / "README.md").read_text()
+    model = readme[readme.index("### How grading works, and the threat model"):
+                   readme.index("### Benchmark\n")]
+    named = set(re.findall(r"\b(test_[a-z0-9_]+)\b", model)) - {"test_grading_batch",
+                                                                 "test_grading_isolation",
+                                                                 "test_grading_sandbox",
+                                                                 "test_grading_runner",
+                                                                 "test_exercises_checks"}
+    defined = {m for f in (ROOT / "tests").rglob("test_*.py")
+               for m in re.findall(r"^def (test_[a-z0-9_]+)", f.read_text(), re.MULTILINE)}
+    assert len(named) >= 20 and named <= defined, sorted(named - defined)

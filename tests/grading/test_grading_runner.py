@@ -55,6 +55,17 @@ def test_results_file_lines_the_harness_did_not_write_are_counted(tmp_path):
     assert read_results(path, set(IDS), offset) == ({"2.1": {"kind": "value", "value": 3}}, [], 0)
 
 
+def test_the_grader_reads_at_most_results_max_bytes(tmp_path, monkeypatch):
+    from attention_lab.grading import runner
+
+    line = _line_for_tests({"event": "start", "id": "2.1"})
+    monkeypatch.setattr(runner, "RESULTS_MAX_BYTES", 10 * len(line))
+    path = tmp_path / "r.jsonl"
+    path.write_text(line * 1000)
+    _, started, bad = read_results(path, set(IDS))
+    assert started == ["2.1"] * 10 and bad == 1  # the rest is not read, and that is counted
+
+
 @linux
 def test_exit_in_a_cell_is_attributed_to_that_cell(tmp_path):
     nb = nbformat.v4.new_notebook()
