@@ -189,7 +189,8 @@ class Batch:
 
     def _run(self, index: int, nb):
         """Run ``nb`` in a job folder of its own (removed after) and a sandbox of its own."""
-        folders = JobFolders(self.scratch / f"job-{index:04d}-{secrets.token_hex(4)}" / "work")
+        folders = JobFolders(self.scratch / f"job-{index:04d}-{secrets.token_hex(4)}" / "work",
+                             shared=self.scratch / "shared")
         folders.work.mkdir(parents=True)
         sandbox = for_job(folders, self.limits)
         with self.lock:

@@ -27,6 +27,7 @@ falls back to ``RLIMIT_NPROC`` (effective for a non-root grader only).
 
 from __future__ import annotations
 
+import compileall
 import functools
 import json
 import os
@@ -35,6 +36,8 @@ import shutil
 import signal
 import site
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -83,17 +86,28 @@ def package_dir() -> Path:
     return Path(attention_lab.__file__).resolve().parent
 
 
+_VIEW_LOCK = threading.Lock()
+
+
 def build_view(folder: Path) -> Path:
-    """Write the package as a graded kernel sees it (:mod:`.kernel_view`) into ``folder``; the
-    folder to mount over the package."""
+    """The package as a graded kernel sees it (:mod:`.kernel_view`), in ``folder`` (built once,
+    compiled, so that no kernel compiles it again): the folder to mount over the package."""
     real = package_dir()
     view = folder / real.name
-    (view / "exercises").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(Path(__file__).with_name("kernel_view.py"), view / "__init__.py")
-    shutil.copyfile(real / "examples.py", view / "examples.py")
-    (view / "exercises" / "__init__.py").write_text(
-        '"""check, hint and status in a graded kernel (see attention_lab/__init__.py)."""\n'
-        "from .. import check, hint, status  # noqa: F401\n", encoding="utf-8")
+    with _VIEW_LOCK:
+        if view.exists():
+            return view
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder)) / real.name
+        (tmp / "exercises").mkdir(parents=True)
+        shutil.copyfile(Path(__file__).with_name("kernel_view.py"), tmp / "__init__.py")
+        shutil.copyfile(real / "examples.py", tmp / "examples.py")
+        (tmp / "exercises" / "__init__.py").write_text(
+            '"""check, hint and status in a graded kernel (see attention_lab/__init__.py)."""\n'
+            "from .. import check, hint, status  # noqa: F401\n", encoding="utf-8")
+        compileall.compile_dir(str(tmp), quiet=2)
+        tmp.rename(view)
+        tmp.parent.rmdir()
     return view
 
 
@@ -305,9 +319,7 @@ class NamespaceSandbox(Sandbox):
         if self.cgroups is None:
             name = f"{CGROUP_PREFIX}{os.getpid()}-{self.folders.work.parent.name}"
             self.cgroups = JobCgroups(name, self.limits.max_tasks)
-        view = self.folders.out / "view" / package_dir().name
-        if not view.exists():
-            build_view(view.parent)
+        view = build_view((self.folders.shared or self.folders.out) / "view")
         args = [self.bwrap, *namespace_args(self.limits.scratch_mb),
                 "--ro-bind", str(view), str(package_dir()),
                 "--ro-bind", str(self.folders.inp), f"{JOB}/in"]

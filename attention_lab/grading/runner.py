@@ -712,8 +712,10 @@ def run_notebook(nb, workdir: Path, exercises: list, inputs: dict, limits: Limit
     own = sandbox is None
     if own:
         sandbox = for_job(folders, limits)
-    elif sandbox.folders != folders:
+    elif sandbox.folders.work != folders.work:
         raise ValueError(f"sandbox is for the job folder {sandbox.folders.work}, not {workdir}")
+    else:
+        folders = sandbox.folders
     folders.work.mkdir(parents=True, exist_ok=True)
     try:
         _run_coroutine(_Job(nb, folders, exercises, inputs, limits, sandbox, result).run())

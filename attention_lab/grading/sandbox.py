@@ -50,9 +50,13 @@ class JobFolders:
         in/     inputs, connection files, the package view: read-only for the kernel
         out/    results.jsonl (the one file the kernel may write here), the launcher's reports,
                 the kernel's log (not visible to the kernel)
+
+    ``shared``: a folder of the batch that its jobs share (the kernels' view of the package is
+    built there once); ``None``: the job builds its own in ``out/``.
     """
 
     work: Path
+    shared: Path | None = None
 
     @property
     def home(self) -> Path:

@@ -190,7 +190,9 @@ def test_what_the_kernel_is_told_and_sees(tmp_path):
     assert ("--cap-drop", "ALL") in set(zip(bwrap, bwrap[1:]))
     # the package is the kernel's view of it: the chapter's data and check/hint/status only
     view = Path(bwrap[bwrap.index(str(N.package_dir())) - 1])
-    assert sorted(p.name for p in view.iterdir()) == ["__init__.py", "examples.py", "exercises"]
+    assert sorted(p.name for p in view.iterdir()) == ["__init__.py", "__pycache__", "examples.py",
+                                                      "exercises"]
+    assert len(list((view / "__pycache__").glob("*.pyc"))) == 2  # compiled once, for every kernel
     # nothing of the checkout but the package, no home, no other scratch
     visible = {a[2] for a in N.visible_paths() if a[0] == "--ro-bind"}
     checkout = N.package_dir().parent
