@@ -4,14 +4,17 @@ Run as a script by the grader, ``python -I -S launch.py CONFIG.json -- COMMAND A
 (standard library only: nothing from the package is imported, and nothing the student wrote has run
 yet). In order, it
 
-1. joins the job's cgroups (writes its pid to each ``cgroup.procs`` of ``CONFIG["cgroups"]``), so
+1. asks Linux to SIGKILL it when the grader's thread that started it dies (``prctl``
+   ``PR_SET_PDEATHSIG``, kept across ``exec``: bubblewrap's outer process then dies with the
+   grader, and the sandbox with it), and exits if the grader is already gone;
+2. joins the job's cgroups (writes its pid to each ``cgroup.procs`` of ``CONFIG["cgroups"]``), so
    that everything started after it counts against the job's pids and CPU limits;
-2. sets hard resource limits (soft = hard, so the kernel cannot raise them again): address space,
+3. sets hard resource limits (soft = hard, so the kernel cannot raise them again): address space,
    file size, CPU time, core dumps, and (where no cgroup caps the job's processes) the number of
    processes of its user;
-3. opens ``CONFIG["info"]`` for writing and puts its descriptor number in place of ``{info_fd}`` in
+4. opens ``CONFIG["info"]`` for writing and puts its descriptor number in place of ``{info_fd}`` in
    COMMAND (bubblewrap writes the pid of the sandbox's first process there);
-4. writes what it applied to ``CONFIG["report"]`` (JSON) and replaces itself with COMMAND
+5. writes what it applied to ``CONFIG["report"]`` (JSON) and replaces itself with COMMAND
    (``execvp`` keeps the pid and everything set here).
 
 A limit or cgroup it cannot apply is reported, not fatal; the grader decides what is required.
@@ -57,6 +60,16 @@ def tasks_of_user(uid: int) -> int:
     return total
 
 
+def die_with_parent(parent: int) -> None:
+    """SIGKILL this process when its parent (thread) dies; exit now if it is already gone."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    if os.getppid() != parent:
+        sys.exit(3)
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv or argv.index("--") != 1 or len(argv) < 3:
         print("usage: launch.py CONFIG.json -- COMMAND ...", file=sys.stderr)
@@ -64,6 +77,8 @@ def main(argv: list[str]) -> int:
     with open(argv[0], encoding="utf-8") as fh:
         cfg = json.load(fh)
     cmd = argv[2:]
+    if cfg.get("parent"):
+        die_with_parent(int(cfg["parent"]))
     report: dict = {"pid": os.getpid(), "cgroups": []}
     for procs in cfg.get("cgroups", []):
         try:

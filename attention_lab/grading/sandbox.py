@@ -127,7 +127,8 @@ class Sandbox(abc.ABC):
     def launcher(self, attempt: int, config: dict, cmd: list[str]) -> list[str]:
         """``cmd`` run by :mod:`.launch` with ``config`` (written to ``in/``)."""
         path = self.folders.inp / f"launch-{attempt}.json"
-        config = {**self.limits_config(), **config, "report": str(self.report_path(attempt))}
+        config = {**self.limits_config(), **config, "report": str(self.report_path(attempt)),
+                  "parent": os.getpid()}
         path.write_text(json.dumps(config), encoding="utf-8")
         return [sys.executable, "-I", "-S", str(LAUNCHER), str(path), "--", *cmd]
 

@@ -711,3 +711,40 @@ def test_every_test_the_threat_model_names_exists():
     defined = {m for f in (ROOT / "tests").rglob("test_*.py")
                for m in re.findall(r"^def (test_[a-z0-9_]+)", f.read_text(), re.MULTILINE)}
     assert len(named) >= 20 and named <= defined, sorted(named - defined)
+
+
+@contained
+def test_a_grader_that_dies_takes_its_kernels_along_and_the_next_run_cleans_up(tmp_path,
+                                                                            monkeypatch):
+    """SIGKILL the grader mid-batch: its kernels and everything they started die with it (the
+    launcher's parent-death signal, then the namespace), and the next run removes the scratch
+    folder and the cgroups it left."""
+    mark = "604.25"
+    sub, tmpdir = tmp_path / "subs", tmp_path / "tmp"
+    sub.mkdir()
+    tmpdir.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(f"import subprocess, time\n"
+                                          f"subprocess.Popen(['sleep', '{mark}'])\n"
+                                          f"time.sleep(120)")]
+    nbformat.write(nb, str(sub / "a.ipynb"))
+    grader = _grade(sub, tmp_path / "out", tmp_path, 1, {**os.environ, "TMPDIR": str(tmpdir)})
+    try:
+        deadline = time.monotonic() + 120
+        while not _cmdlines_with(f"sleep {mark}") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _cmdlines_with(f"sleep {mark}"), "the kernel never started"
+    finally:
+        grader.kill()
+        grader.communicate()
+    deadline = time.monotonic() + 10
+    while _cmdlines_with(f"sleep {mark}", str(tmpdir)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _cmdlines_with(f"sleep {mark}", str(tmpdir)) == []
+    left = [p for p in tmpdir.iterdir() if p.name.startswith(S.SCRATCH_PREFIX)]
+    cgroups = [p for _, parent in N.cgroup_parents()
+               for p in parent.glob(f"{N.CGROUP_PREFIX}{grader.pid}-*")]
+    assert len(left) == 1  # what the dead grader left, until the next run
+    monkeypatch.setattr(S, "GRACE_SECONDS", 0)
+    assert S.clean_stale(tmpdir) == left and list(tmpdir.iterdir()) == []
+    assert all(not p.exists() for p in cgroups)
