@@ -9,6 +9,12 @@ For one query ``q`` (D_k,), keys ``K`` (S, D_k) and values ``V`` (S, D_v):
 For a batch ``Q`` (..., T, D_k) the scores and weights are (..., T, S) and the context is
 (..., T, D_v): every target position t has its own distribution over the S source positions.
 Softmax always runs over the key axis, -1.
+
+Chapter, Level 1, *Attention changes access to stored representations* (the retrieval), Level 2
+(scores, softmax, temperature, masks) and Level 3, *Attention has a compact tensor form*.
+
+Low precision: float16 inputs are computed in float32 (scores, softmax, weighted sum) and the
+weights and context returned in float16, as on the torch path.
 """
 
 from __future__ import annotations
@@ -70,6 +76,9 @@ def attend(query, keys, values, *, score: str = "dot", mask=None, lengths=None,
            W=None, W_q=None, W_k=None, v=None, b=None) -> AttentionResult:
     """Attention of ``query`` over ``keys``/``values``: scores, masked softmax, weighted sum.
 
+    Chapter, Level 3, *Attention has a compact tensor form*: ``alpha = softmax(K q)``,
+    ``c = alpha^T V`` (batched: scores (..., T, S), softmax over the keys, context (..., T, D_v)).
+
     Parameters
     ----------
     query : (D_q,) or (..., T, D_q)
@@ -79,8 +88,9 @@ def attend(query, keys, values, *, score: str = "dot", mask=None, lengths=None,
         (``q^T k / sqrt(D_k)``), "bilinear" (``q^T W k``, needs ``W``) or "additive"
         (``v^T tanh(W_q q + W_k k + b)``, needs ``W_q``, ``W_k``, ``v``; ``b`` optional)
     mask : bool, True = eligible, broadcastable to the scores (S,) or (..., T, S)
-    lengths : valid source lengths; a padding mask ``j < length`` is added. A number for one query;
-        one length per batch item (shape of the batch dims) for a batch
+    lengths : valid source lengths; a padding mask ``j < length`` is added. A number for all
+        queries, or one length per batch item: shape (B,) for queries (B, T, D_q) or
+        (B, H, T, D_q), (B, H) for one per item and head
     temperature : tau > 0; the scores are divided by it before softmax
     empty : what a row without eligible keys returns: "zeros" (default), "nan", or "raise"
 
@@ -90,28 +100,21 @@ def attend(query, keys, values, *, score: str = "dot", mask=None, lengths=None,
               if val is not None}
     e = compute_scores(score, query, keys, **params)
     vals = V.real_array(values, "values", min_ndim=2)
-    S = np.shape(keys)[-2]
-    if vals.shape[-2] != S:
-        raise ValueError(
-            f"values has {vals.shape[-2]} rows (shape {shape_str(vals.shape)}) but keys has S={S} "
-            f"(shape {shape_str(np.shape(keys))}); every key needs exactly one value"
-        )
+    V.one_value_per_key("keys", np.shape(keys), "values", vals.shape)
     return _finish(e, vals, mask=mask, lengths=lengths, temperature=temperature, empty=empty,
                    score=score)
 
 
 def attend_scores(scores, values, *, mask=None, lengths=None, temperature: float = 1.0,
                   empty: str = "zeros") -> AttentionResult:
-    """Attention from given scores ``e`` (S,) or (..., T, S) and values (S, D_v) or (..., S, D_v)."""
+    """Attention from given scores ``e`` (S,) or (..., T, S) and values (S, D_v) or (..., S, D_v).
+
+    Chapter, Level 2, *Softmax makes scores compete* and *Masks define which keys are eligible*.
+    """
     e = V.real_array(scores, "scores", min_ndim=1)
-    if e.shape[-1] == 0:
-        raise ValueError("scores has no keys (S=0): the key set is empty")
+    V.nonempty_keys(e.shape, "scores")
     vals = V.real_array(values, "values", min_ndim=2)
-    if vals.shape[-2] != e.shape[-1]:
-        raise ValueError(
-            f"values has {vals.shape[-2]} rows (shape {shape_str(vals.shape)}) but the scores have "
-            f"S={e.shape[-1]} keys; every key needs exactly one value"
-        )
+    V.one_value_per_key("scores", e.shape, "values", vals.shape, S=e.shape[-1])
     return _finish(e, vals, mask=mask, lengths=lengths, temperature=temperature, empty=empty,
                    score="given")
 
@@ -120,14 +123,19 @@ def _finish(e, vals, *, mask, lengths, temperature, empty, score) -> AttentionRe
     tau = V.temperature(temperature)
     V.empty_policy(empty)
     S = e.shape[-1]
+    if not np.isfinite(e).all():
+        raise ValueError(f"the scores overflowed in {e.dtype} (inputs too large for the dtype); "
+                         f"use smaller inputs or a wider dtype")
     eligible = np.ones(e.shape, dtype=bool)
     if mask is not None:
         eligible = eligible & V.mask_for(mask, e.shape)
     if lengths is not None:
-        pad = padding_mask(lengths, S)
+        batch = e.shape[:-2]
+        L = V.lengths(lengths, S, batch_shape=batch)  # one per batch item, never per head
+        pad = padding_mask(L, S)
         if e.ndim > 1:
-            pad = pad[..., None, :]  # lengths index batch items: add the query axis T
-        eligible = eligible & V.mask_for(pad, e.shape, "padding mask from lengths")
+            pad = pad.reshape(V.lengths_view(pad.shape, len(batch)))  # (B, 1.., 1, S)
+        eligible = eligible & pad
     if e.ndim == 1 and vals.ndim != 2:
         raise ValueError(
             f"values has shape {shape_str(vals.shape)}; a single query takes values (S, D_v)"
@@ -141,8 +149,12 @@ def _finish(e, vals, *, mask, lengths, temperature, empty, score) -> AttentionRe
             f"values batch dimensions {shape_str(vals.shape[:-2])} do not match the batch "
             f"dimensions {shape_str(e.shape[:-2])} of the scores {shape_str(e.shape)}"
         )
-    weights = softmax(e, temperature=tau, mask=eligible, empty=empty)
-    context = weights @ vals
+    low = vals.dtype == np.float16  # computed in float32, returned in float16
+    weights = softmax(e.astype(np.float32) if low else e, temperature=tau, mask=eligible,
+                      empty=empty)
+    context = weights @ (vals.astype(np.float32) if low else vals)
+    if low:
+        weights, context = weights.astype(np.float16), context.astype(np.float16)
     empty_rows = ~eligible.any(axis=-1)
     masked_mass = np.where(eligible, 0.0, np.nan_to_num(weights)).sum(axis=-1)
     return AttentionResult(scores=e, weights=weights, context=context, mask=eligible,
@@ -152,6 +164,8 @@ def _finish(e, vals, *, mask, lengths, temperature, empty, score) -> AttentionRe
 
 def weighted_sum(weights, values, *, allow_nan: bool = False) -> np.ndarray:
     """The context ``c = alpha V``: weights (S,) or (..., T, S) times values (S, D_v) or (..., S, D_v).
+
+    Chapter, Level 3, *Attention has a compact tensor form*: ``c = alpha^T V``.
 
     For weights that did not come from :func:`attend` (hard retrieval, a wrong softmax axis, a
     kernel's output). ``allow_nan=True`` lets NaN weights through, so that a demonstration can show
@@ -174,6 +188,8 @@ def weighted_sum(weights, values, *, allow_nan: bool = False) -> np.ndarray:
 
 def within_value_range(context, values, *, mask=None, atol: float = 1e-12) -> np.ndarray:
     """Per context coordinate: does it lie between the smallest and largest eligible value?
+
+    Chapter, Level 3, *Weighted sums are mixtures, not discrete selections*.
 
     The chapter's debugging check: a weighted average with non-negative weights that sum to 1 lies in
     the convex hull of the values, so each coordinate lies within the coordinate range of the

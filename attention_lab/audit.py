@@ -198,7 +198,7 @@ def audit(target=None, Q=None, K=None, V=None, *, mask=None, lengths=None,
     if target is None:
         fn = _package_call(scale=scale, temperature=temperature, empty=empty)
         score = "scaled dot" if scale != 1.0 else "dot"
-        declared_fill = T.mask_fill(Qt.dtype)
+        declared_fill = -float("inf")  # in its float32/float64 working dtype
         if title is None:
             title = "Audit: attention_lab.tensor.attention"
     else:
@@ -358,12 +358,15 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
                               mask=mask_np)
             diff = float(np.nanmax(np.abs(np.nan_to_num(w, nan=np.inf) - ref)[has_rows])) \
                 if has_rows.any() else 0.0
-            if diff > 1e-4:
+            # a verdict against the dtype's tolerance, never the raw difference: that is
+            # round-off, and differs between CPUs and thread counts
+            tol = "1e-2" if _dtype_name(Q) in ("float16", "bfloat16") else "1e-4"
+            if diff > float(tol):
                 rep.add(sec, "matches masked softmax", f"no: weights differ from a key-axis "
                         f"masked softmax of the scores by up to {_fmt(diff)}", "fail",
                         "reference_mismatch")
             else:
-                rep.add(sec, "matches masked softmax", f"yes (max difference {diff:.1e})", "ok")
+                rep.add(sec, "matches masked softmax", f"yes, within {tol}", "ok")
     if w is not None:
         rows = w[has_rows & np.isfinite(w).all(-1)] if w.ndim else w
         if rows.size:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import _validate
+
 QUERY = (0.8, -0.3, 0.5)
 KEYS = (
     (0.2, 0.7, -0.1),
@@ -148,8 +150,7 @@ class LocalExample:
 def local_example(target: int = 7, S: int = 10, seed: int = 19, peak: float = 2.5) -> LocalExample:
     """A source of ``S`` positions where the query matches position ``target`` strongly (score
     ``peak``) and the others weakly (small seeded scores), for the global vs local comparison."""
-    if isinstance(target, (bool, np.bool_)) or not isinstance(target, (int, np.integer)):
-        raise TypeError(f"target must be an integer position, got {target!r}")
+    target = _validate.count(target, "target", allow_zero=True)
     if not 0 <= target < S:
         raise ValueError(f"target must lie in [0, S-1] = [0, {S - 1}], got {target}")
     rng = np.random.default_rng(seed)

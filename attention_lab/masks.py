@@ -10,57 +10,38 @@ positions (keys), the one before it target positions (queries).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from . import _validate as V
-from ._validate import shape_str
-
-CAUSAL_ALIGNMENTS = ("upper_left", "lower_right")
-
-
-def _count(n, name: str, *, allow_zero: bool = False) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(n).__name__} {n!r}")
-    if n < 0 or (n == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {n}")
-    return int(n)
+from ._validate import CAUSAL_ALIGNMENTS, shape_str  # noqa: F401  (re-exported)
 
 
 def padding_mask(lengths, S: int) -> np.ndarray:
     """Mask of shape ``lengths.shape + (S,)``: position j is eligible when ``j < lengths[b]``.
 
-    ``padding_mask([5, 3, 1], 5)`` is the chapter's exercise batch. A length of 0 gives an all-masked
-    row. To use the mask with scores (B, T, S), add the query axis: ``mask[:, None, :]`` (or pass
-    ``lengths=`` to :func:`attention_lab.attend`, which does it for you).
+    Chapter, Level 2, *Masks define which keys are eligible*: a padding mask makes the padded
+    source positions ineligible. ``padding_mask([5, 3, 1], 5)`` is the chapter's exercise batch. A
+    length of 0 gives an all-masked row. To use the mask with scores (B, T, S), add the query axis:
+    ``mask[:, None, :]`` (or pass ``lengths=`` to :func:`attention_lab.attend`, which does it for
+    you).
     """
-    S = _count(S, "S")
-    arr = np.asarray(lengths)
-    if arr.dtype == bool or arr.dtype.kind not in "iuf":
-        raise TypeError(f"lengths must be integers, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise TypeError(f"lengths must be whole numbers, got {arr.tolist()}")
-        arr = arr.astype(np.int64)
-    if (arr < 0).any():
-        raise ValueError(f"lengths must be >= 0, got {arr.tolist()}")
-    if (arr > S).any():
-        raise ValueError(f"lengths must be <= S={S} (the number of source positions), got {arr.tolist()}")
+    S = V.count(S, "S")
+    arr = V.lengths(lengths, S)
     return np.arange(S) < arr[..., None]
 
 
 def causal_mask(T: int, S: int | None = None, *, align: str = "upper_left") -> np.ndarray:
     """(T, S) mask letting target position t see source positions up to its own.
 
+    Chapter, Level 2, *Masks define which keys are eligible* (a causal mask is an eligibility
+    rule, not a padding mask): key j is eligible for query t when ``j <= t + offset``.
     ``align="upper_left"`` (the default, SDPA's ``is_causal``): ``tril(ones(T, S))``, query t sees
     keys ``j <= t``. ``align="lower_right"``: the last query lines up with the last key, query t sees
     ``j <= t + S - T`` (the convention of incremental decoding with a cache). They agree when T = S.
     """
-    T = _count(T, "T")
-    S = T if S is None else _count(S, "S")
-    if align not in CAUSAL_ALIGNMENTS:
-        raise ValueError(f"align must be one of {CAUSAL_ALIGNMENTS}, got {align!r}")
+    T = V.count(T, "T")
+    S = T if S is None else V.count(S, "S")
+    V.causal_align(align)
     offset = 0 if align == "upper_left" else S - T
     return np.tril(np.ones((T, S), dtype=bool), k=offset)
 
@@ -68,11 +49,13 @@ def causal_mask(T: int, S: int | None = None, *, align: str = "upper_left") -> n
 def local_mask(centres, half_width: float, S: int) -> np.ndarray:
     """Window mask: key j is eligible when ``|j - p_t| <= half_width`` (Luong's window [p_t-D, p_t+D]).
 
+    Chapter, Level 2, *Global and local access trade coverage for cost*.
+
     ``centres`` is one centre (gives an (S,) mask) or one centre per query (gives (T, S)); centres
     may be real numbers (local-p: a predicted position) and may lie outside ``[0, S)``, in which case
     the window may hold no key at all. Positions are 0-based.
     """
-    S = _count(S, "S")
+    S = V.count(S, "S")
     p = V.real_array(centres, "centres")
     if p.ndim > 1:
         raise ValueError(f"centres has shape {shape_str(p.shape)}; expected a number or a vector (T,)")
@@ -86,13 +69,18 @@ def local_mask(centres, half_width: float, S: int) -> np.ndarray:
 
 
 def local_m_mask(T: int, S: int, half_width: float) -> np.ndarray:
-    """Luong's local-m window: monotonic centres ``p_t = t``; shape (T, S)."""
-    T = _count(T, "T")
+    """Luong's local-m window: monotonic centres ``p_t = t``; shape (T, S).
+
+    Chapter, Level 2, *Global and local access trade coverage for cost*.
+    """
+    T = V.count(T, "T")
     return local_mask(np.arange(T, dtype=float), half_width, S)
 
 
 def combine_masks(*masks) -> np.ndarray:
     """Keys eligible under every mask (logical AND), broadcast together.
+
+    Chapter, Level 2, *Masks define which keys are eligible*: eligible = padding AND causal AND ...
 
     ``combine_masks(padding_mask(lengths, S)[:, None, :], causal_mask(T, S))`` has shape (B, T, S).
     """

@@ -10,6 +10,12 @@ broadcast.
 * bilinear:    ``e_i = q^T W k_i``  with ``W`` (D_q, D_k) (Luong's "general" score)
 * additive:    ``e_i = v^T tanh(W_q q + W_k k_i + b)``  with ``W_q`` (A, D_q), ``W_k`` (A, D_k),
   ``v`` (A,), ``b`` (A,) (Bahdanau's "concat" score); D_q and D_k may differ.
+
+Chapter, Level 2, *Scores compare one query with every key* (dot, bilinear, additive) and Level 3,
+*Additive scores learn a comparison space*.
+
+Low precision: float16 inputs give float32 scores (computed in float32, the torch path's policy: a
+float16 score would overflow to -inf above 65504 and look like a masked key).
 """
 
 from __future__ import annotations
@@ -25,24 +31,19 @@ SCORE_KINDS = ("dot", "scaled_dot", "bilinear", "additive")
 
 
 def _query_keys(query, keys, *, same_width: bool):
-    q = V.real_array(query, "query", min_ndim=1)
-    k = V.real_array(keys, "keys", min_ndim=2)
-    if k.shape[-2] == 0:
-        raise ValueError(f"keys has shape {shape_str(k.shape)}: the key set is empty (S=0)")
-    if same_width and q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"query has width D_k={q.shape[-1]} (shape {shape_str(q.shape)}) but keys have width "
-            f"{k.shape[-1]} (shape {shape_str(k.shape)}); dot-product scores need equal widths "
-            f"(bilinear or additive scores allow different widths)"
-        )
-    try:
-        np.broadcast_shapes(q.shape[:-2] if q.ndim > 1 else (), k.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"query batch dimensions {shape_str(q.shape[:-2])} do not broadcast with keys batch "
-            f"dimensions {shape_str(k.shape[:-2])}"
-        ) from None
+    q = _at_least_float32(V.real_array(query, "query", min_ndim=1))
+    k = _at_least_float32(V.real_array(keys, "keys", min_ndim=2))
+    V.key_set("keys", k.shape)
+    if same_width:
+        V.same_width("query", q.shape, "keys", k.shape,
+                     "dot-product scores need equal widths (bilinear or additive scores allow "
+                     "different widths)")
+    V.batch_dims(query=q.shape if q.ndim > 1 else (1, 1), keys=k.shape)
     return q, k
+
+
+def _at_least_float32(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float32) if x.dtype == np.float16 else x
 
 
 def _apply(q: np.ndarray, k: np.ndarray, M=None) -> np.ndarray:
@@ -58,6 +59,8 @@ def _apply(q: np.ndarray, k: np.ndarray, M=None) -> np.ndarray:
 def dot_scores(query, keys, *, scale: float = 1.0) -> np.ndarray:
     """Dot-product scores ``e_i = scale * q^T k_i``; the chapter's form has ``scale = 1``.
 
+    Chapter, Level 2, *Scores compare one query with every key*: ``e_i = q^T k_i``.
+
     >>> dot_scores([1.0, 0.0], [[2.0, 5.0], [-1.0, 3.0]])
     array([ 2., -1.])
     """
@@ -68,13 +71,20 @@ def dot_scores(query, keys, *, scale: float = 1.0) -> np.ndarray:
 
 
 def scaled_dot_scores(query, keys) -> np.ndarray:
-    """Scaled dot-product scores ``e_i = q^T k_i / sqrt(D_k)``."""
-    k_width = np.shape(keys)[-1] if np.ndim(keys) else 0
-    return dot_scores(query, keys, scale=1.0 / math.sqrt(max(k_width, 1)))
+    """Scaled dot-product scores ``e_i = q^T k_i / sqrt(D_k)``.
+
+    Chapter, Level 4, *Score scale, dtype, and masking affect numerical behaviour* (the scaling the
+    Transformer uses; the chapter's own score is unscaled).
+    """
+    k = V.real_array(keys, "keys", min_ndim=2)
+    return dot_scores(query, k, scale=1.0 / math.sqrt(max(k.shape[-1], 1)))
 
 
 def bilinear_scores(query, keys, W) -> np.ndarray:
-    """Bilinear ("general") scores ``e_i = q^T W k_i`` with ``W`` of shape (D_q, D_k)."""
+    """Bilinear ("general") scores ``e_i = q^T W k_i`` with ``W`` of shape (D_q, D_k).
+
+    Chapter, Level 2, *Scores compare one query with every key*: ``e_i = q^T W k_i``.
+    """
     q, k = _query_keys(query, keys, same_width=False)
     W = V.real_array(W, "W")
     if W.shape != (q.shape[-1], k.shape[-1]):
@@ -87,6 +97,9 @@ def bilinear_scores(query, keys, W) -> np.ndarray:
 
 def additive_scores(query, keys, W_q, W_k, v, b=None) -> np.ndarray:
     """Additive (Bahdanau, "concat") scores ``e_i = v^T tanh(W_q q + W_k k_i + b)``.
+
+    Chapter, Level 2, *Scores compare one query with every key*, and Level 3, *Additive scores
+    learn a comparison space*: ``e_ti = v_a^T tanh(W_q q_t + W_h h_i + b_a)``.
 
     ``W_q`` (A, D_q) and ``W_k`` (A, D_k) map query and keys into a shared alignment width A, so the
     query and key widths may differ. Vectorised: the projected query is broadcast against every
@@ -125,7 +138,10 @@ def additive_scores(query, keys, W_q, W_k, v, b=None) -> np.ndarray:
 
 def compute_scores(kind: str, query, keys, **params) -> np.ndarray:
     """Dispatch by name: ``kind`` is one of ``SCORE_KINDS``; ``params`` go to that function
-    (``scale`` for dot, ``W`` for bilinear, ``W_q, W_k, v, b`` for additive)."""
+    (``scale`` for dot, ``W`` for bilinear, ``W_q, W_k, v, b`` for additive).
+
+    Chapter, Level 2, *Scores compare one query with every key*: ``e_i = score(q, k_i)``.
+    """
     functions = {
         "dot": dot_scores,
         "scaled_dot": scaled_dot_scores,

@@ -8,6 +8,12 @@ The stable form subtracts the row maximum ``m`` first: ``exp((e_i - m) / tau)`` 
 Masks are boolean with True = eligible. Ineligible keys get weight exactly 0 and the eligible weights
 sum to 1. A row with no eligible key follows the ``empty`` policy: ``"zeros"`` (default; all weights
 0), ``"nan"`` (all weights NaN) or ``"raise"`` (``ValueError``).
+
+Chapter, Level 2, *Softmax makes scores compete* and *Temperature changes concentration*; Level 3,
+*Masked softmax requires a stable fill value*.
+
+Low precision: float16 scores are exponentiated and summed in float32 and the weights returned in
+float16 (the torch path's policy).
 """
 
 from __future__ import annotations
@@ -23,6 +29,11 @@ def softmax(scores, *, temperature: float = 1.0, mask=None, axis: int = -1,
             empty: str = "zeros") -> np.ndarray:
     """Stable, masked softmax of ``scores`` along ``axis`` (the key axis, -1, for attention).
 
+    Chapter, Level 2, *Softmax makes scores compete* and *Temperature changes concentration*:
+    ``alpha_i = exp(e_i / tau) / sum_j exp(e_j / tau)`` over the eligible keys j, computed as
+    ``exp((e_i - m) / tau)`` with the row maximum ``m`` (Level 4, *Score scale, dtype, and masking
+    affect numerical behaviour*).
+
     ``scores`` may contain ``-inf`` (read as "ineligible", the chapter's way to mask); NaN and
     ``+inf`` are rejected. ``mask`` (bool, True = eligible) must broadcast to ``scores``.
 
@@ -33,6 +44,11 @@ def softmax(scores, *, temperature: float = 1.0, mask=None, axis: int = -1,
     tau = V.temperature(temperature)
     ax = V.axis(axis, e.ndim)
     V.empty_policy(empty)
+    if e.shape[ax] == 0:
+        raise ValueError(f"scores has shape {V.shape_str(e.shape)}: axis {axis} is empty, and a "
+                         f"softmax over no keys is undefined")
+    out_dtype = e.dtype
+    e = e.astype(np.float32) if e.dtype == np.float16 else e
     eligible = np.isfinite(e)
     if mask is not None:
         eligible = eligible & V.mask_for(mask, e.shape)
@@ -56,11 +72,14 @@ def softmax(scores, *, temperature: float = 1.0, mask=None, axis: int = -1,
             )
         if empty == "nan":
             weights = np.where(empty_rows, np.nan, weights)
-    return weights.astype(e.dtype, copy=False)
+    return weights.astype(out_dtype, copy=False)
 
 
 def naive_softmax(scores, axis: int = -1) -> np.ndarray:
     """The textbook formula ``exp(e_i) / sum_j exp(e_j)`` without the max shift, for comparison.
+
+    Chapter, Level 2, *Softmax makes scores compete* (the formula) and Level 4, *Score scale,
+    dtype, and masking affect numerical behaviour* (why it overflows).
 
     It overflows: ``exp(1e4)`` is ``inf`` in float64, and ``inf / inf`` is NaN. Numpy's warnings are
     silenced; look at the returned NaN instead. Not used anywhere else in the package.
@@ -76,9 +95,9 @@ def safe_fill(dtype) -> float:
 
     float16: -65504, bfloat16: -3.39e38, float32: -3.40e38, float64: -1.80e308. A fill such as -1e9
     is not representable in float16 and becomes ``-inf`` when cast; an all-masked row then turns
-    into NaN in a plain softmax.
+    into NaN in a plain softmax. Chapter, Level 3, *Masked softmax requires a stable fill value*.
     """
-    name = str(dtype).replace("torch.", "")
+    name = V.float_dtype(dtype)
     if name == "bfloat16":
         return -3.3895313892515355e38
     return float(np.finfo(np.dtype(name)).min)
@@ -86,7 +105,7 @@ def safe_fill(dtype) -> float:
 
 def fill_overflows(fill: float, dtype) -> bool:
     """True when ``fill`` does not survive a cast to ``dtype`` as a finite number."""
-    name = str(dtype).replace("torch.", "")
+    name = V.float_dtype(dtype)
     if name == "bfloat16":
         return bool(np.isfinite(fill) and abs(fill) > 3.3895313892515355e38 * (1 + 2 ** -9))
     with np.errstate(over="ignore"):
@@ -95,6 +114,8 @@ def fill_overflows(fill: float, dtype) -> bool:
 
 def fill_softmax(scores, mask, fill: float, *, dtype="float16", stable: bool = True) -> np.ndarray:
     """What a typical kernel does: cast to ``dtype``, write ``fill`` at masked positions, softmax.
+
+    Chapter, Level 3, *Masked softmax requires a stable fill value*.
 
     A demonstration of fills and dtypes, not a safe softmax: it returns NaN for an all-masked row
     with a ``-inf`` fill (or with a fill that overflows to ``-inf``, such as -1e9 in float16), and
@@ -105,7 +126,7 @@ def fill_softmax(scores, mask, fill: float, *, dtype="float16", stable: bool = T
     """
     e = V.real_array(scores, "scores", min_ndim=1)
     m = V.mask_for(mask, e.shape)
-    name = _dtype_name(dtype)
+    name = V.float_dtype(dtype)
 
     def cast(x):
         return round_to_dtype(x, name)
@@ -121,14 +142,15 @@ def fill_softmax(scores, mask, fill: float, *, dtype="float16", stable: bool = T
 def entropy(weights, axis: int = -1, *, base: float | None = None) -> np.ndarray:
     """Shannon entropy ``H(alpha) = -sum_i alpha_i log alpha_i`` along ``axis`` (0 log 0 = 0).
 
-    In nats by default; ``base=2`` gives bits. Uniform weights over n eligible keys give ``log n``;
-    one-hot weights give 0. A NaN row (the ``"nan"`` policy) gives NaN.
+    Chapter, Level 4, *Attention modules need targeted tests* (the audit records the entropy of the
+    weight distributions; exercise 21). In nats by default; ``base=2`` gives bits. Uniform weights
+    over n eligible keys give ``log n``; one-hot weights give 0. A NaN row (the ``"nan"`` policy)
+    gives NaN.
     """
-    w = np.asarray(weights, dtype=float)
-    if w.ndim == 0:
-        raise ValueError("weights must have at least one dimension")
+    w = V.real_array(weights, "weights", min_ndim=1, allow_nan=True).astype(float)
     if (w < 0).any():
-        raise ValueError("weights must be non-negative")
+        first = tuple(int(i) for i in np.argwhere(w < 0)[0])
+        raise ValueError(f"weights must be non-negative, got {float(w[first])} at index {first}")
     ax = V.axis(axis, w.ndim)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(w > 0, -w * np.log(np.where(w > 0, w, 1.0)), 0.0)
@@ -154,13 +176,6 @@ DEMO_DTYPES = ("float64", "float32", "float16", "bfloat16")
 _BF16_MAX = 3.3895313892515355e38
 
 
-def _dtype_name(dtype) -> str:
-    name = str(getattr(dtype, "name", dtype)).replace("torch.", "")
-    if name not in DEMO_DTYPES:
-        raise ValueError(f"dtype must be one of {DEMO_DTYPES}, got {dtype!r}")
-    return name
-
-
 def round_to_dtype(x, dtype) -> np.ndarray:
     """``x`` rounded to the nearest number of ``dtype`` (values too large become +-inf).
 
@@ -173,7 +188,7 @@ def round_to_dtype(x, dtype) -> np.ndarray:
     >>> float(round_to_dtype(1.0 + 2 ** -9, "bfloat16"))
     1.0
     """
-    name = _dtype_name(dtype)
+    name = V.float_dtype(dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         if name != "bfloat16":
             return np.asarray(x).astype(name)
@@ -186,6 +201,8 @@ def round_to_dtype(x, dtype) -> np.ndarray:
 
 def concentration(weights, axis: int = -1):
     """How concentrated each weight row is: ``Concentration(max_weight, entropy, effective_keys)``.
+
+    Chapter, Level 2, *Temperature changes concentration*.
 
     ``max_weight`` is the largest weight, ``entropy`` is in nats, and ``effective_keys = exp(entropy)``
     is the number of keys a uniform distribution with the same entropy would spread over (1 for a
@@ -208,11 +225,15 @@ def concentration(weights, axis: int = -1):
 def hardmax(scores, *, mask=None, empty: str = "zeros") -> np.ndarray:
     """Hard retrieval: weight 1 on the highest-scoring eligible key (the first one on ties), 0 elsewhere.
 
+    Chapter, Level 1, *Attention is a differentiable retrieval rule* (hard retrieval is the rule soft
+    attention replaces).
+
     The limit of ``softmax(scores, temperature=tau)`` as tau -> 0 when the maximum is unique. Not
     differentiable: a small change of a score either changes nothing or moves all the weight.
     """
     e = V.real_array(scores, "scores", min_ndim=1, allow_neg_inf=True)
     V.empty_policy(empty)
+    V.nonempty_keys(e.shape, "scores")
     eligible = np.isfinite(e)
     if mask is not None:
         eligible = eligible & V.mask_for(mask, e.shape)
@@ -231,6 +252,8 @@ def hardmax(scores, *, mask=None, empty: str = "zeros") -> np.ndarray:
 def mask_after_softmax(scores, mask, *, temperature: float = 1.0,
                        renormalise: bool = False) -> np.ndarray:
     """The WRONG order, for demonstrations: softmax over every key, then zero the masked weights.
+
+    Chapter, Common misconceptions: *Masking after softmax is equivalent to masking before it*.
 
     Without renormalising, each row keeps only the mass its eligible keys had in the unmasked softmax,
     so it sums to less than 1 (and the context shrinks). ``renormalise=True`` divides by that mass,

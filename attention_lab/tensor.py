@@ -1,26 +1,39 @@
-"""Batched, differentiable attention in torch: ``Q`` (B[, H], T, D_k), ``K`` (B[, H], S, D_k),
-``V`` (B[, H], S, D_v).
+"""Batched, differentiable attention in torch: ``Q`` (..., T, D_k), ``K`` (..., S, D_k),
+``V`` (..., S, D_v), e.g. (B, T, D) or (B, H, T, D).
+
+Chapter, Level 3, *Attention has a compact tensor form*:
 
     scores  = scale * Q K^T                    (..., T, S)
     weights = softmax(scores / tau, dim=-1)    over eligible keys only
     context = weights V                        (..., T, D_v)
 
 The same conventions as the numpy reference (:func:`attention_lab.attend`): boolean masks with
-True = eligible that broadcast to (..., T, S); softmax over the key axis; all-masked rows follow
-``empty`` (default ``"zeros"``: zero weights, zero context, zero gradients, no NaN).
+True = eligible that broadcast to (..., T, S); ``lengths`` one per batch item; softmax over the key
+axis; all-masked rows follow ``empty`` (default ``"zeros"``: zero weights, zero context, zero
+gradients, no NaN). Every argument is checked by :mod:`attention_lab._validate`, the checks the
+numpy path and streaming run too.
 
 Scaling: ``scale`` defaults to 1 (the chapter's unscaled dot product). ``torch.nn.functional.
-scaled_dot_product_attention`` defaults to ``1/sqrt(D_k)``; pass ``scale=1/math.sqrt(D_k)`` (or
-``scale="sqrt_dk"``) to match it.
+scaled_dot_product_attention`` defaults to ``1/sqrt(D_k)``; pass ``scale="sqrt_dk"`` to match it.
 
-Fill: masked scores are written as ``torch.finfo(dtype).min``, the most negative finite number of
-the dtype (float16: -65504). It never overflows when cast, unlike -1e9 in float16. Masked weights
-are then set to exactly 0 after the softmax, which also turns an all-masked row (uniform over the
-fill) into zeros and blocks its gradient.
+Eligibility comes from the mask only (``mask``, ``lengths``, ``is_causal``), never from a score's
+value (Level 3, *Masked softmax requires a stable fill value*): masked scores become ``-inf`` in
+the working dtype, so masked weights are exactly 0 and an eligible key keeps its weight whatever
+its score. A row with no eligible key gets a finite softmax that is then replaced by the policy's
+zeros (or NaN), so neither its values nor its gradients are ever NaN.
 
-Non-finite inputs: the context is checked (one cheap pass over the output, not over K and V); if it
-holds NaN or inf the call raises ``ValueError`` naming the input that is not finite. A NaN at a
-masked key that cannot reach the output is not reported.
+Low precision (Level 4, *Score scale, dtype, and masking affect numerical behaviour*): float16 and
+bfloat16 inputs are computed in float32 (scores, softmax and the weighted sum, as SDPA's CPU kernels
+do) and the weights and context are cast back to the input dtype. So a score beyond float16's
+range, a key whose score is -65504 or a temperature of 1e-4 give SDPA's answer, not an overflow.
+
+Non-finite inputs: NaN or +-inf anywhere in Q, K or V raises ``ValueError`` naming the tensor
+(the numpy reference's rule), whether or not the value could reach the output. The scan is one read
+of the inputs (5-15 % of SDPA's time at the size of ``python -m benchmarks.run core``);
+``check_finite=False`` skips it, as in ``scipy.linalg``, for inputs known to be finite: a NaN or
+inf may then give a wrong answer without an error (SDPA returns zeros for a NaN query). A context
+that is not finite although the inputs are (scores beyond the working dtype after
+``scale / temperature``) always raises ``ValueError`` naming ``scale`` and ``temperature``.
 
 torch is imported only when this module is imported, never by ``import attention_lab``.
 """
@@ -28,14 +41,12 @@ torch is imported only when this module is imported, never by ``import attention
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from ._validate import EMPTY_POLICIES, shape_str
-from .masks import CAUSAL_ALIGNMENTS
+from . import _validate as _V
 
 
 class TensorAttention(NamedTuple):
@@ -47,44 +58,44 @@ class TensorAttention(NamedTuple):
 
 
 def mask_fill(dtype: torch.dtype) -> float:
-    """The fill written at masked scores: the most negative finite value of ``dtype``."""
+    """The most negative finite value of ``dtype``: the fill a kernel that cannot use ``-inf``
+    writes at masked scores (float16: -65504; -1e9 is not representable there). This module masks
+    with ``-inf`` in its float32/float64 working dtype and decides eligibility from the mask."""
     return torch.finfo(dtype).min
 
 
 def padding_mask(lengths, S: int, device=None) -> torch.Tensor:
-    """(B, S) bool tensor, True where ``j < lengths[b]``; use ``[:, None, :]`` for scores (B, T, S)."""
-    lengths = torch.as_tensor(lengths, device=device)
-    if lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
-        raise TypeError(f"lengths must be integers, got dtype {lengths.dtype}")
-    if (lengths < 0).any() or (lengths > S).any():
-        raise ValueError(f"lengths must lie in [0, S={S}], got {lengths.tolist()}")
-    return torch.arange(S, device=lengths.device) < lengths[..., None]
+    """``lengths.shape + (S,)`` bool tensor, True where ``j < lengths[b]``.
+
+    Chapter, Level 2, *Masks define which keys are eligible*. Use ``[:, None, :]`` for scores
+    (B, T, S), or pass ``lengths=`` to :func:`attention`, which puts them on the batch axis.
+    """
+    S = _V.count(S, "S")
+    L = torch.from_numpy(_V.lengths(lengths, S)).to(device)    # (...): lengths.shape
+    return torch.arange(S, device=device) < L[..., None]        # lengths.shape + (S,)
 
 
 def causal_mask(T: int, S: int | None = None, *, align: str = "upper_left", device=None):
-    """(T, S) bool tensor; ``upper_left`` = SDPA's ``is_causal`` (``tril(ones(T, S))``)."""
-    S = T if S is None else S
-    if align not in CAUSAL_ALIGNMENTS:
-        raise ValueError(f"align must be one of {CAUSAL_ALIGNMENTS}, got {align!r}")
+    """(T, S) bool tensor; ``upper_left`` = SDPA's ``is_causal`` (``tril(ones(T, S))``).
+
+    Chapter, Level 2, *Masks define which keys are eligible*: key j is eligible for query t when
+    ``j <= t + offset`` (offset 0 upper-left, ``S - T`` lower-right).
+    """
+    T = _V.count(T, "T")
+    S = T if S is None else _V.count(S, "S")
+    _V.causal_align(align)
     offset = 0 if align == "upper_left" else S - T
-    return torch.ones(T, S, dtype=torch.bool, device=device).tril(diagonal=offset)
+    return torch.ones(T, S, dtype=torch.bool, device=device).tril(diagonal=offset)  # (T, S)
 
 
-def _broadcast_shapes(*shapes) -> "torch.Size":
-    """``torch.broadcast_shapes`` for plain shapes, in pure Python (about 10x cheaper: the call
-    sits on every attention call's path). Raises ``RuntimeError`` as torch's does."""
-    ndim = max(len(s) for s in shapes)
-    out = [1] * ndim
-    for shape in shapes:
-        for i, n in enumerate(shape, start=ndim - len(shape)):
-            if n != 1:
-                if out[i] not in (1, n):
-                    raise RuntimeError(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
-                out[i] = n
-    return torch.Size(out)
+def check_call(Q, K, V, *, scale, temperature, empty, is_causal, causal_align,
+               check_finite=True) -> float:
+    """The checks of every torch path (this module and streaming); returns ``scale / temperature``.
 
-
-def _check_inputs(Q, K, V):
+    Q, K, V: tensors of one floating dtype, at least 2-D, D_k and S consistent, batch dimensions
+    that broadcast, every element finite (unless ``check_finite=False``). Scalars and policies
+    through :mod:`._validate`.
+    """
     for name, x in (("Q", Q), ("K", K), ("V", V)):
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}; "
@@ -92,32 +103,23 @@ def _check_inputs(Q, K, V):
         if not x.dtype.is_floating_point:
             raise TypeError(f"{name} has dtype {x.dtype}; expected a floating dtype")
         if x.dim() < 2:
-            raise ValueError(f"{name} has shape {shape_str(x.shape)}; expected (..., length, width)")
+            raise ValueError(f"{name} has shape {_V.shape_str(x.shape)}; expected (..., length, "
+                             f"width)")
     if not (Q.dtype == K.dtype == V.dtype):
         raise TypeError(f"Q, K, V must share one dtype, got {Q.dtype}, {K.dtype}, {V.dtype}")
-    if K.shape[-2] == 0:
-        raise ValueError(f"K has shape {shape_str(K.shape)}: the key set is empty (S=0)")
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"Q has width D_k={Q.shape[-1]} (shape {shape_str(Q.shape)}) but K has "
-                         f"width {K.shape[-1]} (shape {shape_str(K.shape)}); they must match")
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(f"K has S={K.shape[-2]} keys (shape {shape_str(K.shape)}) but V has "
-                         f"{V.shape[-2]} rows (shape {shape_str(V.shape)}); every key needs a value")
-    try:
-        _broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    except RuntimeError:
-        raise ValueError(f"batch dimensions of Q {shape_str(Q.shape[:-2])}, K "
-                         f"{shape_str(K.shape[:-2])} and V {shape_str(V.shape[:-2])} do not "
-                         f"broadcast") from None
-
-
-def _scalar(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number > 0, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value}")
-    return value
+    _V.key_set("K", K.shape)
+    _V.same_width("Q", Q.shape, "K", K.shape)
+    _V.one_value_per_key("K", K.shape, "V", V.shape)
+    _V.batch_dims(Q=Q.shape, K=K.shape, V=V.shape)
+    if isinstance(scale, str) and scale == "sqrt_dk":
+        scale = 1.0 / math.sqrt(Q.shape[-1])
+    factor = _V.temperature(scale, "scale") / _V.temperature(temperature, "temperature")
+    _V.empty_policy(empty)
+    _V.flag(is_causal, "is_causal")
+    _V.causal_align(causal_align, "causal_align")
+    if _V.flag(check_finite, "check_finite"):
+        _V.finite_tensors(Q=Q, K=K, V=V)
+    return factor
 
 
 def checked_mask(mask, scores_shape, device):
@@ -125,54 +127,38 @@ def checked_mask(mask, scores_shape, device):
     is not boolean or does not broadcast to ``scores_shape`` (..., T, S) without adding dims."""
     if mask is None:
         return None
-    if not isinstance(mask, torch.Tensor):
-        mask = torch.as_tensor(np.asarray(mask))
-    if mask.dtype != torch.bool:
-        raise TypeError(
-            f"mask has dtype {mask.dtype}; expected torch.bool with True = eligible key. "
-            f"A True = ignore mask (nn.MultiheadAttention's key_padding_mask) must be inverted "
-            f"with ~mask; a float additive mask is not accepted here")
-    T, S = scores_shape[-2:]
-    ok = mask.dim() <= len(scores_shape)
-    if ok:
-        try:
-            ok = _broadcast_shapes(mask.shape, scores_shape) == scores_shape
-        except RuntimeError:
-            ok = False
-    if not ok:
-        raise ValueError(f"mask has shape {shape_str(mask.shape)} but the scores have shape "
-                         f"{shape_str(scores_shape)} (T={T}, S={S}); a mask must broadcast "
-                         f"to (..., T, S) without adding dimensions")
-    return mask.to(device)
+    m = _V.bool_mask(mask)
+    _V.mask_shape(m.shape, scores_shape)
+    if not isinstance(m, torch.Tensor):
+        m = torch.from_numpy(np.ascontiguousarray(m))                # (..., T|1, S|1)
+    return m.to(device)                                              # (..., T|1, S|1)
 
 
 def checked_padding(lengths, scores_shape, device):
-    """The padding mask of ``lengths`` shaped (..., 1, S) to broadcast over ``scores_shape``, or
-    None; raises when there is not one length per batch item."""
+    """The padding mask of ``lengths`` (one per batch item), shaped (B, 1.., 1, S) to broadcast
+    over ``scores_shape`` (batch..., T, S) with the lengths on the leading batch axes, or None."""
     if lengths is None:
         return None
-    pad = padding_mask(lengths, scores_shape[-1], device=device)[..., None, :]
-    try:
-        ok = (pad.dim() <= len(scores_shape)
-              and _broadcast_shapes(pad.shape, scores_shape) == scores_shape)
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(f"lengths has shape {shape_str(pad.shape[:-2])}; expected one length "
-                         f"per batch item of the scores {shape_str(scores_shape)}")
-    return pad
+    *batch, _, S = scores_shape
+    L = torch.from_numpy(_V.lengths(lengths, S, batch_shape=batch)).to(device)  # (B[, H])
+    pad = torch.arange(S, device=device) < L[..., None]                        # (B[, H], S)
+    return pad.view(_V.lengths_view(pad.shape, len(batch)))                     # (B, 1.., 1, S)
 
 
 def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align="upper_left"):
-    """The combined boolean mask (broadcast to (..., T, S)) or None when every key is eligible."""
+    """The combined boolean mask (broadcastable to (..., T, S)) or None when every key is eligible.
+
+    Chapter, Level 2, *Masks define which keys are eligible*: ``mask & (j < lengths[b]) &
+    causal`` (with ``lengths`` on the batch items, never on the heads).
+    """
     T, S = Q.shape[-2], K.shape[-2]
-    scores_shape = _broadcast_shapes(Q.shape[:-2], K.shape[:-2]) + (T, S)
-    out = checked_mask(mask, scores_shape, Q.device)
-    pad = checked_padding(lengths, scores_shape, Q.device)
+    scores_shape = _V.batch_dims(Q=Q.shape, K=K.shape) + (T, S)
+    out = checked_mask(mask, scores_shape, Q.device)                 # (..., T|1, S|1)
+    pad = checked_padding(lengths, scores_shape, Q.device)           # (B, 1.., 1, S)
     if pad is not None:
         out = pad if out is None else out & pad
-    if is_causal:
-        c = causal_mask(T, S, align=causal_align, device=Q.device)
+    if _V.flag(is_causal, "is_causal"):
+        c = causal_mask(T, S, align=causal_align, device=Q.device)   # (T, S)
         out = c if out is None else out & c
     return out
 
@@ -180,89 +166,80 @@ def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align=
 def attention(Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
               causal_align: str = "upper_left", scale: float | str = 1.0,
               temperature: float = 1.0, empty: str = "zeros",
-              need_weights: bool = True) -> TensorAttention:
-    """Masked attention over the last two axes; see the module docstring for the conventions.
+              need_weights: bool = True, check_finite: bool = True) -> TensorAttention:
+    """Masked attention over the last two axes; see the module docstring for the policies.
+
+    Chapter, Level 3, *Attention has a compact tensor form*: ``weights = softmax(scale Q K^T /
+    tau)`` over the eligible keys (axis -1), ``context = weights V``.
 
     ``need_weights=False`` computes the same result through
-    ``torch.nn.functional.scaled_dot_product_attention`` (a fused kernel that never returns the
-    weights) when the policy allows (``empty="zeros"``); ``weights`` is then ``None``.
+    ``torch.nn.functional.scaled_dot_product_attention`` (a fused kernel that never forms the
+    weights; on the CPU it computes float16/bfloat16 in float32 too) when the policy allows
+    (``empty="zeros"``); ``weights`` is then ``None``.
     """
-    _check_inputs(Q, K, V)
-    if scale == "sqrt_dk":
-        scale = 1.0 / math.sqrt(Q.shape[-1])
-    scale = _scalar(scale, "scale")
-    tau = _scalar(temperature, "temperature")
-    if empty not in EMPTY_POLICIES:
-        raise ValueError(f"empty must be one of {EMPTY_POLICIES}, got {empty!r}")
+    factor = check_call(Q, K, V, scale=scale, temperature=temperature, empty=empty,
+                        is_causal=is_causal, causal_align=causal_align, check_finite=check_finite)
     m = eligibility(Q, K, mask=mask, lengths=lengths, is_causal=is_causal,
-                    causal_align=causal_align)
+                    causal_align=causal_align)                       # (..., T|1, S|1) or None
 
-    if not need_weights and empty == "zeros":
+    if not _V.flag(need_weights, "need_weights") and empty == "zeros":
+        attn_mask = m                                                # (..., T|1, S|1)
+        if m is not None and m.dim() < 2:  # SDPA indexes a mask's dim -2
+            attn_mask = m.view((1,) * (2 - m.dim()) + m.shape)       # (1, S) or (1, 1)
         context = torch.nn.functional.scaled_dot_product_attention(
-            Q, K, V, attn_mask=m, scale=scale / tau)
-        weights = None
-    else:
-        scores = torch.matmul(Q, K.transpose(-2, -1)) * (scale / tau)
-        if m is None:
-            weights = torch.softmax(scores, dim=-1)
+            Q, K, V, attn_mask=attn_mask, scale=factor)              # (..., T, D_v)
+        check_output(context, factor, empty)
+        return TensorAttention(context, None, m)
+
+    work = Q.dtype if Q.dtype in (torch.float32, torch.float64) else torch.float32
+    # (..., T, D_k), (..., S, D_k), (..., S, D_v): no copy unless low precision
+    q, k, v = (x.to(work) for x in (Q, K, V))
+    scores = torch.matmul(q, k.transpose(-2, -1))                    # (..., T, S)
+    if factor != 1.0:
+        scores = scores.mul_(factor)                                 # (..., T, S)
+    empty_rows = None
+    if m is not None:
+        empty_rows = ~m.any(dim=-1, keepdim=True)                    # (..., T|1, 1)
+        if bool(empty_rows.any()):
+            # rows without an eligible key get a finite softmax here, replaced by the policy below
+            keep = m | empty_rows                                    # (..., T|1, S|1)
         else:
-            scores = scores.masked_fill(~m, mask_fill(scores.dtype))
-            weights = torch.softmax(scores, dim=-1).masked_fill(~m, 0.0)
-            empty_rows = ~m.any(dim=-1, keepdim=True)
-            if empty_rows.any():
-                if empty == "raise":
-                    n = int(empty_rows.expand(weights.shape[:-1] + (1,)).sum())
-                    raise ValueError(f"{n} row(s) have no eligible key (all masked); pass "
-                                     f"empty='zeros' or empty='nan' to allow them")
-                if empty == "nan":
-                    weights = weights.masked_fill(empty_rows, float("nan"))
-        context = torch.matmul(weights, V)
-        if not need_weights:
-            weights = None
+            keep, empty_rows = m, None
+        scores = scores.masked_fill_(~keep, -math.inf)               # (..., T, S)
+    weights = torch.softmax(scores, dim=-1)                          # (..., T, S)
+    if empty_rows is not None:
+        if empty == "raise":
+            n = int(empty_rows.expand(weights.shape[:-1] + (1,)).sum())
+            raise ValueError(f"{n} row(s) have no eligible key (all masked); pass "
+                             f"empty='zeros' or empty='nan' to allow them")
+        fill = 0.0 if empty == "zeros" else math.nan
+        weights = weights.masked_fill(empty_rows, fill)              # (..., T, S)
+    context = torch.matmul(weights, v)                               # (..., T, D_v)
+    if work != Q.dtype:
+        # back to float16/bfloat16
+        weights, context = weights.to(Q.dtype), context.to(Q.dtype)  # (..., T, S), (..., T, D_v)
+    check_output(context, factor, empty,
+                 None if empty_rows is None else (lambda: empty_rows))
+    return TensorAttention(context, weights if need_weights else None, m)
 
-    check_output(context, Q, K, V, empty,
-                 None if m is None else (lambda: ~m.any(dim=-1, keepdim=True)))
-    return TensorAttention(context, weights, m)
 
-
-def check_output(context, Q, K, V, empty: str, empty_rows=None) -> None:
-    """Raise when the context holds NaN or inf, naming the input that caused it (or the dtype's
-    overflow). Under ``empty="nan"`` the rows without an eligible key may be NaN: ``empty_rows`` is
-    a callable returning their boolean (..., T, 1) marker, called only when needed."""
+def check_output(context, factor: float, empty: str, empty_rows=None) -> None:
+    """Raise when the context holds NaN or inf although the inputs were finite (checked before):
+    the scores overflowed the working dtype after ``scale / temperature``. Under ``empty="nan"`` the rows
+    without an eligible key may be NaN: ``empty_rows`` is a callable returning their boolean
+    (..., T, 1) marker, called only when needed."""
     # Fast path: a finite sum means every element is finite (NaN and inf propagate into a sum);
-    # about 15x cheaper than isfinite().all() on a typical context. A sum that overflows falls
-    # through to the element-wise check below.
+    # about 15x cheaper than isfinite().all(). A sum that overflows falls through to the
+    # element-wise check below.
     wide = torch.float64 if context.dtype == torch.float64 else torch.float32
     if math.isfinite(float(context.detach().sum(dtype=wide))):
         return
-    finite = torch.isfinite(context)
+    finite = torch.isfinite(context)                                 # (..., T, D_v)
     if bool(finite.all()):
         return
     if empty == "nan" and empty_rows is not None and bool((finite | empty_rows()).all()):
         return
-    for name, x in (("Q", Q), ("K", K), ("V", V)):
-        if not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{name} contains non-finite values (NaN or inf); inputs must be "
-                             f"finite")
-    raise ValueError(f"the context overflowed in {context.dtype} (scores too large for the dtype); "
-                     f"use a wider dtype or smaller scale")
-
-
-def attention_reference(Q, K, V, **kwargs) -> TensorAttention:
-    """The numpy reference (:func:`attention_lab.attend`) on tensors, returned as float64 tensors.
-
-    Used by tests to hold the torch path equal to the readable reference.
-    """
-    from .attention import attend
-
-    is_causal = kwargs.pop("is_causal", False)
-    align = kwargs.pop("causal_align", "upper_left")
-    scale = kwargs.pop("scale", 1.0)
-    m = eligibility(Q, K, mask=kwargs.pop("mask", None), lengths=kwargs.pop("lengths", None),
-                    is_causal=is_causal, causal_align=align)
-    res = attend(Q.detach().double().numpy(), K.detach().double().numpy(),
-                 V.detach().double().numpy(), mask=None if m is None else m.numpy(),
-                 scale=scale, **kwargs)
-    return TensorAttention(torch.from_numpy(np.ascontiguousarray(res.context)),
-                           torch.from_numpy(np.ascontiguousarray(res.weights)),
-                           None if m is None else m)
+    raise ValueError(f"the context is not finite: the scores (or the weighted sum) overflowed "
+                     f"the working dtype after scaling by scale / temperature = {factor:g}; use a "
+                     f"larger temperature or smaller inputs (or, with check_finite=False, an "
+                     f"input holds NaN or inf)")

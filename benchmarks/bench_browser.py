@@ -100,28 +100,15 @@ def interact_baseline(name: str, control: str, presentation: bool = False):
     import ipywidgets as W
     from IPython.display import display
 
-    if name == "model":
-        from attention_lab.toy.explorer import ModelExplorer
-        from attention_lab.toy.figures import ModelFigure
+    ex = make_explorer(name, presentation, backend="agg")
+    ex.view.refresh = lambda: None  # the explorer only computes; the new figure is drawn below
 
-        ex = ModelExplorer(presentation=presentation)
-        ex._draw = lambda: None
-
-        def show(**values):
-            ex.controls[control].value = values[control]  # decodes with the model
-            figure = ModelFigure(ex.model.config.max_len, presentation=presentation)
-            figure.update(ex.state)
-            display(figure.fig)
-    else:
-        ex = make_explorer(name, presentation, backend="agg")
-        ex._draw_now = lambda: None  # the explorer only computes; the new figure is drawn below
-
-        def show(**values):
-            ex.controls[control].value = values[control]  # the core's numbers
-            ex.plot = ex._make_plot()
-            ex.plot.add_error_box()
-            ex._show(ex.state)
-            display(ex.plot.figure)
+    def show(**values):
+        ex.controls[control].value = values[control]  # the core's (or the model's) numbers
+        ex.plot = ex._make_plot()
+        ex.plot.add_error_box()
+        ex._show(ex.state)
+        display(ex.plot.figure)
 
     W.interact(show, **{control: _copy_slider(ex.controls[control])})
 

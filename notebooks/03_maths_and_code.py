@@ -201,11 +201,11 @@ print("attention_lab.tensor.attention      :", attention(Q, K, V, mask=m).weight
 # %%
 precision_explorer = widgets.PrecisionExplorer()
 precision_explorer.set(dtype="float16", fill="-1e9", length=0)
-print("float16, -1e9, all masked :", precision_explorer.state.kernel_weights)
+print("float16, -1e9, all masked :", precision_explorer.state.kernel_weights.round(3))
 precision_explorer.set(fill="finfo.min")
-print("float16, finfo.min        :", precision_explorer.state.kernel_weights)
+print("float16, finfo.min        :", precision_explorer.state.kernel_weights.round(3))
 precision_explorer.set(length=5, scale=20.0, softmax="naive")
-print("naive, scores x 20        :", precision_explorer.state.kernel_weights)
+print("naive, scores x 20        :", precision_explorer.state.kernel_weights.round(3))
 precision_explorer.reset()
 precision_explorer
 

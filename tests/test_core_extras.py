@@ -112,7 +112,7 @@ def test_round_to_dtype_overflows_to_inf_and_rejects_unknown_dtypes():
     assert np.isneginf(round_to_dtype(np.finfo(np.float32).min, "bfloat16"))
     assert round_to_dtype(safe_fill("bfloat16"), "bfloat16") == np.float32(safe_fill("bfloat16"))
     assert np.isnan(round_to_dtype(np.nan, "bfloat16"))
-    with pytest.raises(ValueError, match="dtype must be one of"):
+    with pytest.raises(ValueError, match="dtype must be a floating dtype, one of"):
         round_to_dtype(1.0, "int8")
 
 

@@ -162,23 +162,40 @@ def test_never_materialises_the_score_matrix():
 
 
 def test_skips_chunks_no_row_can_see():
-    """Keys beyond every length (or above the causal diagonal) are never read: NaN there is harmless."""
+    """Keys beyond every length (or above the causal diagonal) are never multiplied: record the
+    key columns of every matmul's second operand."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    widths = []
+
+    class Keys(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func in (torch.ops.aten.bmm.default, torch.ops.aten.mm.default):
+                widths.append(args[1].shape[-1])
+            return func(*args, **(kwargs or {}))
+
     Q, K, V = _inputs(2, (2,), 3, 10, 4, 4)
-    K2, V2 = K.clone(), V.clone()
-    K2[:, 6:], V2[:, 6:] = float("nan"), float("nan")
-    out = streaming_attention(Q, K2, V2, lengths=torch.tensor([4, 6]), chunk_size=3)
-    assert torch.allclose(out, attention(Q, K, V, lengths=torch.tensor([4, 6])).context, atol=1e-6)
+    lengths = torch.tensor([4, 6])
+    with Keys():
+        out = streaming_attention(Q, K, V, lengths=lengths, chunk_size=3)
+    assert torch.allclose(out, attention(Q, K, V, lengths=lengths).context, atol=1e-6)
+    assert sum(w for w in widths if w != V.shape[-1] + 1) == 6  # keys 0..5, chunks of 3: 3 + 3
+    widths.clear()
+    with Keys():
+        streaming_attention(Q, K, V, is_causal=True, chunk_size=2)  # T=3: keys 0..2 only
+    assert sum(w for w in widths if w != V.shape[-1] + 1) == 4  # chunks [0, 2) and [2, 4)
 
 
 @pytest.mark.parametrize("kwargs, exc, text", [
-    (dict(chunk_size=0), ValueError, "chunk_size must be a positive integer"),
-    (dict(mask=torch.ones(3, 4)), TypeError, "expected torch.bool"),
+    (dict(chunk_size=0), ValueError, "chunk_size must be > 0, got 0"),
+    (dict(chunk_size=2.0), TypeError, "chunk_size must be an integer, got float 2.0"),
+    (dict(mask=torch.ones(3, 4)), TypeError, "mask has dtype torch.float32; expected a boolean"),
     (dict(mask=torch.ones(3, 7, dtype=torch.bool)), ValueError, "mask has shape \\(3, 7\\)"),
     (dict(empty="maybe"), ValueError, "empty must be one of"),
     (dict(temperature=0.0), ValueError, "temperature must be finite and > 0"),
     (dict(causal_align="middle"), ValueError, "causal_align must be one of"),
-    (dict(lengths=torch.tensor([9])), ValueError, "lengths must lie in"),
-    (dict(lengths=torch.tensor([5, 3, 1])), ValueError, "one length per batch item"),
+    (dict(lengths=torch.tensor(9)), ValueError, "lengths must lie in \\[0, S=5\\]"),
+    (dict(lengths=torch.tensor([5, 3, 1])), ValueError, "lengths has shape \\(3,\\); expected a single"),
 ])
 def test_bad_arguments_are_named(kwargs, exc, text):
     Q, K, V = _inputs(0, (), 3, 5, 2, 2)
@@ -189,7 +206,7 @@ def test_bad_arguments_are_named(kwargs, exc, text):
 def test_non_finite_input_is_reported():
     Q, K, V = _inputs(0, (), 3, 5, 2, 2)
     V[2, 0] = float("inf")
-    with pytest.raises(ValueError, match="V contains non-finite"):
+    with pytest.raises(ValueError, match="V contains 1 non-finite value"):
         streaming_attention(Q, K, V, chunk_size=2)
 
 

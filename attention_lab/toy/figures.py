@@ -1,8 +1,8 @@
 """Figures for the toy model: drawing only. Every number they show is computed elsewhere.
 
-* :class:`ModelFigure`: the model explorer's figure (attention heatmap of one decoded source, the
-  true alignment, the local window, decoded vs expected symbols). Built once; :meth:`update`
-  changes its artists in place (``set_array``, ``set_data``, ``set_text``, ``set_bounds``).
+* :class:`ModelFigure`: the model explorer's live figure (a :class:`attention_lab.plots.LivePlot`:
+  attention heatmap of one decoded source, the true alignment, the local window, decoded vs
+  expected symbols). Built once; :meth:`ModelFigure.update` changes its artists in place.
 * :func:`alignment_grid`: heatmaps of several decodings against the true alignment.
 * :func:`entropy_plot`, :func:`permutation_plot`, :func:`tau_plot`, :func:`streaming_plot`: the
   research notebook's result figures.
@@ -15,8 +15,11 @@ never the only cue.
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+
+from ..plots import LayeredFigure, LivePlot, add_fast_text
 
 BLUE, ORANGE, GREY, TEAL = "#24527a", "#d97745", "#5f6b76", "#3a9188"
 CMAP = "viridis"
@@ -28,31 +31,26 @@ def _sizes(presentation: bool) -> dict:
     return {"figsize": (7.2, 5.6), "font": 10, "title": 11, "tick": 10, "marker": 15}
 
 
-class ModelFigure:
-    """The explorer figure for sources up to ``max_len`` symbols. Call :meth:`update` with the
-    explorer's state; nothing is ever re-created.
+class ModelFigure(LivePlot):
+    """The explorer figure for sources up to ``max_len`` symbols: built once, :meth:`update`
+    changes its artists in place.
 
-    It is a :class:`attention_lab.plots.LayeredFigure`: the axes, ticks, tick labels, colour bar and
-    legend are rendered once and restored from a pixel cache; only the heatmap, the alignment
-    marks, the window shading and the title are drawn on every update. The cache is refreshed when
-    the tick labels change (another source, another decoded output); a new temperature alone
-    redraws in a few milliseconds instead of re-laying out the whole figure. The title is drawn
-    in a band kept free above the axes.
+    Its figure is a :class:`attention_lab.plots.LayeredFigure`: the axes, ticks, tick labels,
+    colour bar and legend are rendered once and restored from a pixel cache; only the heatmap, the
+    alignment marks, the window shading and the title are drawn on every update. The cache is
+    refreshed when the tick labels change (another source, another decoded output); a new
+    temperature alone redraws in a few milliseconds instead of re-laying out the whole figure. The
+    title is drawn in a band kept free above the axes.
     """
 
-    def __init__(self, max_len: int, *, presentation: bool = False):
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-        from ..plots import LayeredFigure, _add_fast_text
-
-        z = _sizes(presentation)
+    def __init__(self, max_len: int, *, presentation: bool = False, cache: bool = True):
         self.max_len = L = max_len
-        self.fig = LayeredFigure(figsize=z["figsize"], dpi=100, layout="constrained")
-        FigureCanvasAgg(self.fig)
+        self._sizes = z = _sizes(presentation)
+        super().__init__(presentation=presentation, cache=cache)
         # the title (up to three lines) lives in a band above the laid-out axes
         band = 3.4 * z["title"] * 1.25 / 72 / z["figsize"][1]
-        self.fig.get_layout_engine().set(rect=(0, 0, 1, 1 - band))
-        self.ax = ax = self.fig.add_subplot(1, 1, 1)
+        self.figure.get_layout_engine().set(rect=(0, 0, 1, 1 - band))
+        self.ax = ax = self.figure.add_subplot(1, 1, 1)
         # the heatmap: one quadrilateral per (step, position) cell, coloured from the weights
         # (cheaper to redraw than an image resampled to the screen on every update)
         edges = np.arange(L + 1) - 0.5
@@ -60,7 +58,7 @@ class ModelFigure:
                                    vmax=1.0, shading="flat")
         ax.set_xlim(-0.5, L - 0.5)
         ax.set_ylim(L - 0.5, -0.5)
-        self.colorbar = self.fig.colorbar(self.image, ax=ax, shrink=0.85)
+        self.colorbar = self.figure.colorbar(self.image, ax=ax, shrink=0.85)
         self.colorbar.set_label("attention weight", fontsize=z["font"])
         self.colorbar.ax.tick_params(labelsize=z["tick"])
         (self.truth,) = ax.plot([], [], linestyle="none", marker="s", markersize=z["marker"],
@@ -76,60 +74,78 @@ class ModelFigure:
         ax.add_patch(self.right)
         ax.set_xlabel("source position j (symbol)", fontsize=z["font"])
         ax.set_ylabel("output step t: decoded (expected), \u2717 = wrong", fontsize=z["font"])
-        self.title = _add_fast_text(ax, 0.012, 0.988, "", transform=self.fig.transFigure,
-                                    ha="left", va="top", fontsize=z["title"])
+        self.title = add_fast_text(ax, 0.012, 0.988, "", transform=self.figure.transFigure,
+                                   ha="left", va="top", fontsize=z["title"])
         ax.legend(handles=[self.truth, legend_patch], loc="upper center",
                   bbox_to_anchor=(0.5, -0.13), ncol=2, fontsize=z["font"] * 0.85, frameon=False)
-        self.fig.add_dynamic(self.image, self.left, self.right, self.truth, self.title)
+        self._dyn(self.image, self.left, self.right, self.truth, self.title)
         self.tick_size = z["tick"]
         self._labels = None
         # constrained layout starts from the axes' current positions, so that running it again
         # moves them by fractions of a pixel; starting from these every time makes the layout a
         # function of the labels alone (the same source and output: the same pixels)
-        self._start = [(a, a.get_position(original=True).frozen()) for a in self.fig.axes]
+        self._start = [(a, a.get_position(original=True).frozen()) for a in self.figure.axes]
 
-    def update(self, state: dict) -> None:
-        """Show ``state`` (the explorer's): weights (T, S), source, output, expected, truth (T,),
-        correct (T,), eligible (S,), window (centre, half_width) or None, title."""
-        w = np.asarray(state["weights"])
+    def _make_figure(self, cache: bool) -> LayeredFigure:
+        fig = LayeredFigure(figsize=self._sizes["figsize"], dpi=100, layout="constrained",
+                            cache=cache)
+        FigureCanvasAgg(fig)
+        # notebook 04 (written when the explorer's .figure was this object) shows
+        # explorer.figure.fig: the figure answers to that name too
+        fig.fig = fig
+        return fig
+
+    def update(self, *, weights, source, output, expected, truth, correct, window_bounds, title,
+               error=False):
+        """Show one decoding (T output steps over S source positions, T = S here).
+
+        weights (T, S): the attention of each output step, as the heatmap (cells beyond S and T
+            stay blank).
+        source (str), output (str), expected (str): the source symbols (x tick labels), the
+            decoded and the expected output (y tick labels, wrong steps bold orange with a cross).
+        truth (T,): the true alignment S-1-t, marked with orange squares.
+        correct (T,) bool: per step, whether the decoded symbol is right.
+        window_bounds (first, last) or None: the first and last eligible source position of a
+            local window (first > last: an empty window), shading what lies outside; None: no
+            window.
+        title (str): up to three lines above the axes, orange when ``error`` is true.
+        """
+        w = np.asarray(weights)
         T, S = w.shape
         L = self.max_len
         grid = np.full((L, L), np.nan)
         grid[:T, :S] = w
         self.image.set_array(np.ma.masked_invalid(grid))
         ax = self.ax
-        labels = (state["source"], state["output"], state["expected"],
-                  tuple(bool(c) for c in state["correct"]))
+        labels = (source, output, expected, tuple(bool(c) for c in correct))
         if labels != self._labels:  # new tick labels: the static layer is drawn again
             self._labels = labels
             for a, position in self._start:  # (the public set_position leaves the layout)
                 a._set_position(position, which="both")
             ax.set_xlim(-0.5, S - 0.5)
             ax.set_ylim(T - 0.5, -0.5)
-            ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(state["source"])],
+            ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(source)],
                           fontsize=self.tick_size)
             ylabels = [f"{t}: {o} ({e})" + ("" if ok else " \u2717") for t, (o, e, ok) in
-                       enumerate(zip(state["output"], state["expected"], state["correct"]))]
+                       enumerate(zip(output, expected, correct))]
             ax.set_yticks(range(T), ylabels, fontsize=self.tick_size)
-            for tick, ok in zip(ax.get_yticklabels(), state["correct"]):
+            for tick, ok in zip(ax.get_yticklabels(), correct):
                 tick.set_color(BLUE if ok else ORANGE)
                 tick.set_fontweight("normal" if ok else "bold")
-            self.fig.invalidate_static()
-        t = np.arange(T)
-        self.truth.set_data(np.asarray(state["truth"]), t)
-        window = state.get("window")
-        if window is None:
+            self.figure.invalidate_static()
+        self.truth.set_data(np.asarray(truth), np.arange(T))
+        if window_bounds is None:
             self.left.set_visible(False)
             self.right.set_visible(False)
         else:
-            lo, hi = state["window_bounds"]  # first and last eligible position (may be empty)
+            lo, hi = window_bounds
             self.left.set_bounds(-0.5, -0.5, min(lo, S), T)
             self.right.set_bounds(hi + 0.5, -0.5, max(0.0, S - 1 - hi), T)
             self.left.set_visible(lo > 0)
             self.right.set_visible(hi < S - 1)
-        self.title.set_text(state["title"])
-        self.title.set_color(ORANGE if state.get("error") else "black")
-        self.fig.stale = True
+        self.title.set_text(title)
+        self.title.set_color(ORANGE if error else "black")
+        self.figure.stale = True
 
 
 def alignment_grid(examples, *, ncols: int = 3) -> Figure:

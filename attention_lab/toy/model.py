@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import _validate
 from .. import tensor as T
 from .._threads import one_thread, single_thread  # noqa: F401  (re-exported for the toy modules)
 from . import data
@@ -185,7 +186,7 @@ class ReversalModel(nn.Module):
         (teacher forcing), e.g. to study each step with a correct prefix.
         """
         tokens, lengths = self._batch(tokens, lengths)
-        tau = T._scalar(temperature, "temperature")
+        tau = _validate.temperature(temperature, "temperature")
         B, L = tokens.shape
         keys, values, _ = self.encode(tokens, lengths)
         base = torch.arange(L)[None, :] < lengths[:, None]

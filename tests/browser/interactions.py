@@ -139,7 +139,7 @@ def grid_index(control, value: float) -> int:
 def core_check(name: str):
     """The widget tests' check that an explorer's state is the core's result for its control
     values (``tests/widgets/explorer_checks.py``), for explorer ``name``; None for the trained
-    model's explorer (its numbers are the model's, checked in ``tests/test_toy_explorer.py``)."""
+    model's explorer (its numbers are the model's, checked in ``tests/widgets/test_model_explorer.py``)."""
     if name == "model":
         return None
     sys.path.insert(0, str(H.ROOT / "tests" / "widgets"))

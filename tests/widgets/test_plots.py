@@ -1,10 +1,12 @@
-"""attention_lab.plots: the layered figure's cache, FastText, and the chapter's six figures."""
+"""attention_lab.plots: the layered figure's cache, FastText, the live figures' contract and the
+chapter's six figures."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from attention_lab import attend, plots, softmax
 from attention_lab.examples import (CHAPTER_TEMPERATURES, HULL_VALUES, HULL_WEIGHTS, LATER_QUERY,
@@ -83,7 +85,7 @@ def test_fast_text_looks_like_text(ha, va):
     """FastText must put the same glyphs at the same place as matplotlib's Text (within 2 px)."""
     boxes, masks = [], []
     for kind in ("text", "fast"):
-        fig = plots.Figure(figsize=(3, 1), dpi=100)
+        fig = Figure(figsize=(3, 1), dpi=100)
         FigureCanvasAgg(fig)
         fig.patch.set_facecolor("white")
         if kind == "text":
@@ -115,6 +117,34 @@ def test_fast_text_api_and_bad_alignment():
         plots.FastText(0, 0, "x", ha="middle")
     with pytest.raises(ValueError, match="va must be"):
         plots.FastText(0, 0, "x", va="middle")
+
+
+def live_plots():
+    from attention_lab.plots.live import LivePlot
+    from attention_lab.toy.figures import ModelFigure
+
+    found, todo = [], [LivePlot]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            found.append(sub)
+            todo.append(sub)
+    assert ModelFigure in found and plots.QueryPlot in found
+    return found
+
+
+def test_every_live_figure_documents_its_update():
+    """``update(...)`` is the contract between a figure and its explorer: every live figure
+    defines its own, keyword arguments only, each named in the docstring."""
+    import inspect
+
+    for cls in live_plots():
+        update = cls.__dict__.get("update")
+        assert update is not None, f"{cls.__name__} has no update(...) of its own"
+        doc = inspect.getdoc(update) or ""
+        params = [p for p in inspect.signature(update).parameters.values() if p.name != "self"]
+        assert params and all(p.kind is p.KEYWORD_ONLY for p in params), cls.__name__
+        missing = [p.name for p in params if p.name not in doc]
+        assert not missing, f"{cls.__name__}.update's docstring does not name {missing}"
 
 
 def test_fmt_vec():

@@ -1,496 +1,37 @@
-"""Explorers: ipywidgets controls + a live figure + the core's numbers, nothing else.
+"""The explorers of notebooks 01-03, one per idea of the chapter.
 
-Each explorer is an object with
-
-* ``.controls`` -- a dict name -> ipywidget. Setting ``explorer.controls["temperature"].value = 0.5``
-  runs exactly the code path of dragging the slider, so tests drive explorers without a browser;
-* ``.state`` -- a small frozen dataclass of numpy arrays computed by the core
-  (:func:`attention_lab.attend` and friends): always ``scores``, ``weights`` and ``context``, plus
-  what that explorer shows;
-* ``.figure`` -- the matplotlib Figure, built once; a control change updates its artists in place;
-* ``.widget`` -- the ipywidgets container (controls, figure, a text readout of the numbers, a reset
-  button); a bare ``explorer`` at the end of a cell displays it;
-* ``reset()`` -- every control back to its starting value; ``hold()`` -- batch several changes into
-  one redraw; ``set(**values)`` -- set several controls at once.
-
-Figures live on an ipympl canvas when ipympl is importable (``backend="auto"``). The canvas is
-attached to the figure directly, so the notebook's global matplotlib backend stays as it is (inline
-figures keep working). Without ipympl the explorer falls back to redrawing a PNG of the figure into
-an ``ipywidgets.Image`` after every change, and says so once. ``backend="agg"`` draws headless on
-every change (tests, benchmarks). ``presentation=True`` makes figures, fonts and controls larger for
-a projector.
-
-Callbacks never print: an unexpected error is kept in ``explorer.last_error`` and shown as a message
-in the figure instead of a traceback in the notebook.
+Each is an :class:`~attention_lab.widgets.base.Explorer`: its controls, a frozen state computed by
+the core (:func:`attention_lab.attend` and friends), a live figure from
+:mod:`attention_lab.plots.live` and, where declared, its tasks. Nothing here computes attention:
+``_compute`` calls the core, ``_show`` hands the numbers to the figure's ``update`` and the readout.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import itertools
-import math
-import struct
-import time
-import zlib
-from contextlib import contextmanager
-from dataclasses import dataclass, fields
-from functools import lru_cache
 
 import ipywidgets as W
 import numpy as np
 
-from . import plots
-from .attention import attend, attend_scores, weighted_sum, within_value_range
-from .examples import (HULL_VALUES, HULL_WEIGHTS, LATER_QUERY, local_example, running_additive_params,
-                       running_example)
-from .masks import combine_masks, local_mask, padding_mask
-from .scores import compute_scores, dot_scores
-from .softmax import (concentration, fill_overflows, fill_softmax, hardmax, mask_after_softmax,
-                      round_to_dtype, safe_fill, softmax)
-
-BACKENDS = ("auto", "ipympl", "inline", "agg")
-
-__all__ = [
-    "Explorer", "QueryExplorer", "ScoreExplorer", "TemperatureExplorer", "MaskExplorer",
-    "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer", "EXPLORERS",
-    "ipympl_available", "BACKENDS",
-]
-
-_figure_numbers = itertools.count(1)
-_fallback_announced = False
-
-FALLBACK_NOTE = ("ipympl is not available here, so this explorer redraws its figure as a picture "
-                 "after every change (slower than the live canvas). Install ipympl "
-                 "(pip install ipympl) and restart the kernel for the live canvas.")
-
-
-def encode_png(rgba: np.ndarray, level: int = 1) -> bytes:
-    """RGBA pixels ``(H, W, 4)`` (uint8) as a PNG file: rows unfiltered, one zlib stream.
-
-    Pillow tries all five PNG row filters on every row (adaptive filtering), which for the
-    explorers' figures costs more than the compression itself; unfiltered rows of these
-    flat-coloured figures compress about as well, three times faster. Any PNG decoder reads it.
-    """
-    rgba = np.asarray(rgba)
-    if rgba.dtype != np.uint8 or rgba.ndim != 3 or rgba.shape[2] != 4:
-        raise ValueError(f"rgba must be a uint8 array of shape (H, W, 4), got {rgba.dtype} "
-                         f"{rgba.shape}")
-    h, w, _ = rgba.shape
-    rows = np.empty((h, 1 + 4 * w), dtype=np.uint8)
-    rows[:, 0] = 0  # filter type 0 (none) on every row
-    rows[:, 1:] = rgba.reshape(h, 4 * w)
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-
-    header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)  # 8-bit RGBA, not interlaced
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(rows, level)) + chunk(b"IEND", b""))
-
-
-@lru_cache(maxsize=None)
-def _fast_canvas_class():
-    """ipympl's Canvas with faster frames for the browser (see ``FastCanvas``)."""
-    from ipympl.backend_nbagg import Canvas
-
-    class FastCanvas(Canvas):
-        """ipympl's widget canvas, tuned for explorers that redraw on every control change.
-
-        - Frames are PNGs encoded by :func:`encode_png` (level 1, unfiltered rows): the same
-          pixels as ipympl's frames in about a third of the time.
-        - :meth:`push_frame` draws and sends a frame at once when the browser has been idle for
-          ``quiet_seconds``; ipympl's ``draw_idle`` first asks the browser, which asks back (one
-          more round trip per change). Changes in quick succession (a drag, a held key) keep
-          ipympl's pacing, in which the browser asks for the next frame only when the last one
-          arrived, so that no frame (a diff against the previous one) is lost.
-        - The figure cannot be resized with the mouse: ipympl's front-end switches ``resizable``
-          on for every live canvas; the canvas says again that it is off once the browser view
-          is ready.
-        """
-
-        png_compress_level = 1
-        quiet_seconds = 0.2
-        _last_frame = float("-inf")
-
-        def push_frame(self) -> None:
-            """Draw the figure for the browser now, or let the browser pace it (see above)."""
-            if (self.syncing_data_url  # no browser view has said it is ready
-                    or time.monotonic() - self._last_frame < self.quiet_seconds):
-                self.draw_idle()
-            else:
-                self.draw()
-
-        def get_diff_image(self):
-            if not self._png_is_old:
-                return None
-            pixels = np.asarray(self.get_renderer().buffer_rgba())
-            buff = pixels.view(np.uint32).squeeze(2)
-            if (self._force_full or buff.shape != self._last_buff.shape
-                    or (pixels[:, :, 3] != 255).any()):
-                self.set_image_mode("full")
-                output = buff
-            else:
-                self.set_image_mode("diff")
-                output = np.where(buff != self._last_buff, buff, 0)
-            self._last_buff = buff.copy()
-            self._force_full = False
-            self._png_is_old = False
-            self._last_frame = time.monotonic()
-            return encode_png(output.view(dtype=np.uint8).reshape((*output.shape, 4)),
-                              self.png_compress_level)
-
-        def _handle_message(self, object, content, buffers):
-            super()._handle_message(object, content, buffers)
-            if content.get("type") == "initialized" and not self.resizable:
-                self.send_state("resizable")
-
-    return FastCanvas
-
-
-def ipympl_canvas(figure):
-    """Put ``figure`` on its own ipympl widget canvas (``FastCanvas``), outside pyplot, without
-    toolbar, header, footer or resize handle; the notebook's matplotlib backend is untouched."""
-    import warnings
-
-    from ipympl.backend_nbagg import FigureManager
-
-    canvas = _fast_canvas_class()(figure)
-    with warnings.catch_warnings():  # ipympl's Toolbar uses a deprecated traitlets API
-        warnings.simplefilter("ignore", DeprecationWarning)
-        FigureManager(canvas, next(_figure_numbers))
-    canvas.header_visible = False
-    canvas.footer_visible = False
-    canvas.toolbar_visible = False
-    canvas.resizable = False
-    canvas.capture_scroll = False
-    return canvas
-
-
-def ipympl_available() -> bool:
-    """True when ipympl's widget canvas can be imported in this kernel."""
-    try:
-        import ipympl.backend_nbagg  # noqa: F401
-    except Exception:  # ImportError, or a broken install
-        return False
-    return True
-
-
-def _log_slider(value, lo, hi, description, step=0.02):
-    """A base-10 log slider from ``lo`` to ``hi`` whose grid passes exactly through ``value``.
-
-    The browser snaps a slider's value to ``min + k * step`` and sends the snapped value back to
-    the kernel; a starting value off that grid (1.0 on a grid starting at log10(0.05)) would turn
-    into 0.998 as soon as the slider is drawn. So the step is adjusted to land on ``value``.
-    """
-    lo_exp, hi_exp, at = math.log10(lo), math.log10(hi), math.log10(value)
-    if at > lo_exp:
-        step = (at - lo_exp) / max(1, round((at - lo_exp) / step))
-    return W.FloatLogSlider(value=value, base=10, min=lo_exp, max=hi_exp, step=step,
-                            description=description, readout_format=".3g",
-                            continuous_update=True)
-
-
-def _matching_preset(presets: dict, values, step: float) -> str:
-    """The preset whose values equal ``values`` up to half a slider step, else "custom"."""
-    for name, target in presets.items():
-        if np.allclose(target, values, rtol=0, atol=step / 2):
-            return name
-    return "custom"
-
-
-def _slider(value, lo, hi, step, description, fmt=".2f"):
-    return W.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
-                         readout_format=fmt, continuous_update=True)
-
-
-def _table(header, rows) -> str:
-    """A small HTML table: ``header`` cells, then rows of (label, values...)."""
-    th = "".join(f"<th style='padding:0 8px;text-align:right'>{html.escape(str(h))}</th>"
-                 for h in header)
-    body = []
-    for label, *cells in rows:
-        tds = "".join(f"<td style='padding:0 8px;text-align:right;font-family:monospace'>"
-                      f"{html.escape(str(c))}</td>" for c in cells)
-        body.append(f"<tr><th style='padding:0 8px;text-align:left'>{html.escape(str(label))}"
-                    f"</th>{tds}</tr>")
-    return f"<table><tr>{th}</tr>{''.join(body)}</table>"
-
-
-def _num(x, digits=3) -> str:
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return f"{x:.{digits}f}"
-
-
-class Explorer:
-    """Base class: controls + live plot + core computation. Subclasses define ``_make_controls``,
-    ``_make_plot``, ``_compute`` (returns the state, calling the core) and ``_show`` (hands the
-    state's numbers to the plot and the readout)."""
-
-    #: shown above the controls
-    title = ""
-
-    def __init__(self, *, presentation: bool = False, backend: str = "auto"):
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        self.presentation = bool(presentation)
-        self.controls: dict[str, W.ValueWidget] = self._make_controls()
-        self._initial = {name: c.value for name, c in self.controls.items()}
-        self.plot = self._make_plot()
-        self.plot.add_error_box()
-        self.readout = W.HTML()
-        self.readout.add_class("al-readout")
-        self.reset_button = W.Button(description="reset", icon="undo",
-                                     tooltip="put every control back to its starting value")
-        self.reset_button.add_class("al-reset-explorer")
-        for name, c in self.controls.items():
-            c.add_class(f"al-control-{name}")
-        self.reset_button.on_click(lambda _b: self.reset())
-        self.last_error: Exception | None = None
-        self._sync_error: Exception | None = None
-        self.state = None
-        self._hold_depth = 0
-        self._pending = False
-        self._syncing = False
-        self._widget = None
-        self._image = None
-        self._note = None
-        self.backend = self._attach(backend)
-        self._update(draw=False)
-        self._draw_now()
-        for c in self.controls.values():
-            c.observe(self._on_change, names="value")
-        self._style_controls()
-
-    # -- construction ------------------------------------------------------------------------
-    def _make_controls(self) -> dict:
-        raise NotImplementedError
-
-    def _make_plot(self):
-        raise NotImplementedError
-
-    def _compute(self):
-        raise NotImplementedError
-
-    def _show(self, state) -> None:
-        raise NotImplementedError
-
-    def _attach(self, backend: str) -> str:
-        """Give the figure its canvas: ipympl's widget canvas, or Agg (inline fallback, tests)."""
-        global _fallback_announced
-        if backend in ("auto", "ipympl"):
-            if ipympl_available():
-                ipympl_canvas(self.figure)
-                return "ipympl"
-            if backend == "ipympl":
-                raise ImportError("backend='ipympl' needs ipympl: pip install ipympl")
-            backend = "inline"
-        if backend == "inline":
-            if not _fallback_announced:
-                _fallback_announced = True
-                self._note = W.HTML(f"<p style='color:#8a5a00'><i>{html.escape(FALLBACK_NOTE)}"
-                                    f"</i></p>")
-            self._image = W.Image(format="png")
-        return backend
-
-    def _style_controls(self) -> None:
-        width = "560px" if self.presentation else "420px"
-        desc = "190px" if self.presentation else "150px"
-        for c in self.controls.values():
-            c.style.description_width = desc
-            if isinstance(c, (W.FloatSlider, W.FloatLogSlider, W.IntSlider, W.Dropdown)):
-                c.layout.width = width
-            if self.presentation:
-                c.add_class("attention-lab-presentation")
-                if isinstance(c, W.Checkbox):  # large type: let the label take its room
-                    c.layout.width = "auto"
-
-    # -- properties ----------------------------------------------------------------------------
-    @property
-    def figure(self):
-        return self.plot.figure
-
-    @property
-    def canvas(self):
-        return self.figure.canvas
-
-    @property
-    def widget(self) -> W.VBox:
-        """The container: title, controls, (a one-time note,) figure, readout, reset button.
-
-        In presentation mode (a wide projector) the controls and the numbers sit in a column left
-        of the figure, so that everything fits on one screen; the figure wraps below them when the
-        page is too narrow."""
-        if self._widget is None:
-            title = None
-            if self.title:
-                size = "1.3em" if self.presentation else "1.05em"
-                title = W.HTML(f"<b style='font-size:{size}'>{html.escape(self.title)}</b>")
-                title.add_class("al-explorer-title")
-            controls = [self._controls_box()]
-            if self._note is not None:
-                controls.append(self._note)
-            if self.backend == "ipympl":
-                figure = self.canvas
-            else:
-                if self._image is None:
-                    self._image = W.Image(format="png")
-                self._image.value = self.plot.png()
-                figure = self._image
-            numbers = [self.readout, self.reset_button]
-            if self.presentation:
-                side = W.VBox([*controls, *numbers],
-                              layout=W.Layout(margin="0 16px 0 0", max_width="620px"))
-                figure.layout.flex = "0 0 auto"  # its own size, not the whole row
-                body = W.Box([side, figure],
-                             layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
-                parts = [body]
-            else:
-                parts = [*controls, figure, *numbers]
-            self._widget = W.VBox(([title] if title is not None else []) + parts)
-            self._widget.add_class("al-explorer")
-            self._widget.add_class(f"al-explorer-{self.css_name}")
-        return self._widget
-
-    @property
-    def css_name(self) -> str:
-        """The explorer's name in CSS classes: ``al-explorer-<name>`` on the outer box
-        (``temperature`` for ``TemperatureExplorer``); each control carries ``al-control-<key>`` and
-        the readout ``al-readout``, so a page (a browser test, a stylesheet) can find them."""
-        return type(self).__name__.removesuffix("Explorer").lower() or "explorer"
-
-    def _controls_box(self):
-        return W.VBox(list(self.controls.values()))
-
-    # -- updating ------------------------------------------------------------------------------
-    def _on_change(self, change) -> None:
-        with self.hold():
-            if not self._syncing:
-                try:
-                    self._sync(change)
-                except Exception as exc:  # never let a callback raise into the notebook
-                    self._sync_error = exc
-            self._pending = True
-
-    def _sync(self, change) -> None:
-        """Keep linked controls consistent (e.g. a preset menu and its sliders)."""
-
-    def _sync_preset(self, change, names: tuple[str, ...]) -> None:
-        """Keep the ``preset`` menu and the sliders ``names`` in step: choosing a preset moves the
-        sliders (one redraw); moving a slider selects the preset the values now match (or the
-        custom entry). Explorers with a preset menu call this from :meth:`_sync`."""
-        c = self.controls
-        if change["owner"] is c["preset"]:
-            target = self.PRESETS.get(change["new"])
-            if target is not None:
-                self._syncing = True
-                try:
-                    with self.hold():
-                        for n, v in zip(names, target):
-                            c[n].value = v
-                finally:
-                    self._syncing = False
-        elif change["owner"] in [c[n] for n in names]:
-            new = _matching_preset(self.PRESETS, tuple(c[n].value for n in names), c[names[0]].step)
-            if c["preset"].value != new:
-                self._syncing = True
-                try:
-                    c["preset"].value = new
-                finally:
-                    self._syncing = False
-
-    def _update(self, draw: bool = True) -> None:
-        try:
-            state = self._compute()
-            self.state = state
-            self._show(state)
-            self.last_error, self._sync_error = self._sync_error, None
-            self.plot.message("error", None)
-        except Exception as exc:  # shown in the figure, kept for tests; never printed
-            self.last_error = exc
-            self.plot.message("error", f"unexpected error: {type(exc).__name__}: {exc}"[:200])
-        if draw:
-            self._draw_now()
-
-    def _draw_now(self) -> None:
-        if self.backend == "ipympl":
-            self.canvas.push_frame()
-        elif self.backend == "inline":
-            if self._image is not None and self._widget is not None:
-                self._image.value = self.plot.png()
-        else:
-            self.canvas.draw()
-
-    @contextmanager
-    def hold(self):
-        """Set several controls with one recomputation and one redraw at the end."""
-        self._hold_depth += 1
-        try:
-            yield self
-        finally:
-            self._hold_depth -= 1
-            if self._hold_depth == 0 and self._pending:
-                self._pending = False
-                self._update()
-
-    def set(self, **values) -> None:
-        """Set several controls at once: ``explorer.set(q1=0.2, temperature=0.5)``."""
-        unknown = sorted(set(values) - set(self.controls))
-        if unknown:
-            raise KeyError(f"unknown control(s) {unknown}; this explorer has {list(self.controls)}")
-        with self.hold():
-            for name, v in values.items():
-                self.controls[name].value = v
-
-    def reset(self) -> None:
-        """Every control back to its starting value (one redraw)."""
-        with self.hold():
-            self._syncing = True
-            try:
-                for name, v in self._initial.items():
-                    self.controls[name].value = v
-            finally:
-                self._syncing = False
-        if self.state is None or self._pending:
-            self._update()
-
-    # -- display -------------------------------------------------------------------------------
-    def describe(self) -> str:
-        """One line about the current state (the text/plain of the displayed explorer)."""
-        s = self.state
-        return (f"{type(self).__name__}: weights {plots.fmt_vec(np.ravel(s.weights)[:10])}"
-                if s is not None and s.weights is not None else type(self).__name__)
-
-    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
-        bundle = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        bundle["text/plain"] = self.describe()
-        bundle["image/png"] = base64.b64encode(self.plot.png()).decode("ascii")
-        return bundle
-
-    def __repr__(self) -> str:
-        return self.describe()
-
-
-def _state_dataclass(cls):
-    cls = dataclass(frozen=True, eq=False)(cls)
-
-    def as_dict(self):
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    cls.as_dict = as_dict
-    return cls
+from .. import plots
+from ..attention import attend, attend_scores, weighted_sum, within_value_range
+from ..examples import (HULL_VALUES, HULL_WEIGHTS, LATER_QUERY, local_example,
+                        running_additive_params, running_example)
+from ..masks import combine_masks, local_mask, padding_mask
+from ..scores import compute_scores, dot_scores
+from ..softmax import (concentration, fill_overflows, fill_softmax, hardmax, mask_after_softmax,
+                       round_to_dtype, safe_fill, softmax)
+from .base import Explorer, Task, frozen_state, html_table, log_slider, num, slider
+
+__all__ = ["QueryExplorer", "ScoreExplorer", "TemperatureExplorer", "MaskExplorer",
+           "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer", "EXPLORERS"]
 
 
 # =============================================================================================
 # Query explorer (notebook 01)
 # =============================================================================================
 
-@_state_dataclass
+@frozen_state
 class QueryState:
     query: np.ndarray
     scores: np.ndarray
@@ -509,10 +50,10 @@ class QueryExplorer(Explorer):
 
     title = "Query explorer: one query, five sources, one context"
 
-    def __init__(self, *, presentation=False, backend="auto"):
+    def __init__(self, **options):
         self.example = running_example()
         self.PRESETS = {"chapter": tuple(self.example.query), "later": tuple(LATER_QUERY)}
-        super().__init__(presentation=presentation, backend=backend)
+        super().__init__(**options)
 
     def _make_controls(self):
         q = self.example.query
@@ -521,10 +62,10 @@ class QueryExplorer(Explorer):
                                           ("a later query (-1.0, -0.8, -0.3)", "later"),
                                           ("custom", "custom")],
                                  value="chapter", description="query preset"),
-            "q1": _slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
-            "q2": _slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
-            "q3": _slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
-            "temperature": _log_slider(1.0, 0.05, 5.0, "temperature τ"),
+            "q1": slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
+            "q2": slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
+            "q3": slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
+            "temperature": log_slider(1.0, 0.05, 5.0, "temperature τ"),
             "retrieval": W.ToggleButtons(options=["soft", "hard"], value="soft",
                                          description="retrieval",
                                          tooltips=["softmax weights", "all weight on the arg max"]),
@@ -553,10 +94,10 @@ class QueryExplorer(Explorer):
         self.plot.update(query=s.query, scores=s.scores, weights=s.weights, context=s.context,
                          temperature=s.temperature, hard=s.retrieval == "hard")
         S = s.scores.size
-        self.readout.value = _table(
+        self.readout.value = html_table(
             ["", *[f"source {i + 1}" for i in range(S)], "sum"],
-            [["score e", *[_num(e, 3) for e in s.scores], ""],
-             ["weight α", *[_num(w, 3) for w in s.weights], _num(s.weights.sum(), 3)]],
+            [["score e", *[num(e, 3) for e in s.scores], ""],
+             ["weight α", *[num(w, 3) for w in s.weights], num(s.weights.sum(), 3)]],
         ) + f"<p>context c = {plots.fmt_vec(s.context)}</p>"
 
     def describe(self):
@@ -570,7 +111,7 @@ class QueryExplorer(Explorer):
 # Score explorer (notebook 02)
 # =============================================================================================
 
-@_state_dataclass
+@frozen_state
 class ScoreState:
     score: str
     query: np.ndarray
@@ -594,10 +135,10 @@ class ScoreExplorer(Explorer):
         "scaled_dot": "scaled dot product: eᵢ = qᵀkᵢ / √3",
     }
 
-    def __init__(self, *, presentation=False, backend="auto"):
+    def __init__(self, **options):
         self.example = running_example()
         self.additive = running_additive_params()
-        super().__init__(presentation=presentation, backend=backend)
+        super().__init__(**options)
 
     def _make_controls(self):
         q = self.example.query
@@ -606,9 +147,9 @@ class ScoreExplorer(Explorer):
                                               ("additive", "additive"),
                                               ("scaled dot", "scaled_dot")],
                                      value="dot", description="score function"),
-            "q1": _slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
-            "q2": _slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
-            "q3": _slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
+            "q1": slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
+            "q2": slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
+            "q3": slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
         }
 
     def _make_plot(self):
@@ -634,11 +175,11 @@ class ScoreExplorer(Explorer):
         self.plot.update(kind_label=self.LABELS[s.score], scores=s.scores,
                          dot_scores=s.dot_scores, weights=s.weights)
         S = s.scores.size
-        self.readout.value = _table(
+        self.readout.value = html_table(
             ["", *[f"key {i + 1}" for i in range(S)]],
-            [[f"chosen score ({s.score})", *[_num(e) for e in s.scores]],
-             ["dot-product score", *[_num(e) for e in s.dot_scores]],
-             ["weight", *[_num(w) for w in s.weights]]])
+            [[f"chosen score ({s.score})", *[num(e) for e in s.scores]],
+             ["dot-product score", *[num(e) for e in s.dot_scores]],
+             ["weight", *[num(w) for w in s.weights]]])
 
     def describe(self):
         s = self.state
@@ -650,7 +191,7 @@ class ScoreExplorer(Explorer):
 # Temperature explorer (notebook 02)
 # =============================================================================================
 
-@_state_dataclass
+@frozen_state
 class TemperatureState:
     temperature: float
     scores: np.ndarray
@@ -670,13 +211,16 @@ class TemperatureExplorer(Explorer):
 
     title = "Temperature explorer: same scores, different concentration"
     T_MIN, T_MAX = 0.05, 5.0
+    TASKS = (Task("Find a temperature at which the effective number of keys, exp(entropy), is "
+                  "about 2 (between 1.85 and 2.15).",
+                  lambda s: 1.85 <= s.effective_keys <= 2.15),)
 
-    def __init__(self, *, presentation=False, backend="auto"):
+    def __init__(self, **options):
         self.example = running_example()
-        super().__init__(presentation=presentation, backend=backend)
+        super().__init__(**options)
 
     def _make_controls(self):
-        return {"temperature": _log_slider(1.0, self.T_MIN, self.T_MAX, "temperature τ")}
+        return {"temperature": log_slider(1.0, self.T_MIN, self.T_MAX, "temperature τ")}
 
     def _make_plot(self):
         ex = self.example
@@ -698,10 +242,10 @@ class TemperatureExplorer(Explorer):
     def _show(self, s):
         self.plot.update(temperature=s.temperature, weights=s.weights, max_weight=s.max_weight,
                          effective_keys=s.effective_keys)
-        self.readout.value = _table(
+        self.readout.value = html_table(
             ["", *[f"source {i + 1}" for i in range(s.weights.size)]],
-            [["score e / τ", *[_num(e / s.temperature, 2) for e in s.scores]],
-             ["weight α", *[_num(w) for w in s.weights]]]) + (
+            [["score e / τ", *[num(e / s.temperature, 2) for e in s.scores]],
+             ["weight α", *[num(w) for w in s.weights]]]) + (
             f"<p>τ = {s.temperature:.3g}: largest weight {s.max_weight:.3f}, entropy "
             f"{s.entropy:.3f} nats, effective keys {s.effective_keys:.2f} of {s.weights.size}; "
             f"context {plots.fmt_vec(s.context)}</p>")
@@ -717,7 +261,7 @@ class TemperatureExplorer(Explorer):
 # Mask explorer (notebook 02)
 # =============================================================================================
 
-@_state_dataclass
+@frozen_state
 class MaskState:
     mask: np.ndarray
     scores: np.ndarray
@@ -744,9 +288,9 @@ class MaskExplorer(Explorer):
 
     title = "Mask explorer: which keys may be retrieved"
 
-    def __init__(self, *, presentation=False, backend="auto"):
+    def __init__(self, **options):
         self.example = running_example()
-        super().__init__(presentation=presentation, backend=backend)
+        super().__init__(**options)
 
     def _make_controls(self):
         c = {"length": W.IntSlider(value=3, min=0, max=5, description="valid length",
@@ -815,27 +359,27 @@ class MaskExplorer(Explorer):
                          else None, after_row_sum=s.after_row_sum, message=self._message(s))
         rows = [["eligible", *["yes" if m else "no" for m in s.mask], ""]]
         if s.weights is not None:
-            rows.append(["before softmax (right)", *[_num(x) for x in s.weights],
-                         _num(s.row_sum)])
-        rows.append(["after softmax (wrong)", *[_num(x) for x in s.after_weights],
-                     _num(s.after_row_sum)])
+            rows.append(["before softmax (right)", *[num(x) for x in s.weights],
+                         num(s.row_sum)])
+        rows.append(["after softmax (wrong)", *[num(x) for x in s.after_weights],
+                     num(s.after_row_sum)])
         ctx = (f"context (right) {plots.fmt_vec(s.context)}, masked mass {s.masked_mass:.3f}"
                if s.context is not None else html.escape(s.error or ""))
-        self.readout.value = _table(["", *[f"pos {i + 1}" for i in range(5)], "sum"], rows) + (
+        self.readout.value = html_table(["", *[f"pos {i + 1}" for i in range(5)], "sum"], rows) + (
             f"<p>{ctx}<br>context (wrong) {plots.fmt_vec(s.after_context)}</p>")
 
     def describe(self):
         s = self.state
         w = plots.fmt_vec(s.weights) if s.weights is not None else s.error
         return (f"MaskExplorer: eligible {s.mask.astype(int).tolist()} -> weights {w}, row sum "
-                f"{_num(s.row_sum)}; masked after softmax: row sum {s.after_row_sum:.3f}")
+                f"{num(s.row_sum)}; masked after softmax: row sum {s.after_row_sum:.3f}")
 
 
 # =============================================================================================
 # Window explorer (notebook 02)
 # =============================================================================================
 
-@_state_dataclass
+@frozen_state
 class WindowState:
     centre: float
     half_width: float
@@ -864,8 +408,8 @@ class WindowExplorer(Explorer):
 
     def _make_controls(self):
         return {
-            "centre": _slider(5.5, 1.0, 10.0, 0.5, "window centre p", ".1f"),
-            "half_width": _slider(1.5, 0.0, 5.0, 0.5, "half-width D", ".1f"),
+            "centre": slider(5.5, 1.0, 10.0, 0.5, "window centre p", ".1f"),
+            "half_width": slider(1.5, 0.0, 5.0, 0.5, "half-width D", ".1f"),
             "target": W.IntSlider(value=8, min=1, max=10, description="target position",
                                   continuous_update=True),
         }
@@ -896,11 +440,11 @@ class WindowExplorer(Explorer):
                          f"target {s.target} gets {s.target_weight_local:.2f}, {where}"),
             message=None if s.scored else ("the window holds no source position: all masked,\n"
                                            "weights are 0 by the 'zeros' policy"))
-        self.readout.value = _table(
+        self.readout.value = html_table(
             ["", *[str(i + 1) for i in range(self.S)]],
             [["eligible (local)", *["yes" if m else "no" for m in s.mask]],
-             ["global weight", *[_num(w, 2) for w in s.global_weights]],
-             ["local weight", *[_num(w, 2) for w in s.weights]]]) + (
+             ["global weight", *[num(w, 2) for w in s.global_weights]],
+             ["local weight", *[num(w, 2) for w in s.weights]]]) + (
             f"<p>target {s.target}: global {s.target_weight_global:.3f}, local "
             f"{s.target_weight_local:.3f}; scored positions: global {self.S}, local "
             f"{s.scored}</p>")
@@ -916,7 +460,7 @@ class WindowExplorer(Explorer):
 # Axis explorer (notebook 03)
 # =============================================================================================
 
-@_state_dataclass
+@frozen_state
 class AxisState:
     axis: int
     batch: int
@@ -942,16 +486,16 @@ class AxisExplorer(Explorer):
     title = "Axis explorer: which axis does softmax normalise?"
     AXIS_LABELS = {-1: "keys (dim=-1, right)", -2: "queries (dim=-2)", 0: "batch (dim=0)"}
 
-    def __init__(self, Q=None, K=None, V=None, *, presentation=False, backend="auto"):
+    def __init__(self, Q=None, K=None, V=None, **options):
         if Q is None:
-            from .examples import tensor_example
+            from ..examples import tensor_example
 
             Qt, Kt, Vt = tensor_example(19)
             Q, K, V = (x.double().numpy() for x in (Qt, Kt, Vt))
         self.Q, self.K, self.V = (np.asarray(x, dtype=float) for x in (Q, K, V))
         if self.Q.ndim != 3:
             raise ValueError(f"Q must have shape (B, T, D_k), got {self.Q.shape}")
-        super().__init__(presentation=presentation, backend=backend)
+        super().__init__(**options)
 
     def _make_controls(self):
         B = self.Q.shape[0]
@@ -1002,7 +546,7 @@ class AxisExplorer(Explorer):
 FILLS = {"-inf": float("-inf"), "-1e9": -1e9, "-1e4": -1e4, "finfo.min": None}
 
 
-@_state_dataclass
+@frozen_state
 class PrecisionState:
     dtype: str
     fill: str
@@ -1035,9 +579,9 @@ class PrecisionExplorer(Explorer):
 
     title = "Precision explorer: dtypes, fill values, overflow and NaN"
 
-    def __init__(self, *, presentation=False, backend="auto"):
+    def __init__(self, **options):
         self.example = running_example()
-        super().__init__(presentation=presentation, backend=backend)
+        super().__init__(**options)
 
     def _make_controls(self):
         return {
@@ -1046,7 +590,7 @@ class PrecisionExplorer(Explorer):
             "fill": W.Dropdown(options=[("-inf", "-inf"), ("-1e9", "-1e9"), ("-1e4", "-1e4"),
                                         ("finfo(dtype).min", "finfo.min")],
                                value="-1e9", description="mask fill"),
-            "scale": _log_slider(1.0, 1.0, 1e4, "score scale ×", step=0.05),
+            "scale": log_slider(1.0, 1.0, 1e4, "score scale ×", step=0.05),
             "softmax": W.ToggleButtons(options=["stable", "naive"], value="stable",
                                        description="softmax",
                                        tooltips=["subtract the row maximum first", "exp(e) as is"]),
@@ -1121,10 +665,10 @@ class PrecisionExplorer(Explorer):
                          weights=w, library_title=f"attention_lab: float64, policy '{s.empty}'",
                          info=info, kernel_message=self._kernel_message(s),
                          library_message=self._library_message(s))
-        rows = [["kernel", *[_num(x) for x in s.kernel_weights]]]
+        rows = [["kernel", *[num(x) for x in s.kernel_weights]]]
         if s.weights is not None:
-            rows.append(["attention_lab", *[_num(x) for x in s.weights]])
-        self.readout.value = _table(["", *[f"pos {i + 1}" for i in range(5)]], rows) + (
+            rows.append(["attention_lab", *[num(x) for x in s.weights]])
+        self.readout.value = html_table(["", *[f"pos {i + 1}" for i in range(5)]], rows) + (
             f"<p>{html.escape(info)}<br>kernel context {plots.fmt_vec(s.kernel_context)}; "
             f"library context "
             f"{plots.fmt_vec(s.context) if s.context is not None else html.escape(s.error)}</p>")
@@ -1147,7 +691,7 @@ PrecisionState.softmax_label = property(_softmax_label)
 # Hull explorer (notebook 03)
 # =============================================================================================
 
-@_state_dataclass
+@frozen_state
 class HullState:
     raw: np.ndarray
     scores: np.ndarray
@@ -1171,12 +715,12 @@ class HullExplorer(Explorer):
 
     title = "Hull explorer: a context is a mixture of the values"
 
-    def __init__(self, *, presentation=False, backend="auto"):
+    def __init__(self, **options):
         self.values = np.array(HULL_VALUES, dtype=float)
         w = np.array(HULL_WEIGHTS, dtype=float)
         self.PRESETS = {"chapter1": tuple(w[0]), "chapter2": tuple(w[1]),
                         "uniform": (1 / 3, 1 / 3, 1 / 3)}
-        super().__init__(presentation=presentation, backend=backend)
+        super().__init__(**options)
 
     def _make_controls(self):
         w = self.PRESETS["chapter1"]
@@ -1187,10 +731,10 @@ class HullExplorer(Explorer):
                                            "chapter2"),
                                           ("uniform weights", "uniform"), ("custom", "custom")],
                                  value="chapter1", description="weights preset"),
-            "w1": _slider(w[0], 0.0, 1.0, 0.01, "weight of value 1"),
-            "w2": _slider(w[1], 0.0, 1.0, 0.01, "weight of value 2"),
-            "w3": _slider(w[2], 0.0, 1.0, 0.01, "weight of value 3"),
-            "temperature": _log_slider(1.0, 0.05, 5.0, "temperature τ"),
+            "w1": slider(w[0], 0.0, 1.0, 0.01, "weight of value 1"),
+            "w2": slider(w[1], 0.0, 1.0, 0.01, "weight of value 2"),
+            "w3": slider(w[2], 0.0, 1.0, 0.01, "weight of value 3"),
+            "temperature": log_slider(1.0, 0.05, 5.0, "temperature τ"),
         }
 
     def _make_plot(self):

@@ -14,8 +14,11 @@ import pytest
 from explorer_checks import check_explorer, heights
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+import ipywidgets as W
+
 from attention_lab import widgets
 from attention_lab.examples import HULL_WEIGHTS
+from attention_lab.widgets import _canvas
 
 NAMES = list(widgets.EXPLORERS)
 
@@ -239,19 +242,19 @@ def test_ipympl_canvas_is_attached_without_touching_the_global_backend(monkeypat
 
 
 def test_inline_fallback_redraws_a_png_and_says_so_once(monkeypatch):
-    monkeypatch.setattr(widgets, "ipympl_available", lambda: False)
-    monkeypatch.setattr(widgets, "_fallback_announced", False)
+    monkeypatch.setattr(_canvas, "ipympl_available", lambda: False)
+    monkeypatch.setattr(_canvas, "_fallback_announced", False)
     first = widgets.TemperatureExplorer()
     second = widgets.MaskExplorer()
     assert first.backend == second.backend == "inline"
     assert isinstance(first.canvas, FigureCanvasAgg)
     notes = [c for e in (first, second) for c in e.widget.children
-             if isinstance(c, widgets.W.HTML) and "ipympl is not available" in c.value]
+             if isinstance(c, W.HTML) and "ipympl is not available" in c.value]
     assert len(notes) == 1 and notes[0] in first.widget.children
-    png = first._image.value
+    png = first.view.image.value
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     first.controls["temperature"].value = 0.1
-    assert first._image.value != png
+    assert first.view.image.value != png
     with pytest.raises(ImportError, match="pip install ipympl"):
         widgets.QueryExplorer(backend="ipympl")
 
@@ -282,11 +285,11 @@ def test_starting_values_lie_on_the_slider_grid(name, explorers):
     """A browser snaps a slider to ``min + k * step`` and sends the snapped value back; a starting
     value off the grid would change the explorer's numbers as soon as it is drawn."""
     for control_name, c in explorers[name].controls.items():
-        if isinstance(c, widgets.W.FloatLogSlider):
+        if isinstance(c, W.FloatLogSlider):
             x = np.log10(c.value) / np.log10(c.base)
             k = (x - c.min) / c.step
             snapped = c.base ** (c.min + round(k) * c.step)
-        elif isinstance(c, (widgets.W.FloatSlider, widgets.W.IntSlider)):
+        elif isinstance(c, (W.FloatSlider, W.IntSlider)):
             snapped = c.min + round((c.value - c.min) / c.step) * c.step
         else:
             continue

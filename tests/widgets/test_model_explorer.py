@@ -1,4 +1,5 @@
-"""The model explorer: controls drive the model, the figure updates in place, never prints."""
+"""The model explorer (an Explorer like the others): controls drive the model, the figure updates
+in place, never prints; its state is frozen and reads like the dict it used to be."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def model():
 
 @pytest.fixture()
 def ex(model):
-    return ModelExplorer(model)
+    return ModelExplorer(model, backend="agg")
 
 
 def test_starts_with_a_correct_reversal(ex):
@@ -28,25 +29,25 @@ def test_starts_with_a_correct_reversal(ex):
     assert s["weights"].shape == (10, 10)
     assert np.allclose(s["weights"].sum(-1), 1, atol=1e-5)
     assert np.array_equal(s["truth"], 9 - np.arange(10))
-    shown = ex.figure.image.get_array()
+    shown = ex.plot.image.get_array()
     assert np.allclose(shown[:10, :10], s["weights"])
     assert shown.mask[10:, :].all() and shown.mask[:, 10:].all()  # unused cells hidden
-    x, y = ex.figure.truth.get_data()
+    x, y = ex.plot.truth.get_data()
     assert np.array_equal(x, s["truth"]) and np.array_equal(y, np.arange(10))
-    assert not ex.figure.left.get_visible() and not ex.figure.right.get_visible()
-    assert "10/10 right" in ex.figure.title.get_text()
+    assert not ex.plot.left.get_visible() and not ex.plot.right.get_visible()
+    assert "10/10 right" in ex.plot.title.get_text()
 
 
 def test_typing_a_source_updates_state_and_artists_in_place(ex, capsys):
-    fig, image, truth = ex.figure.fig, ex.figure.image, ex.figure.truth
+    fig, image, truth = ex.figure, ex.plot.image, ex.plot.truth
     ex.controls["source"].value = "badge"
     assert ex.state["source"] == "badge" and ex.state["expected"] == "egdab"
     assert ex.state["weights"].shape == (5, 5)
-    assert ex.figure.fig is fig and ex.figure.image is image and ex.figure.truth is truth
-    assert ex.figure.ax.get_xlim() == (-0.5, 4.5)
-    assert [t.get_text() for t in ex.figure.ax.get_xticklabels()] == \
+    assert ex.figure is fig and ex.plot.image is image and ex.plot.truth is truth
+    assert ex.plot.ax.get_xlim() == (-0.5, 4.5)
+    assert [t.get_text() for t in ex.plot.ax.get_xticklabels()] == \
         ["0\nb", "1\na", "2\nd", "3\ng", "4\ne"]
-    assert ex.state["output"] in ex.figure.title.get_text()
+    assert ex.state["output"] in ex.plot.title.get_text()
     assert capsys.readouterr().out == ""
 
 
@@ -60,11 +61,11 @@ def test_window_failure_case_shows_the_failure(ex):
     # ... so the steps that need positions 9..3 all fail
     assert not s["correct"][:7].any()
     assert not s["exact"]
-    assert ex.figure.right.get_visible() and not ex.figure.left.get_visible()
-    assert ex.figure.right.get_x() == pytest.approx(2.5)
-    assert ex.figure.right.get_width() == pytest.approx(7)
-    assert "7 step(s) need a position outside it" in ex.figure.title.get_text()
-    labels = ex.figure.ax.get_yticklabels()
+    assert ex.plot.right.get_visible() and not ex.plot.left.get_visible()
+    assert ex.plot.right.get_x() == pytest.approx(2.5)
+    assert ex.plot.right.get_width() == pytest.approx(7)
+    assert "7 step(s) need a position outside it" in ex.plot.title.get_text()
+    labels = ex.plot.ax.get_yticklabels()
     assert "\u2717" in labels[0].get_text() and labels[0].get_color() != labels[9].get_color()
 
 
@@ -73,8 +74,8 @@ def test_empty_window_gives_zero_attention_not_nan(ex):
     ex.controls["centre"].value = 11
     ex.controls["source"].value = "abc"  # the window 10..12 holds no source position
     assert np.all(ex.state["weights"] == 0) and np.isfinite(ex.state["weights"]).all()
-    assert "empty window" in ex.figure.title.get_text()
-    assert ex.figure.left.get_visible()
+    assert "empty window" in ex.plot.title.get_text()
+    assert ex.plot.left.get_visible()
 
 
 def test_temperature_flattens_attention(ex):
@@ -89,7 +90,7 @@ def test_bad_source_is_reported_in_the_figure_and_keeps_last_state(ex, capsys):
     before = ex.state["weights"].copy()
     ex.controls["source"].value = "hello"
     assert "'o'" in ex.state["error"] or "contains" in ex.state["error"]
-    assert ex.figure.title.get_text().startswith("cannot decode")
+    assert ex.plot.title.get_text().startswith("cannot decode")
     assert np.array_equal(ex.state["weights"], before)
     ex.controls["source"].value = "ab"  # too short
     assert "length 2" in ex.state["error"]
@@ -106,14 +107,14 @@ def test_reset_restores_every_control(ex):
     ex.reset()
     assert {k: w.value for k, w in ex.controls.items()} == start
     assert ex.state["output"] == "jihgfedcba"
-    assert not ex.figure.right.get_visible()
+    assert not ex.plot.right.get_visible()
 
 
 def test_presentation_uses_larger_fonts(model):
     small = ModelExplorer(model)
     big = ModelExplorer(model, presentation=True)
-    assert big.figure.title.get_fontsize() > small.figure.title.get_fontsize()
-    assert big.figure.fig.get_size_inches()[0] > small.figure.fig.get_size_inches()[0]
+    assert big.plot.title.get_fontsize() > small.plot.title.get_fontsize()
+    assert big.figure.get_size_inches()[0] > small.figure.get_size_inches()[0]
 
 
 def test_ipympl_canvas_without_switching_backend(model):
@@ -121,7 +122,7 @@ def test_ipympl_canvas_without_switching_backend(model):
 
     backend = matplotlib.get_backend()
     ex = ModelExplorer(model)
-    assert ex._canvas is not None and ex._canvas.figure is ex.figure.fig
+    assert ex.backend == "ipympl" and ex.canvas.figure is ex.figure
     assert matplotlib.get_backend() == backend
     bundle = ex.widget._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
@@ -137,21 +138,57 @@ def test_inline_fallback_without_ipympl(model, monkeypatch):
 
     monkeypatch.setattr(builtins, "__import__", no_ipympl)
     ex = ModelExplorer(model)
-    assert ex._canvas is None
-    png = ex._image.value
+    assert ex.backend == "inline" and ex.view.widget is ex.view.image in ex.widget.children
+    png = ex.view.image.value
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     ex.controls["source"].value = "cafe"
-    assert ex._image.value != png
+    assert ex.view.image.value != png
 
 
-def test_display_text_is_a_short_description(ex, monkeypatch):
-    shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append(obj))
-    ex._ipython_display_()
-    assert shown[0]["text/plain"] == ("ModelExplorer(additive model): source 'abcdefghij' -> "
-                                      "'jihgfedcba', temperature 1, window off")
+def test_display_text_is_a_short_description(ex):
+    bundle = ex._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(ex) == ("ModelExplorer(additive model): source "
+                                                "'abcdefghij' -> 'jihgfedcba', temperature 1, "
+                                                "window off")
+    assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
 def test_typed_capitals_are_read_as_symbols(ex):
     ex.controls["source"].value = " CAFE "
     assert ex.state["error"] == "" and ex.state["source"] == "cafe"
+
+
+def test_the_state_is_frozen_and_reads_like_a_dict(ex):
+    """Notebook 04 reads ``state["output"]`` (the explorer once kept a dict); the state is the
+    Explorer base's frozen dataclass, with the base's scores, weights and context."""
+    import dataclasses
+
+    from attention_lab.widgets import Explorer
+
+    assert isinstance(ex, Explorer)
+    assert ex.figure.fig is ex.figure  # notebook 04 shows explorer.figure.fig
+    s = ex.state
+    assert s["output"] is s.output and s["weights"] is s.weights
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.output = "x"
+    assert s.scores.shape == s.weights.shape == (10, 10)
+    assert s.context.shape[0] == 10 and np.isfinite(s.context).all()
+    assert set(s.as_dict()) >= {"source", "output", "weights", "scores", "context", "window"}
+
+
+def test_failure_case_decodes_once_and_the_reset_button_works(ex, monkeypatch):
+    calls = []
+    decode = ex.model.decode
+    monkeypatch.setattr(ex.model, "decode", lambda *a, **k: calls.append(1) or decode(*a, **k))
+    ex.show_failure_case()
+    assert len(calls) == 1 and ex.state.window == (1, 1)
+    ex.reset_button.click()
+    assert ex.state.window is None and ex.state.exact
+
+
+def test_a_bad_starting_source_starts_from_an_example(model):
+    ex = ModelExplorer(model, source="hello", backend="agg")
+    assert ex.controls["source"].value == "abcdefghij" and ex.state.error == ""
+    ex.controls["source"].value = "cafe"
+    ex.reset()
+    assert ex.state.source == "abcdefghij"

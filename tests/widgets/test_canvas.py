@@ -12,6 +12,7 @@ import pytest
 from PIL import Image
 
 from attention_lab import widgets
+from attention_lab.widgets import _canvas
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # ipympl's Toolbar
 NAMES = list(widgets.EXPLORERS)
@@ -80,7 +81,7 @@ def test_before_the_browser_is_ready_changes_only_ask_for_a_draw(monkeypatch):
 def test_after_a_pause_a_change_sends_its_frame_at_once(live, monkeypatch):
     e, sent = live
     clock = [100.0]
-    monkeypatch.setattr(widgets.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(_canvas.time, "monotonic", lambda: clock[0])
     e.controls["temperature"].value = 0.5
     assert len(sent["frames"]) == 1 and "draw" not in sent["events"]
     # the frame shows the new state: decoded, it equals what the canvas holds now
@@ -140,8 +141,9 @@ def test_the_model_explorer_uses_the_same_canvas():
     from attention_lab.toy.explorer import ModelExplorer
 
     ex = ModelExplorer()
-    assert type(ex._canvas) is type(widgets.TemperatureExplorer().canvas)
-    assert ex._canvas.resizable is False and ex._canvas.toolbar_visible is False
+    assert ex.backend == "ipympl"
+    assert type(ex.canvas) is type(widgets.TemperatureExplorer().canvas)
+    assert ex.canvas.resizable is False and ex.canvas.toolbar_visible is False
 
 
 # --- classes for pages and stylesheets; the presentation layout -----------------------------------
@@ -202,7 +204,7 @@ def test_model_explorer_classes_readout_and_layout():
     title, body = ex.widget.children
     assert "al-explorer-title" in classes(title)
     side, figure = body.children
-    assert figure is (ex._canvas or ex._image)
+    assert figure is ex.view.widget
     assert ex.readout in side.children
 
 
@@ -212,7 +214,7 @@ def test_model_figure_redraws_only_what_changes():
     from attention_lab.toy.explorer import ModelExplorer
 
     ex = ModelExplorer(presentation=True)
-    fig = ex.figure.fig
+    fig = ex.figure
     fig.canvas.draw()
     renders = fig.static_renders
     ex.controls["temperature"].value = 1.12
@@ -240,7 +242,7 @@ def test_model_figure_comes_back_to_the_same_pixels():
     from attention_lab.toy.explorer import ModelExplorer
 
     ex = ModelExplorer(presentation=True)
-    fig = ex.figure.fig
+    fig = ex.figure
     fig.canvas.draw()
     start = np.asarray(fig.canvas.buffer_rgba()).copy()
     for source in ("badge", "lkjihgfedcba", "abc"):

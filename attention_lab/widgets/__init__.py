@@ -1,0 +1,28 @@
+"""Explorers: ipywidgets controls + a live figure + the core's numbers, nothing else.
+
+* :mod:`.base`: :class:`Explorer` (controls, frozen state, figure, reset / hold / set) and
+  :class:`Task` (a goal the student reaches, checked live from the state);
+* :mod:`.explorers`: the explorers of notebooks 01-03 (:data:`EXPLORERS`, in notebook order);
+  the trained model's explorer is :class:`attention_lab.toy.explorer.ModelExplorer`;
+* :mod:`._canvas`: how a figure reaches the page (ipympl's canvas with faster PNG frames, an
+  inline PNG fallback, or a headless Agg canvas).
+
+    from attention_lab import widgets
+    explorer = widgets.QueryExplorer()
+    explorer.controls["q1"].value = 0.2      # what a drag does
+    explorer.state.weights                   # the core's numbers behind the figure
+    explorer                                 # displays it
+"""
+
+from __future__ import annotations
+
+from ._canvas import BACKENDS, FigureView, encode_png, ipympl_available, ipympl_canvas
+from .base import Explorer, Task
+from .explorers import (EXPLORERS, AxisExplorer, HullExplorer, MaskExplorer, PrecisionExplorer,
+                        QueryExplorer, ScoreExplorer, TemperatureExplorer, WindowExplorer)
+
+__all__ = [
+    "Explorer", "Task", "QueryExplorer", "ScoreExplorer", "TemperatureExplorer", "MaskExplorer",
+    "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer", "EXPLORERS",
+    "ipympl_available", "ipympl_canvas", "encode_png", "FigureView", "BACKENDS",
+]

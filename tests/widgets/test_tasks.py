@@ -1,0 +1,187 @@
+"""Tasks: goals a student reaches by moving an explorer's controls, confirmed live from ``.state``.
+
+The mechanism (``Explorer(tasks=...)``, ``TASKS``, ``tasks_met``, ``tasks_reached``, the task box,
+``show_tasks``) is tested generically here; every task an explorer declares must have an entry in
+:data:`SOLUTIONS`: control values that reach it and control values that do not.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as W
+import pytest
+
+from attention_lab import widgets
+from attention_lab.widgets import Task
+
+#: (explorer name, task index) -> (control values that reach the goal, values that do not). The
+#: values lie on the sliders' grids, so a student can reach them with the keyboard.
+SOLUTIONS = {
+    ("temperature", 0): ({"temperature": 0.2509}, {"temperature": 0.2288}),
+}
+
+
+def on_grid(explorer, values: dict) -> dict:
+    """``values`` moved to the nearest point a slider can take (what a browser would send)."""
+    out = {}
+    for name, v in values.items():
+        c = explorer.controls[name]
+        if isinstance(c, W.FloatLogSlider):
+            import math
+
+            k = round((math.log(v, c.base) - c.min) / c.step)
+            v = c.base ** (c.min + k * c.step)
+        elif isinstance(c, (W.FloatSlider, W.IntSlider)):
+            v = type(c.value)(c.min + round((v - c.min) / c.step) * c.step)
+        out[name] = v
+    return out
+
+
+def explorer_classes() -> dict:
+    """Every explorer class by name, the trained model's ("model") included."""
+    from attention_lab.toy.explorer import ModelExplorer
+
+    return {**widgets.EXPLORERS, "model": ModelExplorer}
+
+
+DECLARED = [(name, k) for name, cls in explorer_classes().items() for k in range(len(cls.TASKS))]
+
+
+def test_every_declared_task_has_a_solution_and_a_miss_in_this_file():
+    assert set(DECLARED) == set(SOLUTIONS), "add the new tasks' solutions to SOLUTIONS"
+
+
+@pytest.mark.parametrize("name,k", DECLARED)
+def test_a_solution_reaches_the_task_and_a_miss_does_not(name, k):
+    e = explorer_classes()[name](backend="agg")
+    assert not e.tasks_met[k] and not e.tasks_reached[k], "the starting state solves it"
+    solution, miss = (on_grid(e, v) for v in SOLUTIONS[(name, k)])
+    e.set(**miss)
+    assert not e.tasks_met[k] and not e.tasks_reached[k]
+    e.set(**solution)
+    assert e.tasks_met[k] and e.tasks_reached[k]
+    assert e.last_error is None
+    e.set(**miss)  # moving away: no longer met, but it was reached
+    assert not e.tasks_met[k] and e.tasks_reached[k]
+
+
+def test_the_temperature_task_is_the_effective_number_of_keys():
+    e = widgets.TemperatureExplorer(backend="agg")
+    assert len(e.tasks) == 1 and "effective number of keys" in e.tasks[0].goal
+    for tau in (0.05, 0.2396, 0.2509, 0.2627, 0.3017, 1.0, 5.0):
+        e.controls["temperature"].value = tau
+        assert e.tasks_met[0] == (1.85 <= e.state.effective_keys <= 2.15)
+    assert e.tasks_reached == (True,)
+
+
+# --- the mechanism, with tasks made up for the test ---------------------------------------------
+
+def two_tasks(seen=None):
+    def first(state):
+        if seen is not None:
+            seen.append(state)
+        return state.retrieval == "hard"
+
+    return [Task("Switch to hard retrieval.", first),
+            Task("Put more than 0.9 of the weight on one source.",
+                 lambda s: s.weights.max() > 0.9)]
+
+
+def box_lines(e) -> list[str]:
+    return [line for line in e.task_box.value.split("</div>") if line]
+
+
+def test_tasks_form_a_sequence_checked_from_the_state():
+    seen = []
+    e = widgets.QueryExplorer(backend="agg", tasks=two_tasks(seen))
+    assert seen[-1] is e.state  # the predicate reads the explorer's state, nothing else
+    assert e.tasks_met == e.tasks_reached == (False, False)
+    lines = box_lines(e)
+    assert len(lines) == 1  # only the open task: the next one stays hidden
+    assert "☐" in lines[0] and "Task 1 of 2 (to do):" in lines[0]
+    assert "Switch to hard retrieval." in lines[0]
+    e.controls["retrieval"].value = "hard"
+    assert seen[-1] is e.state and e.tasks_met == (True, True)  # one-hot: weight 1 on one source
+    assert e.tasks_reached == (True, True)
+    lines = box_lines(e)
+    assert len(lines) == 2 and all("✓" in x and "(done)" in x for x in lines)
+
+
+def test_reached_tasks_stay_reached_and_reset_keeps_the_tasks():
+    e = widgets.QueryExplorer(backend="agg", tasks=two_tasks())
+    e.set(temperature=0.05)  # soft, but sharp: the second goal only
+    assert e.tasks_met == (False, True) and e.tasks_reached == (False, True)
+    assert len(box_lines(e)) == 1  # the sequence waits for task 1
+    e.controls["retrieval"].value = "hard"
+    e.reset()
+    assert e.controls["retrieval"].value == "soft"
+    assert len(e.tasks) == 2 and e.tasks_met == (False, False)
+    assert e.tasks_reached == (True, True) and len(box_lines(e)) == 2
+
+
+def test_tasks_are_shown_in_notebooks_and_hidden_in_presentation_unless_asked():
+    plain = widgets.TemperatureExplorer(backend="agg")
+    assert plain.show_tasks and plain.task_box.layout.display is None
+    children = plain.widget.children
+    assert children.index(plain.task_box) == 1  # under the title, before the controls
+    assert "al-tasks" in plain.task_box._dom_classes
+    big = widgets.TemperatureExplorer(backend="agg", presentation=True)
+    assert not big.show_tasks and big.task_box.layout.display == "none"
+    side = big.widget.children[1].children[0]
+    assert side.children[0] is big.task_box
+    big.show_tasks = True
+    assert big.task_box.layout.display is None
+    asked = widgets.TemperatureExplorer(backend="agg", presentation=True, show_tasks=True)
+    assert asked.show_tasks and asked.task_box.layout.display is None
+    hidden = widgets.TemperatureExplorer(backend="agg", show_tasks=False)
+    assert hidden.task_box.layout.display == "none"
+    hidden.controls["temperature"].value = 0.2509
+    assert hidden.tasks_reached == (True,)  # hidden, still checked
+
+
+def test_no_tasks_no_box_and_tasks_replace_the_class_tasks():
+    none = widgets.TemperatureExplorer(backend="agg", tasks=[])
+    assert none.tasks == () and none.tasks_met == () and none.task_box.layout.display == "none"
+    assert widgets.HullExplorer(backend="agg").task_box.layout.display == "none"
+    own = widgets.TemperatureExplorer(backend="agg", tasks=two_tasks()[1:])
+    assert [t.goal for t in own.tasks] == ["Put more than 0.9 of the weight on one source."]
+
+
+@pytest.mark.parametrize("tasks,error,message", [
+    (Task("Go.", bool), TypeError, "tasks must be a sequence of Task, got Task"),
+    (["Go."], TypeError, "tasks must be a sequence of Task, got an item of type str"),
+])
+def test_bad_tasks_are_named(tasks, error, message):
+    with pytest.raises(error, match=message):
+        widgets.TemperatureExplorer(backend="agg", tasks=tasks)
+
+
+def test_a_task_needs_a_sentence_and_a_predicate():
+    with pytest.raises(ValueError, match="goal must be a non-empty sentence"):
+        Task("  ", bool)
+    with pytest.raises(TypeError, match="check must be a function of the explorer's state"):
+        Task("Go.", True)
+
+
+def test_a_broken_predicate_is_shown_not_raised(capsys):
+    e = widgets.TemperatureExplorer(backend="agg", tasks=[Task("Never.", lambda s: s.nothing)])
+    assert isinstance(e.last_error, AttributeError)
+    assert "unexpected error" in e.plot.messages()["error"]
+    e.controls["temperature"].value = 0.5  # still no exception into the notebook
+    assert capsys.readouterr().out == ""
+
+
+def test_the_model_explorer_uses_the_same_tasks():
+    from attention_lab.toy.explorer import ModelExplorer
+
+    task = Task("Find a half-width at which a window centred on position 4 still "
+                "decodes 'abcdefghi' correctly.",
+                lambda s: s.window is not None and s.window[0] == 4 and s.exact)
+    e = ModelExplorer(backend="agg", source="abcdefghi", tasks=[task])
+    assert e.show_tasks and e.tasks_met == (False,)  # no window yet
+    e.set(window=True, centre=4, half_width=1)
+    assert e.tasks_met == (False,) and not e.state.exact
+    e.set(half_width=4)
+    assert e.state.exact and e.tasks_met == (True,) and "✓" in e.task_box.value
+    e.reset()
+    assert e.tasks_reached == (True,)
+    assert not ModelExplorer(backend="agg", presentation=True).show_tasks
