@@ -169,9 +169,10 @@ def cgroup_parents() -> tuple[tuple[str, Path], ...]:
 
 
 class JobCgroups:
-    """The cgroups of one job (one per controller where the grader may create them)."""
+    """The cgroups of one job (one per hierarchy of the controllers the grader may use)."""
 
     def __init__(self, name: str, max_tasks: int) -> None:
+        self.name = name
         self.dirs: list[Path] = []
         self.problems: list[str] = []
         for controller, parent in cgroup_parents():
@@ -185,14 +186,15 @@ class JobCgroups:
                 elif controller == "cpu":  # v1
                     (folder / "cpu.cfs_period_us").write_text("100000")
                     (folder / "cpu.cfs_quota_us").write_text("100000")
-                self.dirs.append(folder)
+                if folder not in self.dirs:  # cpu and cpuacct may share a hierarchy
+                    self.dirs.append(folder)
             except OSError as exc:
                 self.problems.append(f"{controller}: {exc.strerror}")
                 _rmdir(folder)
 
     @property
     def controllers(self) -> list[str]:
-        return [c for c, p in cgroup_parents() if any(d.parent == p for d in self.dirs)]
+        return [c for c, p in cgroup_parents() if p / self.name in self.dirs]
 
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs]
@@ -270,7 +272,8 @@ def remove_stale_cgroups() -> list[Path]:
                 continue
             for pid in _read_pids(folder):
                 _kill(pid)
-            time.sleep(0.05) if _read_pids(folder) else None
+            if _read_pids(folder):
+                time.sleep(0.05)
             if _rmdir(folder):
                 removed.append(folder)
     return removed
