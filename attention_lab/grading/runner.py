@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import subprocess
@@ -45,7 +46,7 @@ from .sandbox import JobFolders, Sandbox, for_job
 HERE = Path(__file__).resolve().parent
 PROBE_SOURCE = (HERE / "probe.py").read_text(encoding="utf-8")
 RESULTS_MAX_BYTES = 64 * 2 ** 20  # read at most this much of a results file
-MAX_MESSAGE_BYTES = 2 ** 20  # ZeroMQ disconnects a kernel that sends a larger frame
+MAX_MESSAGE_BYTES = 2 ** 20  # ZeroMQ drops a connection on which a larger frame arrives
 QUEUE_MESSAGES = 64  # messages ZeroMQ holds for the grader before it drops new ones
 IOPUB_SECONDS = 0  # nbclient does not wait for a cell's outputs after its reply: none are kept
 EXITING = "attention-lab grader: the kernel is exiting"
@@ -274,13 +275,14 @@ def _make_client_classes():
     return SandboxKernelManager, QuietClient
 
 
-_QUIET = __import__("logging").getLogger("attention_lab.grading.kernel")
+_QUIET = logging.getLogger("attention_lab.grading.kernel")
 _QUIET.setLevel("CRITICAL")  # nbclient logs time-outs and dead kernels; the runner records them
 
 
 def _zmq_context():
-    """A ZeroMQ context whose sockets refuse frames above ``MAX_MESSAGE_BYTES`` (the kernel is
-    disconnected, and reconnected for its next message) and queue at most ``QUEUE_MESSAGES``."""
+    """A ZeroMQ context whose sockets refuse frames above ``MAX_MESSAGE_BYTES`` (ZeroMQ drops that
+    connection for good: a kernel that sends one loses that channel) and queue at most
+    ``QUEUE_MESSAGES`` messages."""
     import zmq
     import zmq.asyncio
 
