@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from attention_lab.exercises.checks import REFERENCE_MODULES
 from attention_lab.grading import launch
 from attention_lab.grading import namespaces as N
 from attention_lab.grading import sandbox as S
@@ -179,7 +180,8 @@ def test_what_the_kernel_is_told_and_sees(tmp_path):
     bwrap = cmd[cmd.index("--") + 1:]
     kernel = bwrap[len(bwrap) - bwrap[::-1].index("--"):]
     assert kernel[-2:] == ["-f", "/job/in/kernel-1.json"]  # the path inside the sandbox
-    assert "sys.modules['debugpy'] = None" in kernel[2]
+    assert kernel[1:3] == ["-S", "-c"] and "sys.modules['debugpy'] = None" in kernel[3]
+    assert repr(N.kernel_path()) in kernel[3]
     pairs = list(zip(bwrap, bwrap[1:], bwrap[2:]))
     assert ("--bind", str(results), "/job/out/results.jsonl") in pairs
     assert ("--ro-bind", str(folders.inp), "/job/in") in pairs
@@ -190,9 +192,12 @@ def test_what_the_kernel_is_told_and_sees(tmp_path):
     assert ("--cap-drop", "ALL") in set(zip(bwrap, bwrap[1:]))
     # the package is the kernel's view of it: the chapter's data and check/hint/status only
     view = Path(bwrap[bwrap.index(str(N.package_dir())) - 1])
-    assert sorted(p.name for p in view.iterdir()) == ["__init__.py", "__pycache__", "examples.py",
-                                                      "exercises"]
-    assert len(list((view / "__pycache__").glob("*.pyc"))) == 2  # compiled once, for every kernel
+    modules = N.view_modules()
+    assert "examples" in modules
+    assert not {f"attention_lab.{m}" for m in modules} & set(REFERENCE_MODULES)
+    assert sorted(p.name for p in view.iterdir()) == sorted(
+        ["__init__.py", "__pycache__", "exercises", *(f"{m}.py" for m in modules)])
+    assert len(list((view / "__pycache__").glob("*.pyc"))) == len(modules) + 1  # compiled once
     # nothing of the checkout but the package, no home, no other scratch
     visible = {a[2] for a in N.visible_paths() if a[0] == "--ro-bind"}
     checkout = N.package_dir().parent
