@@ -18,7 +18,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from ..exercises.registry import EXERCISES, IDS
@@ -182,11 +181,15 @@ class Report:
     @classmethod
     def from_dict(cls, d: dict) -> "Report":
         """A report read back from grades.json (what ``merge`` starts from)."""
+        from .runner import Limits
+
         g = d["grader"]
+        stored = {("fsize_mb" if k == "file_size_mb" else k): v for k, v in g["limits"].items()}
+        limits = Limits(**{k: v for k, v in stored.items() if k in Limits.__dataclass_fields__})
         return cls(d["folder"], [SubmissionGrade.from_dict(s) for s in d["submissions"]],
                    d.get("skipped", []), d.get("integrity", {}).get("changed", []), g["seed"],
-                   SimpleNamespace(**g["limits"]), g.get("started", ""), g.get("seconds", 0.0),
-                   g.get("jobs", 1))
+                   limits, g.get("started", ""), g.get("seconds", 0.0), g.get("jobs", 1),
+                   g.get("isolation", {}))
 
 
 GRADES_COLUMNS = ["file", "student", "student_from", "assignment", "assignment_from", "counts",

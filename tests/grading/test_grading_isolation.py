@@ -488,6 +488,7 @@ def run(tmp_path_factory):
                       DISK, FLOOD)
     nbformat.write(io, str(sub / "c_hostile_io.ipynb"))
     answers = load(STU2)
+    answers.metadata.pop("attention_lab", None)  # no assignment: graded on every exercise
     answers.cells += [nbformat.v4.new_code_cell(src) for src in
                       (DELEGATE, DELEGATE_AT_DEFINITION, FORGE)]
     nbformat.write(answers, str(sub / "e_hostile_answers.ipynb"))
