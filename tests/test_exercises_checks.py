@@ -193,6 +193,24 @@ def test_multi_function_answer_shapes():
     assert v.status == "fail" and "`bilinear_attention` is not written yet" in v.message
 
 
+def test_answers_that_delegate_to_the_package_earn_no_mark():
+    """``stable_softmax = attention_lab.softmax``, or a body calling ``attend``: the check sees the
+    call into the package's own implementation and says why there is no mark (in the grader the
+    implementation is not even there: tests/grading/test_grading_isolation.py)."""
+    import attention_lab
+
+    v = evaluate(get("3.1"), attention_lab.softmax)
+    assert v.status == "fail" and "`attention_lab.softmax.softmax`" in v.message
+    assert "the package's own implementation" in v.message and "no mark" in v.message
+
+    def dot_attention(Q, K, V):
+        return attention_lab.attend(Q[0], K, V).context[None]
+
+    v = evaluate(get("3.3"), (dot_attention, A.ok_dot_attention))
+    assert v.status == "fail" and "`attention_lab.attention.attend`" in v.message
+    assert evaluate(get("3.1"), A.ok_stable_softmax).status == "pass"  # numpy alone is fine
+
+
 def test_value_answers_not_attempted_and_malformed():
     assert evaluate(get("2.2"), ...).status == "not_attempted"
     assert "three numbers" in evaluate(get("2.2"), "0.66, 0.24, 0.1").message

@@ -1566,6 +1566,9 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
 
     calls = record.get("calls", [])
     spec = SPECS[ex.id]
+    why = uses_reference(record)
+    if why:
+        return Verdict("fail", why, "calls the package's own implementation")
     stub_fns = {c.fn for c, r in zip(cases, calls)
                 if r.get("raised", {}).get("type") == "NotImplementedError"
                 and not any(c2.fn == c.fn and "out" in r2 for c2, r2 in zip(cases, calls))}
@@ -1660,6 +1663,27 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
                    {"cases": n, "failed": len(failures), "first_failure": case.note})
 
 
+#: The package's implementations the checks compare answers against. An answer that calls one
+#: earns no mark: student-side, ``check`` sees the call (the probe watches these files); in the
+#: grader's sandbox they are not even there (grading/kernel_view.py), and using one raises
+#: ``ReferenceNotAvailable``.
+REFERENCE_MODULES = ("attention_lab.scores", "attention_lab.softmax", "attention_lab.masks",
+                     "attention_lab.attention", "attention_lab.cost", "attention_lab.tensor",
+                     "attention_lab.streaming", "attention_lab.exercises.checks")
+
+
+def uses_reference(record: dict) -> str:
+    """Why an answer earns no mark because it calls the package's own implementation, or ``""``."""
+    for call in record.get("calls", []):
+        names = call.get("reference") or []
+        if names or call.get("raised", {}).get("type") == "ReferenceNotAvailable":
+            what = ", ".join(f"`{n}`" for n in names) or "a part of the package"
+            return (f"your answer calls {what}: the package's own implementation, which this "
+                    f"check compares answers against, so it earns no mark. Compute the result "
+                    f"in your own code.")
+    return ""
+
+
 def _judge_written(ex: Exercise, value) -> Verdict:
     names = [f for f, _ in ex.fields]
     if value is None or value is Ellipsis:
@@ -1699,7 +1723,7 @@ def encoded_inputs(cases: list[Case]) -> list[dict]:
 
 
 __all__ = ["Case", "Verdict", "SPECS", "cases_for", "judge", "encoded_inputs", "STUDENT_SEED",
-           "EXERCISES"]
+           "EXERCISES", "REFERENCE_MODULES", "uses_reference"]
 
 
 # ====================================================================== records from the probe
@@ -1766,6 +1790,9 @@ def decode_record(raw) -> dict:
             if isinstance(mutated, list) and all(isinstance(i, int) and not isinstance(i, bool)
                                                  and 0 <= i < 32 for i in mutated):
                 d["mutated"] = mutated
+            reference = c.get("reference")
+            if isinstance(reference, list) and reference:
+                d["reference"] = [str(n)[:100] for n in reference[:5]]
             out.append(d)
         return {"kind": "calls", "calls": out}
     except BadRecord:
