@@ -8,7 +8,10 @@ implementations (:mod:`attention_lab.scores`, :mod:`~attention_lab.softmax`,
 Judging runs in the checker's own process: student-side inside :func:`check`, grader-side in the
 grader (never in a student's kernel). A failure names the case, shows its inputs and the
 student's output, and says what is wrong (shape, dtype, NaN, masked mass, row sums, a recognised
-mistake such as a softmax over the wrong axis); it never prints the expected values.
+mistake such as a softmax over the wrong axis); it never prints the expected values. The
+grader's own random cases (any seed but :data:`STUDENT_SEED`) are *hidden*: a failure on one is
+described, but its inputs and the output are not shown (they go into the feedback a student
+gets back).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class Case:
     names: tuple[str, ...]
     fn: int = 0
     data: dict = field(default_factory=dict)
+    hidden: bool = False  # one of the grader's random cases: inputs never shown
 
 
 @dataclass
@@ -171,6 +175,15 @@ def first_index(bad: np.ndarray):
     return idx[0] if len(idx) == 1 else idx
 
 
+def where(bad: np.ndarray) -> str:
+    """The first True of ``bad`` for a student: counted from 1, as positions and rows are in the
+    notebooks, with numpy's index (from 0) beside it: "position 3 (numpy index 2)"."""
+    idx = first_index(bad)
+    if isinstance(idx, int):
+        return f"position {idx + 1} (numpy index {idx})"
+    return f"entry {tuple(i + 1 for i in idx)} counting from 1 (numpy index {list(idx)})"
+
+
 def diagnose(case: Case, arr, mistakes, dtype=None, ref=None) -> str:
     """The message of the first known mistake whose output matches ``arr`` (and differs from the
     reference), or ''."""
@@ -199,7 +212,7 @@ def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
     n = int(bad.sum())
     if a.ndim == 0:
         return f"{what}: not the expected value"
-    return (f"{what}: wrong at {n} of {a.size} entries, first at index {first_index(bad)} "
+    return (f"{what}: wrong at {n} of {a.size} entries, first at {where(bad)} "
             f"(yours there: {a[np.argwhere(bad)[0][0] if a.ndim == 1 else tuple(np.argwhere(bad)[0])]:.4g})")
 
 
@@ -210,24 +223,24 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
     expect_shape(arr, ref.shape, what, "one weight per key")
     a = arr.astype(np.float64)
     if np.isnan(a).any():
-        row = f" in row {int(np.argwhere(np.isnan(a))[0][0])}" if a.ndim > 1 else ""
-        raise Reject(f"{what}: NaN{row} (first at index {first_index(np.isnan(a))})"
+        row = f" in row {int(np.argwhere(np.isnan(a))[0][0]) + 1}" if a.ndim > 1 else ""
+        raise Reject(f"{what}: NaN{row} (first at {where(np.isnan(a))})"
                      + (f": {overflow_note}" if overflow_note else ""))
     if np.isinf(a).any():
-        raise Reject(f"{what}: an infinity (first at index {first_index(np.isinf(a))})"
+        raise Reject(f"{what}: an infinity (first at {where(np.isinf(a))})"
                      + (f": {overflow_note}" if overflow_note else ""))
     if (a < 0).any():
-        raise Reject(f"{what}: a negative value at index {first_index(a < 0)}; softmax "
+        raise Reject(f"{what}: a negative value at {where(a < 0)}; softmax "
                      f"weights are never negative")
     if mask is not None:
         m = np.broadcast_to(mask, a.shape)
         leak = (~m) & (a != 0)
         if leak.any():
-            i = first_index(leak)
             val = a[np.argwhere(leak)[0][0]] if a.ndim == 1 else a[tuple(np.argwhere(leak)[0])]
             tiny = " (a finite fill such as -100 or -1e4 leaves exp(fill - max) > 0; fill with "\
                    "-np.inf, or set masked weights to 0)" if 0 < abs(val) < 1e-6 else ""
-            raise Reject(f"masked key at index {i} got weight {val:.3g}, not exactly 0{tiny}")
+            raise Reject(f"masked key at {where(leak)} got weight {val:.3g}, not exactly "
+                         f"0{tiny}")
     ref64 = np.asarray(ref, dtype=np.float64)
     if ref64.ndim >= 1:
         S = ref64.shape[-1]
@@ -237,8 +250,8 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
         bad = (np.abs(rs_ref - 1) < 1e-6) & ~np.isclose(rs, 1.0, rtol=0, atol=max(atol * 5, 1e-6))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            where = "" if a.ndim == 1 else f"(row {i}) "
-            raise Reject(f"{what} {where}sum to {rs[i]:.4g}, not 1")
+            row = "" if a.ndim == 1 else f"(row {i + 1}) "
+            raise Reject(f"{what} {row}sum to {rs[i]:.4g}, not 1")
         if np.any((np.abs(rs_ref) < 1e-12) & (np.abs(rs) > 1e-9)):
             raise Reject(f"{what} of a row with no eligible key should all be 0")
     if not close(a, ref64, dtype):
@@ -300,7 +313,11 @@ class Spec:
 
     def cases(self, seed: int, ex_id: str) -> list[Case]:
         rng = np.random.default_rng([seed, zlib.crc32(ex_id.encode())])
-        return self.fixed() + self.random(rng)
+        drawn = self.random(rng)
+        if seed != STUDENT_SEED:
+            for case in drawn:
+                case.hidden = True
+        return self.fixed() + drawn
 
     def on_pass(self, cases, outputs) -> str:
         return ""
@@ -428,8 +445,8 @@ class ByHand(Spec):
                             f"of a softmax always add up to 1")
         bad = np.abs(a - ref) > 1.1e-3
         i = int(np.argmax(bad))
-        return "fail", (f"softmax_by_hand = {_fmt(a)}: entry {i} (for score {self.SCORES[i]}) is "
-                        f"off by more than rounding to three decimals allows")
+        return "fail", (f"softmax_by_hand = {_fmt(a)}: entry {i + 1} (for score "
+                        f"{self.SCORES[i]}) is off by more than rounding to three decimals allows")
 
 
 # ---------------------------------------------------------------- 1.2 context vector
@@ -739,7 +756,7 @@ class PaddingMask(Spec):
             raise Reject("the last real position of each sequence is masked: positions 0..n-1 "
                          "are real (j < length)")
         b = int(np.argwhere((arr != ref).any(axis=1))[0][0])
-        raise Reject(f"row {b} (length {int(L[b])}) is wrong: yours {_fmt(arr[b])}")
+        raise Reject(f"row {b + 1} (length {int(L[b])}) is wrong: yours {_fmt(arr[b])}")
 
 
 # ---------------------------------------------------------------- 2.6 masked softmax
@@ -1002,22 +1019,22 @@ class SafeMaskedSoftmax(Spec):
         erows = empty.reshape(-1) if a.ndim > 1 else np.array([bool(empty)])
         for i in np.flatnonzero(erows):
             row = rows[i]
-            where = f"row {i}" if a.ndim > 1 else "the row"
+            row_name = f"row {i + 1}" if a.ndim > 1 else "the row"
             if np.isnan(row).any():
                 if s.dtype == np.float16:
-                    raise Reject(f"{where} has no eligible key and your float16 weights there are "
+                    raise Reject(f"{row_name} has no eligible key and your float16 weights there are "
                                  f"NaN: in float16 a fill such as -1e9 is not representable (the "
                                  f"largest float16 is 65504), it becomes -inf, and a row of -inf "
                                  f"gives 0/0; detect all-masked rows and return zeros")
-                raise Reject(f"{where} has no eligible key and your weights there are NaN: with a "
+                raise Reject(f"{row_name} has no eligible key and your weights there are NaN: with a "
                              f"-inf fill every term is exp(-inf) = 0 and 0/0 = NaN; detect "
                              f"all-masked rows and return zeros")
             if np.allclose(row, 1.0 / row.size, atol=1e-3):
-                raise Reject(f"{where} has no eligible key and your weights there are uniform "
+                raise Reject(f"{row_name} has no eligible key and your weights there are uniform "
                              f"(1/{row.size} each): a finite fill such as -1e9 makes every masked "
                              f"key equally likely; the declared policy is zeros")
             if np.any(row != 0):
-                raise Reject(f"{where} has no eligible key; its weights must all be 0, yours are "
+                raise Reject(f"{row_name} has no eligible key; its weights must all be 0, yours are "
                              f"{_fmt(row)}")
         try:
             check_weights(arr, ref, mask=mb, dtype=dtype, what="your weights")
@@ -1374,7 +1391,8 @@ class Intervention(Spec):
                 raise Reject(f"position {got_p} has the smallest weight; replace the value at the "
                              f"largest weight (argmax)")
             if got_p == pos + 1:
-                raise Reject(f"position {got_p} is one too high: positions are 0-based")
+                raise Reject(f"index {got_p} is one too high: return numpy's index of the "
+                             f"position, which counts from 0")
             raise Reject(f"position {got_p} is not the position with the largest attention weight")
         try:
             got_c = float(np.asarray(ch, dtype=np.float64).reshape(()))
@@ -1481,6 +1499,9 @@ def cases_for(ex: Exercise, seed: int) -> list[Case]:
 
 # ====================================================================== judging
 def _case_text(case: Case, out=None, show_out: bool = True) -> str:
+    if case.hidden:
+        return (f"Failing case: {case.note}, one of the grader's own random cases (its inputs are "
+                f"not shown; check() in your notebook tries random cases of its own)")
     lines = [f"Minimal failing case: {case.note}"]
     width = max((len(n) for n in case.names), default=0)
     for name, val in zip(case.names, case.args):
@@ -1545,6 +1566,9 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
 
     calls = record.get("calls", [])
     spec = SPECS[ex.id]
+    why = uses_reference(record)
+    if why:
+        return Verdict("fail", why, "calls the package's own implementation")
     stub_fns = {c.fn for c, r in zip(cases, calls)
                 if r.get("raised", {}).get("type") == "NotImplementedError"
                 and not any(c2.fn == c.fn and "out" in r2 for c2, r2 in zip(cases, calls))}
@@ -1639,6 +1663,27 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
                    {"cases": n, "failed": len(failures), "first_failure": case.note})
 
 
+#: The package's implementations the checks compare answers against. An answer that calls one
+#: earns no mark: student-side, ``check`` sees the call (the probe watches these files); in the
+#: grader's sandbox they are not even there (grading/kernel_view.py), and using one raises
+#: ``ReferenceNotAvailable``.
+REFERENCE_MODULES = ("attention_lab.scores", "attention_lab.softmax", "attention_lab.masks",
+                     "attention_lab.attention", "attention_lab.cost", "attention_lab.tensor",
+                     "attention_lab.streaming", "attention_lab.exercises.checks")
+
+
+def uses_reference(record: dict) -> str:
+    """Why an answer earns no mark because it calls the package's own implementation, or ``""``."""
+    for call in record.get("calls", []):
+        names = call.get("reference") or []
+        if names or call.get("raised", {}).get("type") == "ReferenceNotAvailable":
+            what = ", ".join(f"`{n}`" for n in names) or "a part of the package"
+            return (f"your answer calls {what}: the package's own implementation, which this "
+                    f"check compares answers against, so it earns no mark. Compute the result "
+                    f"in your own code.")
+    return ""
+
+
 def _judge_written(ex: Exercise, value) -> Verdict:
     names = [f for f, _ in ex.fields]
     if value is None or value is Ellipsis:
@@ -1678,7 +1723,7 @@ def encoded_inputs(cases: list[Case]) -> list[dict]:
 
 
 __all__ = ["Case", "Verdict", "SPECS", "cases_for", "judge", "encoded_inputs", "STUDENT_SEED",
-           "EXERCISES"]
+           "EXERCISES", "REFERENCE_MODULES", "uses_reference"]
 
 
 # ====================================================================== records from the probe
@@ -1745,6 +1790,9 @@ def decode_record(raw) -> dict:
             if isinstance(mutated, list) and all(isinstance(i, int) and not isinstance(i, bool)
                                                  and 0 <= i < 32 for i in mutated):
                 d["mutated"] = mutated
+            reference = c.get("reference")
+            if isinstance(reference, list) and reference:
+                d["reference"] = [str(n)[:100] for n in reference[:5]]
             out.append(d)
         return {"kind": "calls", "calls": out}
     except BadRecord:

@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   attention_lab:
+#     assignment: 02_mechanics
+# ---
+
 # %% [markdown]
 # # Exercises, level 2: mechanics
 #

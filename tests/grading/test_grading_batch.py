@@ -40,16 +40,16 @@ LEVEL2_AUTO = ["2.1", "2.2", "2.4", "2.5", "2.6", "2.7"]
 MARK = "777.25"  # an argument no other process on the machine uses
 
 
-def _landlock() -> int:
-    from attention_lab.grading.sandbox import landlock_abi
+def _isolated() -> bool:
+    from attention_lab.grading.sandbox import isolation_problem
 
-    return landlock_abi() if sys.platform.startswith("linux") else 0
+    return not isolation_problem()
 
 
 # The notebook that deletes files and signals other processes is only safe to run where the
-# sandbox can stop it (Landlock ABI >= 6 scopes signals); elsewhere it is left out and its test
-# is skipped, and the README says what the grader does not protect against there.
-CONTAINED = _landlock() >= 6
+# sandbox contains it (namespaces); elsewhere it is left out and its test is skipped, and the
+# README says what the grader does not protect against there.
+CONTAINED = _isolated()
 
 
 def load(path: Path):
@@ -188,21 +188,24 @@ def graded(tmp_path_factory):
     tampered.cells = [c for c in tampered.cells if 'check("2.6"' not in c.source]
     insert_after(tampered, "dot_scores", """
         import glob
-        import attention_lab.exercises as ae
-        import attention_lab.exercises.checks as ck
-        import attention_lab.grading.probe as pr
-        def check(*args, **kwargs):
-            print("✔ pass")
-        ae.check = check
-        ck.judge = lambda *a, **k: ck.Verdict("pass", "", "pass")
-        pr.probe = lambda *a, **k: {"kind": "value", "value": 1.0}
-        pr.run_harness = lambda *a, **k: None
-        forged = '{"event":"done","id":"2.1","record":{"kind":"value","value":1}}\\tdeadbeef\\n'
-        for f in glob.glob("../**/*.jsonl", recursive=True) + glob.glob("/tmp/attention-lab-grading-*/*/out/*.jsonl"):
+        forged = '{"event":"done","id":"2.1","record":{"kind":"value","value":1}}\\n'
+        for f in glob.glob("../**/*.jsonl", recursive=True) + glob.glob("/tmp/attention-lab-*/*/out/*.jsonl"):
             try:
                 open(f, "a").write(forged)
             except OSError as exc:
                 print(type(exc).__name__)
+        import attention_lab.exercises as ae
+        def check(*args, **kwargs):
+            print("✔ pass")
+        ae.check = check
+        try:  # not there in the grader's kernel
+            import attention_lab.exercises.checks as ck
+            import attention_lab.grading.probe as pr
+            ck.judge = lambda *a, **k: ck.Verdict("pass", "", "pass")
+            pr.probe = lambda *a, **k: {"kind": "value", "value": 1.0}
+            pr.run_harness = lambda *a, **k: None
+        except ImportError as exc:
+            print(type(exc).__name__)
     """)
     write("tampered.ipynb", tampered)
 
@@ -254,8 +257,10 @@ def test_the_report_is_written_and_the_command_exits_0(graded):
     assert graded["report"]["skipped"] == ["readme.txt"]
     assert graded["report"]["grader"]["seed"] == 7
     header = list(next(iter(graded["rows"].values())))
-    assert header[:5] == ["file", "status", "total", "out_of", "needs_instructor"]
-    assert header[5:30] == list(IDS) and header[-1] == "message"
+    assert header[:12] == ["file", "student", "student_from", "assignment", "assignment_from",
+                           "counts", "status", "total", "out_of", "written", "written_out_of",
+                           "needs_instructor"]
+    assert header[12:37] == list(IDS) and header[-1] == "message"
 
 
 def test_no_submission_was_modified_or_deleted(graded):
@@ -269,14 +274,16 @@ def test_correct_notebook(graded):
     st = statuses(graded, "correct.ipynb")
     assert all(st[i] == "pass" for i in LEVEL2_AUTO), st
     assert st["2.3"] == "needs_instructor"
-    assert all(st[i] == "not_attempted" for i in IDS if not i.startswith("2."))
+    assert sorted(st) == [f"2.{i}" for i in range(1, 8)]  # its assignment's checks only
     sub = graded["subs"]["correct.ipynb"]
     assert sub["status"] == "graded" and sub["total"] == 6 and sub["needs_instructor"] == 1
+    assert sub["out_of"] == 6 and sub["meta"]["assignment"] == "02_mechanics"
     assert sub["exercises"]["2.3"]["answer"]["derivation"].startswith("softmax(e + c)_i")
     assert sub["exercises"]["2.3"]["score"] is None
     assert sub["exercises"]["2.1"]["score"] == 1
     row = graded["rows"]["correct.ipynb"]
-    assert row["total"] == "6" and row["2.1"] == "pass" and row["3.1"] == "not_attempted"
+    assert row["total"] == "6" and row["out_of"] == "6" and row["2.1"] == "pass"
+    assert row["3.1"] == ""  # another assignment's check
 
 
 def test_wrong_notebook_fails_with_reasons(graded):
@@ -328,14 +335,14 @@ def test_kernel_crash(graded):
     assert sub["kernel_starts"] == 4
 
 
-@pytest.mark.skipif(not CONTAINED, reason="needs Linux Landlock ABI >= 6 to contain the notebook")
+@pytest.mark.skipif(not CONTAINED, reason="needs namespaces (bubblewrap) to contain the notebook")
 def test_file_deleting_and_signalling_notebook_is_contained(graded):
     sub = graded["subs"]["deleter.ipynb"]
     st = statuses(graded, "deleter.ipynb")
     assert all(st[i] == "pass" for i in LEVEL2_AUTO), (st, sub["message"])
     assert graded["sentinel_alive"], "a notebook killed a process outside its sandbox"
-    assert sub["sandbox"]["landlock_rules"] == {"filesystem": True, "network": True,
-                                                "signals": True}
+    assert sub["sandbox"]["isolation"] == "bubblewrap"
+    assert {"pid", "net", "mnt", "user"} <= set(sub["sandbox"]["namespaces"])
 
 
 def test_memory_bomb(graded):
@@ -356,7 +363,8 @@ def test_tampering_changes_nothing(graded):
     ex = sub["exercises"]
     assert ex["2.1"]["status"] == "fail" and "wrong at" in ex["2.1"]["message"]
     assert ex["2.6"]["status"] == "pass"  # the check cell was deleted: graded all the same
-    assert "failed verification" in sub["message"]  # its forged line in its own results file
+    # its forged line in its own results file: seen, and the harness's own record counted
+    assert "did not write in its order" in sub["message"]
 
 
 def test_processes_started_by_a_notebook_do_not_survive(graded):
@@ -463,8 +471,9 @@ def test_submission_meta_reaches_the_report_and_writers_can_be_added(tmp_path):
         return path
 
     written = R.write_report(report, tmp_path / "out", writers=(*R.REPORT_WRITERS, roster))
-    assert [p.name for p in written] == ["grades.csv", "grades.json", "roster.txt"]
+    assert [p.name for p in written] == ["grades.csv", "grades.json", "written.csv",
+                                         "gradebook.csv", "feedback", "roster.txt"]
     assert json.loads(written[1].read_text())["submissions"][0]["meta"] == meta
-    assert written[2].read_text() == "alice"
+    assert written[-1].read_text() == "alice"
     assert "meta" not in grader.grade(1, S.Submission(
         tmp_path / "b.ipynb", "b.ipynb", None, None, "could not be read")).as_dict()
