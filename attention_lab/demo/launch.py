@@ -45,10 +45,12 @@ from .model_server import ENV_KEY, ENV_SOCKET
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_NOTEBOOK = ROOT / "notebooks" / "demo.ipynb"
 DEFAULT_PORT = 8866
-#: The only JupyterLab extensions the demo page loads: widgets and ipympl. Others installed for
-#: JupyterLab (e.g. jupytext's) do not work inside Voila and only add errors to the page.
+#: The only JupyterLab extensions the demo page loads: widgets, ipympl and anywidget (the
+#: explorers' accessibility widget). Others installed for JupyterLab (e.g. jupytext's) do not work
+#: inside Voila and only add errors to the page; a widget whose extension is missing here shows a
+#: JavaScript error in its place.
 VOILA_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8",
-                    "@voila-dashboards/widgets-manager7", "jupyter-matplotlib",
+                    "@voila-dashboards/widgets-manager7", "jupyter-matplotlib", "anywidget",
                     "jupyterlab_pygments")
 
 

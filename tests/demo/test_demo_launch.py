@@ -105,6 +105,26 @@ def test_voila_command_is_a_standalone_app_without_code(notebook):
     assert "--preheat_kernel=True" not in cmd and not any("cull" in c for c in cmd)
 
 
+def test_voila_loads_the_frontend_of_every_widget_on_the_demo_page():
+    """Voila loads only the allowlisted extensions: a widget whose frontend is not among them
+    shows a JavaScript error in its place (the explorers' accessibility widget, an anywidget, did,
+    and the figure beside it stayed blank)."""
+    from attention_lab.demo import build_demo
+    from attention_lab.widgets import EXPLORERS
+
+    def walk(w):
+        yield w
+        for child in getattr(w, "children", ()) or ():
+            yield from walk(child)
+
+    demo = build_demo({"Query": EXPLORERS["query"](backend="ipympl", presentation=True)})
+    modules = {m for w in walk(demo.widget) for m in (w._model_module, w._view_module)}
+    assert {"anywidget", "jupyter-matplotlib"} <= modules  # the walk reaches both
+    outside = {m for m in modules if not m.startswith("@jupyter-widgets/")}  # widgets' own
+    missing = outside - set(D.VOILA_EXTENSIONS)
+    assert not missing, f"the demo page would not load the frontend of {sorted(missing)}"
+
+
 def test_voila_command_for_a_lecture_hall(notebook):
     cmd = D.voila_command(notebook, "127.0.0.1", 8866, "tok", "light", pool=12, max_viewers=40,
                           cull_after=120, warm_slots=2)
