@@ -105,3 +105,16 @@ def test_cli_lists_commands():
     bad = subprocess.run([sys.executable, "-m", "attention_lab", "frobnicate"],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
+
+
+def test_bench_runs_from_the_checkout_and_says_so_elsewhere(tmp_path, monkeypatch, capsys):
+    """From any folder, an editable install finds its checkout's benchmarks; an install without
+    a checkout gets a one-line reason and exit code 2."""
+    out = subprocess.run([sys.executable, "-m", "attention_lab", "bench", "--help"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0 and "python -m benchmarks.run" in out.stdout, out.stderr
+    from attention_lab import _bench
+
+    monkeypatch.setattr(_bench, "CHECKOUT", tmp_path)
+    assert _bench.main(["--quick"]) == 2
+    assert "need a checkout of the attention-lab repository" in capsys.readouterr().err
