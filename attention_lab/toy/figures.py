@@ -63,7 +63,7 @@ class ModelFigure(LivePlot):
         self.colorbar.ax.tick_params(labelsize=z["tick"])
         (self.truth,) = ax.plot([], [], linestyle="none", marker="s", markersize=z["marker"],
                                 markerfacecolor="none", markeredgecolor=ORANGE,
-                                markeredgewidth=2.0, label="true alignment (S-1-t)")
+                                markeredgewidth=2.0, label="true alignment (position S+1-t)")
         self.left = Rectangle((-0.5, -0.5), 0, L, facecolor=GREY, alpha=0.55, hatch="//",
                               edgecolor="white", visible=False)
         self.right = Rectangle((-0.5, -0.5), 0, L, facecolor=GREY, alpha=0.55, hatch="//",
@@ -72,7 +72,7 @@ class ModelFigure(LivePlot):
                                  edgecolor="white", label="outside the local window")
         ax.add_patch(self.left)
         ax.add_patch(self.right)
-        ax.set_xlabel("source position j (symbol)", fontsize=z["font"])
+        ax.set_xlabel("source position j = 1..S (symbol)", fontsize=z["font"])
         ax.set_ylabel("output step t: decoded (expected), \u2717 = wrong", fontsize=z["font"])
         self.title = add_fast_text(ax, 0.012, 0.988, "", transform=self.figure.transFigure,
                                    ha="left", va="top", fontsize=z["title"])
@@ -90,9 +90,6 @@ class ModelFigure(LivePlot):
         fig = LayeredFigure(figsize=self._sizes["figsize"], dpi=100, layout="constrained",
                             cache=cache)
         FigureCanvasAgg(fig)
-        # notebook 04 (written when the explorer's .figure was this object) shows
-        # explorer.figure.fig: the figure answers to that name too
-        fig.fig = fig
         return fig
 
     def update(self, *, weights, source, output, expected, truth, correct, window_bounds, title,
@@ -103,9 +100,10 @@ class ModelFigure(LivePlot):
             stay blank).
         source (str), output (str), expected (str): the source symbols (x tick labels), the
             decoded and the expected output (y tick labels, wrong steps bold orange with a cross).
-        truth (T,): the true alignment S-1-t, marked with orange squares.
+        truth (T,): the true alignment, column S-1-t of row t (positions are labelled 1..S),
+            marked with orange squares.
         correct (T,) bool: per step, whether the decoded symbol is right.
-        window_bounds (first, last) or None: the first and last eligible source position of a
+        window_bounds (first, last) or None: the first and last eligible column (0-based) of a
             local window (first > last: an empty window), shading what lies outside; None: no
             window.
         title (str): up to three lines above the axes, orange when ``error`` is true.
@@ -124,10 +122,10 @@ class ModelFigure(LivePlot):
                 a._set_position(position, which="both")
             ax.set_xlim(-0.5, S - 0.5)
             ax.set_ylim(T - 0.5, -0.5)
-            ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(source)],
+            ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(source, 1)],
                           fontsize=self.tick_size)
             ylabels = [f"{t}: {o} ({e})" + ("" if ok else " \u2717") for t, (o, e, ok) in
-                       enumerate(zip(output, expected, correct))]
+                       enumerate(zip(output, expected, correct), 1)]
             ax.set_yticks(range(T), ylabels, fontsize=self.tick_size)
             for tick, ok in zip(ax.get_yticklabels(), correct):
                 tick.set_color(BLUE if ok else ORANGE)
