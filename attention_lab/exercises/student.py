@@ -12,7 +12,7 @@ import json
 import os
 
 from ..grading import probe as _probe
-from .checks import STUDENT_SEED, Verdict, cases_for, decode_record, encoded_inputs, judge
+from .judging import STUDENT_SEED, Verdict, cases_for, decode_record, encoded_inputs, judge
 from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
 
 #: seconds per call of a student's function, and for all calls of one check
@@ -176,9 +176,10 @@ def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
         return res
     try:
         if answer is _probe.MISSING:
+            answer_text = (ex.answer_label if len(ex.answer_names) == 1
+                           else f"({ex.answer_label})")
             verdict = Verdict("not_attempted", f"pass your answer too: check({ex.id!r}, "
-                                               f"{ex.answer_label if ex.kind != 'function' or len(ex.answer_names) == 1 else '(' + ex.answer_label + ')'})",
-                              "not attempted")
+                                               f"{answer_text})", "not attempted")
         else:
             verdict = evaluate(ex, answer, seed=seed)
     except BaseException as exc:  # never let a check raise into the notebook
