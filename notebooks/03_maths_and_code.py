@@ -98,7 +98,7 @@ axis_explorer
 
 # %%
 # Misconception 12: self-attention (T = S) scores T * S = T^2 pairs
-from attention_lab.cost import attention_flops, score_matrix_bytes, score_matrix_elements
+from attention_lab.analysis.cost import attention_flops, score_matrix_bytes, score_matrix_elements
 
 for n in (128, 512, 2048, 8192):
     elements = score_matrix_elements(1, n, n)

@@ -67,7 +67,8 @@ def test_import_is_lazy_and_fast():
 
 def test_core_modules_do_not_import_heavy_libraries_at_top_level():
     heavy = re.compile(r"^(import|from) (torch|matplotlib|ipywidgets)\b", re.M)
-    core = ["__init__", "_validate", "examples", "scores", "softmax", "masks", "attention", "cost"]
+    core = ["__init__", "_validate", "examples", "scores", "softmax", "masks", "attention",
+            "analysis/__init__", "analysis/cost", "analysis/audit", "analysis/explain"]
     for name in core:
         src = (ROOT / "attention_lab" / f"{name}.py").read_text()
         assert not heavy.search(src), f"attention_lab/{name}.py imports a heavy library at top level"

@@ -53,6 +53,10 @@ def alignment_report(model: ReversalModel, tokens, lengths) -> dict:
         "exact_sequence_accuracy": float(((d.tokens == targets) | ~valid).all(1).mean()),
         # argmax on a wrong position that holds the same symbol: right output, "wrong" attention
         "misaligned_but_same_symbol": int(((argmax != truth) & same_symbol & valid).sum()),
+        # the right symbol although the true position got less than a tenth of the weight: the
+        # information came from somewhere the weights do not point to
+        "right_with_little_weight_on_truth": int(((d.tokens == targets) & (on_truth < 0.1)
+                                                  & valid).sum()),
         "n_steps": int(valid.sum()),
         "decoded": d,
     }

@@ -4,8 +4,8 @@
   attention heatmap of one decoded source, the true alignment, the local window, decoded vs
   expected symbols). Built once; :meth:`ModelFigure.update` changes its artists in place.
 * :func:`alignment_grid`: heatmaps of several decodings against the true alignment.
-* :func:`entropy_plot`, :func:`permutation_plot`, :func:`tau_plot`, :func:`streaming_plot`: the
-  research notebook's result figures.
+* :func:`entropy_plot`, :func:`permutation_plot`, :func:`tau_plot`, :func:`score_scale_plot`,
+  :func:`streaming_plot`: the research notebook's result figures.
 
 Colours: viridis for weights (perceptually uniform, colour-blind safe); the alignment marks and
 wrong outputs in orange, right outputs in dark blue; wrong outputs also get a cross, so colour is
@@ -241,4 +241,27 @@ def streaming_plot(sizes, seconds: dict, memory: dict) -> Figure:
     a.set_ylabel("latency (ms)")
     b.set_ylabel("peak tensor memory (MiB)")
     b.set_yscale("log")
+    return fig
+
+
+def score_scale_plot(d_k, variance, largest, largest_scaled) -> Figure:
+    """Left: the variance of q . k against D_k (log-log) beside the line D_k; right: the mean
+    largest softmax weight against D_k, unscaled and scaled by 1/sqrt(D_k)."""
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
+    a, b = fig.subplots(1, 2)
+    d_k = np.asarray(d_k, dtype=float)
+    a.plot(d_k, variance, "o-", color=BLUE, label="measured var(q . k)")
+    a.plot(d_k, d_k, "--", color=GREY, label="D_k")
+    a.set_xscale("log", base=2)
+    a.set_yscale("log", base=2)
+    a.set_xlabel("key width D_k")
+    a.set_ylabel("variance of the score")
+    a.legend(frameon=False)
+    b.plot(d_k, largest, "o-", color=ORANGE, label="unscaled q . k")
+    b.plot(d_k, largest_scaled, "s-", color=TEAL, label="q . k / sqrt(D_k)")
+    b.set_xscale("log", base=2)
+    b.set_ylim(0, 1.02)
+    b.set_xlabel("key width D_k")
+    b.set_ylabel("mean largest weight (16 keys)")
+    b.legend(frameon=False)
     return fig
