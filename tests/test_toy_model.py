@@ -111,6 +111,19 @@ def test_the_contrast_models_values_are_its_encoder_states():
         store.shipped("dot", "encoder")
 
 
+def test_perfect_retrieval_cannot_fix_poor_values(model):
+    """Notebook 04, section 2: with the value at the true position handed to the readout, the
+    model's own values give every symbol; values with symbols merged in pairs about half; one
+    value for all about one in twelve. Only for a model whose values are the embeddings."""
+    from attention_lab.toy import experiments as ex
+
+    acc = ex.perfect_retrieval(model, *ex.study_set(model, n=60))
+    own, pairs, same = acc.values()
+    assert own == 1.0 and 0.35 < pairs < 0.65 and same < 0.2
+    with pytest.raises(ValueError, match="values are the symbol embeddings"):
+        ex.perfect_retrieval(toy.load(values="encoder"), *ex.study_set(model, n=2))
+
+
 def test_pyproject_ships_the_weights():
     text = (ROOT / "pyproject.toml").read_text()
     assert '"**/*.json"' in text and '"**/*.pt"' in text

@@ -172,9 +172,10 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
 
     ``fn`` is any attention callable, called as ``fn(Q, K, V, mask=<bool eligibility>)`` when it
     has a parameter named ``mask_arg`` (``"attn_mask"`` for ``torch.nn.functional.
-    scaled_dot_product_attention``), else as ``fn(Q, K, V, <eligibility>)``. It may return ``(context, weights)``, ``(context, weights,
-    scores)``, an object with ``.context`` and ``.weights`` (``attention_lab.tensor.attention``,
-    ``attention_lab.attend``) or the context alone. ``mask``, ``lengths``, ``is_causal`` and
+    scaled_dot_product_attention``), else as ``fn(Q, K, V, <eligibility>)``. It may return
+    ``(context, weights)``, ``(context, weights, scores)``, an object with ``.context`` and
+    ``.weights`` (``attention_lab.tensor.attention``, ``attention_lab.attend``) or the context
+    alone. ``mask``, ``lengths``, ``is_causal`` and
     ``causal_align`` are combined into that one eligibility, True = eligible, broadcast to
     ``(..., T, S)``.
 

@@ -429,8 +429,8 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
         if val is Ellipsis or val is None:
             return Verdict("not_attempted", f"`{name}` is {fmt(val)}, not a function yet",
                            "not attempted")
-        return Verdict("fail", f"`{name}` is {describe_type(val)}; pass the function itself (without "
-                               f"calling it): check({ex.id!r}, {name})", "not a function")
+        return Verdict("fail", f"`{name}` is {describe_type(val)}; pass the function itself "
+                               f"(without calling it): check({ex.id!r}, {name})", "not a function")
     if kind != "calls":
         return Verdict("error", f"unexpected record for {ex.id}", "error")
 
@@ -550,8 +550,9 @@ def _judge_written(ex: Exercise, value) -> Verdict:
     elif isinstance(value, dict):
         answers = {k: v for k, v in value.items()}
     else:
-        return Verdict("fail", f"`{ex.answer}` is {describe_type(value)}; write your answer as a dict with "
-                               f"the fields {', '.join(names)} (strings)", "wrong answer object")
+        return Verdict("fail", f"`{ex.answer}` is {describe_type(value)}; write your answer as a "
+                               f"dict with the fields {', '.join(names)} (strings)",
+                       "wrong answer object")
     texts = {k: v for k, v in answers.items() if isinstance(v, str) and v.strip()}
     if not texts:
         return Verdict("not_attempted", f"every field of `{ex.answer}` is still empty",

@@ -2,8 +2,9 @@
 
 A model is two files side by side:
 
-* ``reversal_<score>.pt`` (``reversal_<score>_encoder.pt`` for contextual values): ``torch.save`` of ``{"format", "config", "state_dict"}`` (tensors and
-  plain Python values only, so it loads with ``torch.load(weights_only=True)``: no code is run);
+* ``reversal_<score>.pt`` (``reversal_<score>_encoder.pt`` for contextual values): ``torch.save``
+  of ``{"format", "config", "state_dict"}`` (tensors and plain Python values only, so it loads
+  with ``torch.load(weights_only=True)``: no code is run);
 * the ``.json`` beside it: the config, the training settings and seed, the library versions, the
   metrics on the held-out set, the training time and loss curve summary, and the SHA-256 of the
   ``.pt`` file.

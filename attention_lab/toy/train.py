@@ -12,8 +12,8 @@ convergence otherwise slow a CPU down many times over).
 
 At the end the model is evaluated on the held-out set (sequences the training sampler never
 draws, see :mod:`attention_lab.toy.data`) and written as ``reversal_<score>.pt`` (with
-``_encoder`` before ``.pt`` for contextual values) with a ``.json`` beside it: config, seed, training settings, library versions, metrics
-and the SHA-256 of the weights file.
+``_encoder`` before ``.pt`` for contextual values) with a ``.json`` beside it: config, seed,
+training settings, library versions, metrics and the SHA-256 of the weights file.
 """
 
 from __future__ import annotations

@@ -87,7 +87,8 @@ class ByHand(Spec):
 
     def judge_value(self, value) -> tuple[str, str]:
         if isinstance(value, (dict, str)) or value is None:
-            return "fail", f"softmax_by_hand is {describe_type(value)}; expected a list of three numbers"
+            return "fail", (f"softmax_by_hand is {describe_type(value)}; expected a list of three "
+                            f"numbers")
         try:
             arr = numeric(to_array(value, "softmax_by_hand"), "softmax_by_hand")
         except Reject as r:

@@ -169,7 +169,8 @@ class SafeMaskedSoftmax(Spec):
 
     def raise_note(self, case, raised):
         if case.fn == 1 and self._has_empty_row(case) and self.policy != "raise":
-            return f"your policy is {self.policy!r}: make the implementation and the declaration agree"
+            return (f"your policy is {self.policy!r}: make the implementation and the "
+                    f"declaration agree")
         if case.fn == 2:
             return ("your test let the implementation's exception escape: catch it, and count "
                     "it as following the policy only when your policy is 'raise'")

@@ -46,10 +46,10 @@ class ScoreSize(Spec):
         B, T, S, H = case.args
         shape, n = as_tuple(out, 2, "(shape, elements)")
         if not isinstance(shape, (tuple, list, np.ndarray)):
-            raise Reject(f"the shape is {describe_type(shape)}; expected a tuple such as (B, H, T, S)")
-        shape = tuple(whole_number(x, "each entry of the shape") for x in np.asarray(shape).reshape(-1)) \
-            if isinstance(shape, np.ndarray) else tuple(whole_number(x, "each entry of the shape")
-                                                        for x in shape)
+            raise Reject(f"the shape is {describe_type(shape)}; expected a tuple such as "
+                         f"(B, H, T, S)")
+        entries = np.asarray(shape).reshape(-1) if isinstance(shape, np.ndarray) else shape
+        shape = tuple(whole_number(x, "each entry of the shape") for x in entries)
         count = whole_number(n, "the element count")
         ref_n = score_matrix_elements(B, T, S, H)
         ok_shapes = {(B, H, T, S)} | ({(B, T, S)} if H == 1 else set())
