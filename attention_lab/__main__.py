@@ -11,7 +11,12 @@ import sys
 
 COMMANDS = {
     "submit": ("attention_lab.grading.submit", "run an exercise notebook and write a file to hand in"),
-    "grade": ("attention_lab.grading.batch", "grade a folder of submissions into a CSV and a JSON"),
+    "grade": ("attention_lab.grading.batch", "grade a folder of submissions: grades, gradebook, "
+                                             "feedback, written answers to score"),
+    "merge": ("attention_lab.grading.written", "fold the scores of a filled-in written.csv into "
+                                               "a grading"),
+    "release": ("attention_lab.grading.release", "write the student bundle of a course (no "
+                                                 "solutions)"),
     "train": ("attention_lab.toy.train", "train the toy reversal model (seeded, CPU)"),
     "demo": ("attention_lab.demo.launch", "launch the lecture demo (Voila) on 127.0.0.1"),
     "bench": ("attention_lab._bench", "print the benchmark table (from a checkout)"),

@@ -3,15 +3,21 @@
 Each level has one source of truth, ``notebooks/exercises/solutions/<stem>_solutions.py``
 (py:percent). Solution code sits between marker lines::
 
-    def dot_scores(query, keys):
+    def double(x):
         # BEGIN SOLUTION
-        return keys @ query
+        return 2 * x
         # END SOLUTION
 
 and the student version replaces the block by ``raise NotImplementedError`` (at the marker's
 indentation), or by the block's ``#> `` lines, uncommented, when it has any (a stub value such as
 ``parts = {...}`` or an empty written-answer template). Markdown between
 ``<!-- BEGIN SOLUTION -->`` and ``<!-- END SOLUTION -->`` appears only in the solutions.
+
+``build`` also gives every exercise notebook (solution and student) its assignment id in a
+jupytext header, ``{"attention_lab": {"assignment": "02_mechanics"}}`` in the notebook's
+metadata: the grader reads it to tell which assignment a submission is. ``jupytext.toml`` keeps
+that one metadata key in the text files (``notebook_metadata_filter = "attention_lab,-all"``), so
+it survives the pair round trip, and the executed ``.ipynb`` carries it.
 
     python -m attention_lab.exercises.authoring build            # write the student .py files
     python -m attention_lab.exercises.authoring build --execute  # ... and execute all eight pairs
@@ -23,10 +29,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from .registry import ASSIGNMENT_IDS, METADATA_KEY, NOTEBOOKS
+
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "notebooks" / "exercises"
 SOLUTIONS = FOLDER / "solutions"
 STUB = "raise NotImplementedError  # replace this line with your code"
+HEADER = "# ---\n# jupyter:\n#   {key}:\n#     assignment: {id}\n# ---\n\n"
 
 
 class MarkerError(ValueError):
@@ -82,6 +91,28 @@ def student_version(text: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def assignment_of(solution: Path) -> str:
+    """The assignment id of a solution notebook, from its file name."""
+    stem = solution.name.removesuffix("_solutions.py")
+    for level, name in NOTEBOOKS.items():
+        if name == stem:
+            return ASSIGNMENT_IDS[level]
+    raise MarkerError(f"{solution.name} is not the solution of a registered exercise notebook "
+                      f"({', '.join(NOTEBOOKS.values())})")
+
+
+def with_header(text: str, assignment: str) -> str:
+    """``text`` (py:percent) starting with the header that carries ``assignment`` (replacing
+    an earlier header of this tool)."""
+    if text.startswith("# ---\n"):
+        end = text.find("\n# ---\n")
+        if end < 0 or f"#   {METADATA_KEY}:" not in text[:end]:
+            raise MarkerError("the notebook starts with a jupytext header this tool did not write; "
+                              "remove it (its metadata is filtered out anyway)")
+        text = text[end + len("\n# ---\n"):].lstrip("\n")
+    return HEADER.format(key=METADATA_KEY, id=assignment) + text
+
+
 def solution_files() -> list[Path]:
     return sorted(SOLUTIONS.glob("*_solutions.py"))
 
@@ -93,8 +124,12 @@ def student_path(solution: Path) -> Path:
 def build(execute: bool = False) -> list[Path]:
     written = []
     for sol in solution_files():
+        text = sol.read_text(encoding="utf-8")
+        headed = with_header(text, assignment_of(sol))
+        if headed != text:
+            sol.write_text(headed, encoding="utf-8")
         dest = student_path(sol)
-        dest.write_text(student_version(sol.read_text(encoding="utf-8")), encoding="utf-8")
+        dest.write_text(student_version(headed), encoding="utf-8")
         written.append(dest)
     if execute:
         from ..nbtools import execute as run

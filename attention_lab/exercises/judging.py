@@ -14,7 +14,10 @@ all-masked-row policy) reaches the check as :attr:`Spec.declared`.
 Judging runs in the checker's own process: student-side inside :func:`check`, grader-side in the
 grader (never in a student's kernel). A failure names the case, shows its inputs and the
 student's output, and says what is wrong (shape, dtype, NaN, masked mass, row sums, a recognised
-mistake such as a softmax over the wrong axis); it never prints the expected values.
+mistake such as a softmax over the wrong axis); it never prints the expected values. The
+grader's own random cases (any seed but :data:`STUDENT_SEED`) are *hidden*: a failure on one is
+described, but its inputs and the output are not shown (they go into the feedback a student
+gets back).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ class Case:
     names: tuple[str, ...]
     fn: int = 0
     data: dict = field(default_factory=dict)
+    hidden: bool = False  # one of the grader's random cases: inputs never shown
 
 
 @dataclass
@@ -346,7 +350,11 @@ class Spec:
 
     def cases(self, seed: int, ex_id: str) -> list[Case]:
         rng = np.random.default_rng([seed, zlib.crc32(ex_id.encode())])
-        return self.fixed() + self.random(rng)
+        drawn = self.random(rng)
+        if seed != STUDENT_SEED:
+            for case in drawn:
+                case.hidden = True
+        return self.fixed() + drawn
 
     def on_pass(self, cases, outputs) -> str:
         return ""
@@ -374,6 +382,9 @@ def cases_for(ex: Exercise, seed: int) -> list[Case]:
 
 # ====================================================================== judging
 def _case_text(case: Case, out=None, show_out: bool = True) -> str:
+    if case.hidden:
+        return (f"Failing case: {case.note}, one of the grader's own random cases (its inputs are "
+                f"not shown; check() in your notebook tries random cases of its own)")
     lines = [f"Minimal failing case: {case.note}"]
     width = max((len(n) for n in case.names), default=0)
     for name, val in zip(case.names, case.args):

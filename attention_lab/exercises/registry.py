@@ -35,6 +35,11 @@ NOTEBOOKS = {
 
 LEVEL_TITLES = {1: "Intuition", 2: "Mechanics", 3: "Maths & code", 4: "Research & systems"}
 
+#: an exercise notebook is one assignment of a course; its id (``02_mechanics``) is stored in the
+#: notebook's metadata under this key: ``{"attention_lab": {"assignment": "02_mechanics"}}``
+METADATA_KEY = "attention_lab"
+ASSIGNMENT_IDS = {level: stem.removesuffix("_exercises") for level, stem in NOTEBOOKS.items()}
+
 
 @dataclass(frozen=True)
 class Exercise:

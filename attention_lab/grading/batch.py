@@ -1,9 +1,13 @@
 """``python -m attention_lab grade SUBMISSIONS_DIR --out OUT_DIR``: grade a folder of submissions.
 
 Every ``.ipynb`` and ``.submission.json`` (from ``python -m attention_lab submit``) under the
-folder is graded into ``OUT_DIR/grades.csv`` (one row per submission: file, status, total, one
-column per exercise) and ``OUT_DIR/grades.json`` (per exercise: status, score, message; the
-written answers' text for the instructor).
+folder is graded into ``OUT_DIR/grades.csv`` (one row per submission: file, student, assignment,
+status, totals, one column per exercise) and ``OUT_DIR/grades.json`` (per exercise: status,
+score, message; the written answers' text for the instructor), plus the course's outputs:
+``written.csv`` (:mod:`.written`), ``gradebook.csv`` (:mod:`.gradebook`) and ``feedback/``
+(:mod:`.feedback`). Each submission is graded as one assignment (:mod:`.assignments`: its
+notebook's metadata, its file name, or ``--assignment``) and belongs to one student
+(:mod:`.students`: its folder, its metadata, or its file name).
 
 How a submission is graded (:mod:`.runner` runs it, :mod:`.sandbox` confines it):
 
@@ -47,29 +51,38 @@ from pathlib import Path
 from .. import _cli
 from ..exercises.judging import BadRecord, Verdict, cases_for, decode_record, encoded_inputs, judge
 from ..exercises.registry import EXERCISES, IDS
+from . import assignments, students, written
 from .report import ExerciseGrade, Report, SubmissionGrade, summary_table, write_report
 from .runner import Limits, defined_names, run_notebook, skip_slow_optional_imports
 from .sandbox import JobFolders, for_job
-from .submissions import (Submission, Unreadable, discover, parse_submission, read_submissions,
-                          sha256_file)
+from .submissions import (SUFFIXES, Submission, Unreadable, discover, parse_submission, peek,
+                          read_submissions, sha256_file)
 
 
 # ====================================================================== judging
-def _all(status: str, message: str) -> dict:
+def _all(status: str, message: str, ids=IDS) -> dict:
     return {i: ExerciseGrade(status, message, None if status == "needs_instructor" else 0,
-                             message) for i in IDS}
+                             message) for i in ids}
 
 
-def verdicts_from_run(run, cases: dict, nb) -> tuple[dict, str, str]:
-    """Per-exercise grades, the submission status and its message, from a runner result."""
+def exercises_of(sub: Submission) -> list:
+    """The exercises ``sub`` is graded on: its assignment's, or all when it is unknown."""
+    a = assignments.ASSIGNMENTS.get(sub.meta.get("assignment", ""))
+    return a.exercises if a else list(EXERCISES.values())
+
+
+def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, str]:
+    """Per-exercise grades (of ``exercises``, default all), the submission status and its
+    message, from a runner result."""
+    exercises = list(EXERCISES.values()) if exercises is None else exercises
     grades: dict = {}
     by_cell = {}
     for ev in run.events:
         src = str(nb.cells[ev.index].get("source", "")) if ev.index < len(nb.cells) else ""
-        for ex in EXERCISES.values():
+        for ex in exercises:
             if defined_names(src, ex.answer_names):
                 by_cell.setdefault(ex.id, []).append(ev)
-    for ex in EXERCISES.values():
+    for ex in exercises:
         cell_events = by_cell.get(ex.id, [])
         if ex.id in run.records:
             try:
@@ -155,25 +168,27 @@ class Batch:
 
     def _grade(self, index: int, sub: Submission) -> SubmissionGrade:
         rel, digest = sub.rel, sub.sha256
+        exercises = exercises_of(sub)
+        ids = [ex.id for ex in exercises]
         if sub.data is None:
             g = SubmissionGrade(rel, digest, "unreadable", sub.problem or "could not be read")
-            g.exercises = _all("unreadable", g.message)
+            g.exercises = _all("unreadable", g.message, ids)
             return g
         try:
             nb, notes = parse_submission(sub.path.name, sub.data)
         except Unreadable as exc:
             g = SubmissionGrade(rel, digest, "unreadable", str(exc))
-            g.exercises = _all("unreadable", str(exc))
+            g.exercises = _all("unreadable", str(exc), ids)
             return g
         code = [c for c in nb.cells if c.get("cell_type") == "code" and c.get("source", "").strip()]
         if not code:
             g = SubmissionGrade(rel, digest, "graded", "; ".join(
                 notes + ["the notebook has no code cells"]))
             g.exercises = {i: ExerciseGrade("not_attempted", "the notebook has no code cells", 0,
-                                            "not attempted") for i in IDS}
+                                            "not attempted") for i in ids}
             return g
-        run, sandbox_keys = self._run(index, nb)
-        grades, status, message = verdicts_from_run(run, self.cases, nb)
+        run, sandbox_keys = self._run(index, nb, exercises)
+        grades, status, message = verdicts_from_run(run, self.cases, nb, exercises)
         g = SubmissionGrade(rel, digest, status, "; ".join(notes + ([message] if message else [])))
         g.exercises = grades
         g.attempts = run.attempts
@@ -182,8 +197,9 @@ class Batch:
                    for e in run.events]
         return g
 
-    def _run(self, index: int, nb):
-        """Run ``nb`` in a scratch folder of its own (removed after) and a sandbox of its own."""
+    def _run(self, index: int, nb, exercises):
+        """Run ``nb`` in a scratch folder of its own (removed after) and a sandbox of its own,
+        recording the answers of ``exercises``."""
         import nbformat
 
         folders = JobFolders(self.scratch / f"job-{index:04d}-{secrets.token_hex(4)}" / "work")
@@ -193,8 +209,8 @@ class Batch:
         with self.lock:
             self.active.add(sandbox)
         try:
-            run = run_notebook(nb, folders.work, list(EXERCISES.values()), self.inputs,
-                               self.limits, sandbox=sandbox)
+            run = run_notebook(nb, folders.work, exercises, self.inputs, self.limits,
+                               sandbox=sandbox)
         finally:
             with self.lock:
                 self.active.discard(sandbox)
@@ -210,9 +226,42 @@ class Batch:
 
 
 # ====================================================================== the folder
+def identify(subs: list[Submission], assignment: str | None = None) -> None:
+    """Fill each submission's ``meta``: its assignment and student, where each came from (and
+    what was odd), when it was handed in, and which submissions a later one supersedes.
+    ``assignment`` (``--assignment``) grades every submission as that assignment."""
+    readable = []
+    for sub in subs:
+        seen = peek(sub.path.name, sub.data)
+        found, source, note = assignments.detect(seen["metadata"], sub.path.name,
+                                                 str(seen["notebook_name"] or ""))
+        if assignment is not None:
+            note = (f"graded as {assignment} (--assignment); the notebook looks like {found.id} "
+                    f"({source})" if found is not None and found.id != assignment else "")
+            found, source = assignments.ASSIGNMENTS[assignment], "--assignment"
+        meta = sub.meta
+        meta.update(assignment=found.id if found else None, assignment_source=source)
+        if note:
+            meta["assignment_note"] = note
+        sid, ssource, snote = students.identify(Path(sub.rel).as_posix(), seen["metadata"])
+        meta.update(student=sid, student_source=ssource)
+        if snote:
+            meta["student_note"] = snote
+        try:
+            mtime = sub.path.stat().st_mtime
+        except OSError:
+            mtime = 0.0
+        meta["submitted"], meta["submitted_source"] = students.submitted_at(seen["created"],
+                                                                            mtime)
+        readable.append(seen["notebook"])
+    students.mark_superseded([s.meta for s in subs], [s.rel for s in subs], readable)
+
+
 def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = None,
-                 seed: int | None = None, progress: bool = True, files=None) -> Report:
-    """Grade every submission under ``folder`` (or the given ``files``) and return the report."""
+                 seed: int | None = None, progress: bool = True, files=None,
+                 assignment: str | None = None) -> Report:
+    """Grade every submission under ``folder`` (or the given ``files``) and return the report;
+    ``assignment`` (an id of :data:`.assignments.ASSIGNMENTS`) grades all as that assignment."""
     folder = Path(folder)
     limits = limits or Limits()
     seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
@@ -224,6 +273,7 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
         skipped_paths = []
     root = folder.resolve()
     subs = read_submissions(files, root)
+    identify(subs, assignment)
     scratch = Path(tempfile.mkdtemp(prefix="attention-lab-grading-"))
     batch = Batch(limits, seed, scratch)
     results: list = [None] * len(subs)
@@ -270,12 +320,25 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m attention_lab grade",
-        description="Grade every .ipynb and .submission.json under SUBMISSIONS_DIR into "
-                    "OUT_DIR/grades.csv and OUT_DIR/grades.json. Each submission runs in its own "
-                    "sandboxed kernel on a scratch copy; submissions are never modified.")
-    p.add_argument("submissions", metavar="SUBMISSIONS_DIR", help="folder of submissions")
+        description="Grade every .ipynb and .submission.json under SUBMISSIONS_DIR (flat, or "
+                    "SUBMISSIONS_DIR/<student>/<file> as an LMS download gives them) into "
+                    "OUT_DIR: grades.csv and grades.json (every submission), written.csv (the "
+                    "written answers to score by hand), gradebook.csv (one row per student, for "
+                    "an LMS) and feedback/<student>/<assignment>.html (to hand back). Each "
+                    "submission runs in its own sandboxed kernel on a scratch copy; submissions "
+                    "are never modified.")
+    p.add_argument("submissions", metavar="SUBMISSIONS_DIR",
+                   help="folder of submissions; a first-level subfolder is a student's")
     p.add_argument("--out", required=True, metavar="OUT_DIR",
-                   help="folder for grades.csv and grades.json (created if missing)")
+                   help="folder for the grades, gradebook and feedback (created if missing)")
+    p.add_argument("--assignment", metavar="ID",
+                   help="grade every submission as this assignment: "
+                        + ", ".join(assignments.ASSIGNMENTS) + " (or its level number); by "
+                        "default each submission's notebook metadata, else its file name, says")
+    p.add_argument("--merge", metavar="WRITTEN_CSV",
+                   help="after grading, fold in the scores and comments of a filled-in "
+                        "written.csv (the row of any bad line is named and nothing is written); "
+                        "without regrading: python -m attention_lab merge OUT_DIR")
     p.add_argument("--jobs", type=_cli.positive_int, default=1, metavar="N",
                    help="submissions graded in parallel (default 1)")
     _cli.add_time_limits(p)
@@ -283,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="address-space limit of each kernel (default 2048)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the random test cases (default: a fresh one, recorded in "
-                        "grades.json)")
+                        "grades.json); the same seed regrades a folder into identical CSVs")
     p.add_argument("--require-sandbox", action="store_true",
                    help="refuse to run notebooks when Linux Landlock is unavailable")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -300,15 +363,51 @@ def _folder_problem(folder: Path, out: Path) -> str:
         return f"the submissions folder {folder} cannot be read (permissions)"
     if out.exists() and not out.is_dir():
         return f"--out {out} is a file; give a folder for grades.csv and grades.json"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        return f"cannot write to --out {out}: {exc.strerror}"
+    if out.exists() and not os.access(out, os.W_OK | os.X_OK):
+        return f"cannot write to --out {out} (permissions)"
+    parent = next((p for p in out.absolute().parents if p.exists()), None)
+    if not out.exists() and (parent is None or not parent.is_dir()
+                             or not os.access(parent, os.W_OK | os.X_OK)):
+        return f"cannot create --out {out} (its parent folder is not writable)"
     return ""
 
+
+def _empty_student_folders(folder: Path, out: Path, files: list[Path]) -> str:
+    """Why some student folder (a first-level subfolder) cannot be graded: it holds no
+    submission (``""`` when every one does)."""
+    root, out = folder.resolve(), out.resolve()
+    used = {p.resolve().relative_to(root).parts[0] for p in files
+            if len(p.resolve().relative_to(root).parts) > 1}
+    empty = sorted(d.name for d in root.iterdir()
+                   if d.is_dir() and not d.name.startswith(".") and d.name != "__pycache__"
+                   and d.resolve() != out and d.name not in used)
+    if not empty:
+        return ""
+    first = root / empty[0]
+    others = sorted(p.name for p in first.rglob("*") if p.is_file())[:3]
+    what = f" (only {', '.join(others)})" if others else " (it is empty)"
+    more = f"; and {len(empty) - 1} more such folder(s)" if len(empty) > 1 else ""
+    return (f"the student folder {first} holds no submission (*{SUFFIXES[0]} or *{SUFFIXES[1]})"
+            f"{what}{more}: add the student's notebook or move the folder out of {folder}")
+
+
+def _hand_scores_at_risk(out: Path, merge) -> str:
+    """``OUT_DIR/written.csv`` holding hand scores or comments that a new grading would replace,
+    when they are not being merged (``""`` when nothing is at risk)."""
+    path = out / "written.csv"
+    if not path.is_file() or (merge and Path(merge).resolve() == path.resolve()):
+        return ""
+    try:
+        rows = written.read(path)
+        filled = sum(1 for r in rows if r.score is not None or r.comment)
+    except written.WrittenError:
+        filled = -1
+    if not filled:
+        return ""
+    what = f"holds {filled} hand score(s) or comment(s)" if filled > 0 else \
+        "is there and cannot be read as a written.csv"
+    return (f"{path} {what} that this grading would replace: add --merge {path} to keep them, "
+            f"or move the file away")
 
 def main(argv: list[str] | None = None) -> int:
     skip_slow_optional_imports()
@@ -324,6 +423,24 @@ def main(argv: list[str] | None = None) -> int:
         found = f"; found only: {', '.join(p.name for p in skipped[:5])}" if skipped else ""
         return _cli.fail("grade", f"no submissions in {folder} (looked for *.ipynb and "
                                   f"*.submission.json{found})")
+    problem = _empty_student_folders(folder, out, files)
+    if problem:
+        return _cli.fail("grade", problem)
+    assignment = None
+    if args.assignment is not None:
+        try:
+            assignment = assignments.resolve(args.assignment).id
+        except assignments.UnknownAssignment as exc:
+            return _cli.fail("grade", f"--assignment: {exc}")
+    merge_rows = None
+    if args.merge is not None:
+        try:
+            merge_rows = written.read(Path(args.merge))
+        except written.WrittenError as exc:
+            return _cli.fail("grade", f"--merge: {exc}")
+    problem = _hand_scores_at_risk(out, args.merge)
+    if problem:
+        return _cli.fail("grade", problem)
     try:
         import nbclient  # noqa: F401
         import tqdm  # noqa: F401
@@ -336,12 +453,18 @@ def main(argv: list[str] | None = None) -> int:
                               require_landlock=args.require_sandbox)
     try:
         report = grade_folder(folder, out, jobs=args.jobs, limits=limits, seed=args.seed,
-                              progress=not args.quiet, files=files)
+                              progress=not args.quiet, files=files, assignment=assignment)
     except KeyboardInterrupt:
         print("grade: interrupted; no report written", file=sys.stderr)
         return 130
     report.skipped = [str(p.resolve().relative_to(folder.resolve())) for p in skipped]
-    written = write_report(report, out)
+    if merge_rows is not None:
+        try:
+            written.apply(report, merge_rows, Path(args.merge).name)
+        except written.WrittenError as exc:
+            return _cli.fail("grade", f"--merge: {exc}; nothing was written (the notebooks were "
+                                      f"graded: fix the row and run again)")
+    paths = write_report(report, out)
     print(summary_table(report))
     if report.skipped:
         print(f"skipped {len(report.skipped)} file(s) that are neither .ipynb nor "
@@ -351,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     if ran and not any(s.sandbox.get("landlock") for s in ran):
         print("note: Linux Landlock was not available, so notebooks were not confined to their "
               "scratch folders (time, memory and process limits still applied)")
-    print(f"wrote {' and '.join(map(str, written))}")
+    print(f"wrote {', '.join(map(str, paths))}")
+    print(f"seed {report.seed}: grading again with --seed {report.seed} gives the same CSVs")
     return 0
 
 

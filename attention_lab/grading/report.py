@@ -1,28 +1,38 @@
 """The grades of a batch and the files ``grade`` writes from them.
 
-:class:`SubmissionGrade` (one row: a status per exercise, with the message a student sees) and
-:class:`Report` (the batch: grades, seed, limits, integrity); :func:`write_report` runs every
-writer of ``REPORT_WRITERS`` (today ``grades.csv`` and ``grades.json``; further outputs such as
-feedback or a gradebook are further writers) and :func:`summary_table` is what the command prints.
+:class:`SubmissionGrade` (one row: a status per exercise of its assignment, with the message a
+student sees, and what is known about it in ``meta``: assignment, student, whether it counts) and
+:class:`Report` (the batch: grades, seed, limits, integrity; read back from grades.json by
+:meth:`Report.from_dict`). :func:`write_report` runs every writer of ``REPORT_WRITERS``
+(``grades.csv``, ``grades.json``, then the course's ``written.csv``, ``gradebook.csv`` and
+``feedback/``) into a staging folder and moves the results into place only when all succeeded;
+:func:`summary_table` is what the command prints.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import platform
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from ..exercises.registry import EXERCISES, IDS
+from ._csv import csv_text, points_text
+from .assignments import ASSIGNMENTS, points
+from .feedback import write_feedback
+from .gradebook import write_gradebook
+from .written import write_written_csv
 
 if TYPE_CHECKING:
     from .runner import Limits
 
-STATUSES = ("pass", "fail", "error", "not_attempted", "timeout", "unreadable", "needs_instructor")
+STATUSES = ("pass", "fail", "error", "not_attempted", "timeout", "unreadable", "needs_instructor",
+            "hand_graded")
 SUBMISSION_STATUSES = ("graded", "unreadable", "timeout", "error")
 
 
@@ -30,15 +40,23 @@ SUBMISSION_STATUSES = ("graded", "unreadable", "timeout", "error")
 class ExerciseGrade:
     status: str
     message: str
-    score: int | None
+    score: float | None  # automatic: 1/0; written: None until scored by hand (hand_graded)
     summary: str = ""
     answer: dict | None = None
+    comment: str = ""  # the instructor's, merged from written.csv
 
     def as_dict(self) -> dict:
         d = {"status": self.status, "score": self.score, "message": self.message}
         if self.answer is not None:
             d["answer"] = self.answer
+        if self.comment:
+            d["comment"] = self.comment
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ExerciseGrade":
+        return cls(d["status"], d.get("message", ""), d.get("score"), "", d.get("answer"),
+                   d.get("comment", ""))
 
 
 @dataclass
@@ -47,25 +65,56 @@ class SubmissionGrade:
     sha256: str | None
     status: str
     message: str = ""
-    exercises: dict = field(default_factory=dict)
+    exercises: dict = field(default_factory=dict)  # id -> ExerciseGrade, its assignment's only
     seconds: float = 0.0
     attempts: int = 0
     sandbox: dict = field(default_factory=dict)
     cells: list = field(default_factory=list)
-    meta: dict = field(default_factory=dict)  # Submission.meta
+    meta: dict = field(default_factory=dict)  # Submission.meta: assignment, student, ...
+
+    @property
+    def student(self) -> str | None:
+        return self.meta.get("student")
+
+    @property
+    def assignment(self) -> str | None:
+        return self.meta.get("assignment")
+
+    @property
+    def counts(self) -> bool:
+        """True when this grade goes into the gradebook: student and assignment known, and not
+        superseded by a later submission."""
+        return bool(self.student and self.assignment and not self.meta.get("superseded_by"))
 
     @property
     def total(self) -> int:
-        return sum(1 for g in self.exercises.values() if g.status == "pass")
+        """Points of the automatic checks passed."""
+        return sum(points(EXERCISES[i]) for i, g in self.exercises.items()
+                   if g.status == "pass" and EXERCISES[i].auto)
+
+    @property
+    def out_of(self) -> int:
+        return sum(points(EXERCISES[i]) for i in self.exercises if EXERCISES[i].auto)
+
+    @property
+    def written(self) -> float:
+        """Points given by hand so far."""
+        return sum(g.score for g in self.exercises.values()
+                   if g.status == "hand_graded" and g.score is not None)
+
+    @property
+    def written_out_of(self) -> int:
+        return sum(points(EXERCISES[i]) for i in self.exercises if not EXERCISES[i].auto)
 
     @property
     def needs_instructor(self) -> int:
+        """Written answers still waiting for a score."""
         return sum(1 for g in self.exercises.values() if g.status == "needs_instructor")
 
     def as_dict(self) -> dict:
         d = {"file": self.file, "sha256": self.sha256, "status": self.status,
-             "message": self.message, "total": self.total,
-             "out_of": sum(1 for ex in EXERCISES.values() if ex.auto),
+             "message": self.message, "total": self.total, "out_of": self.out_of,
+             "written": points_text(self.written), "written_out_of": self.written_out_of,
              "needs_instructor": self.needs_instructor,
              "seconds": round(self.seconds, 2), "kernel_starts": self.attempts,
              "cells": self.cells, "sandbox": self.sandbox,
@@ -73,6 +122,13 @@ class SubmissionGrade:
         if self.meta:
             d["meta"] = self.meta
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SubmissionGrade":
+        return cls(d["file"], d.get("sha256"), d["status"], d.get("message", ""),
+                   {i: ExerciseGrade.from_dict(e) for i, e in d.get("exercises", {}).items()},
+                   d.get("seconds", 0.0), d.get("kernel_starts", 0), d.get("sandbox", {}),
+                   d.get("cells", []), d.get("meta", {}))
 
 
 @dataclass
@@ -86,6 +142,10 @@ class Report:
     started: str
     seconds: float
     jobs: int
+
+    def counted(self) -> list[SubmissionGrade]:
+        """The submissions that go into the gradebook (one per student and assignment)."""
+        return [s for s in self.submissions if s.counts]
 
     def as_dict(self) -> dict:
         import attention_lab
@@ -104,52 +164,85 @@ class Report:
                                   "check_seconds": self.limits.check_seconds},
                        "landlock_abi": landlock[-1] if landlock else None},
             "folder": self.folder,
+            "assignments": [{"id": a.id, "title": a.title, "notebook": a.notebook,
+                             "exercises": [ex.id for ex in a.exercises],
+                             "auto_points": a.auto_points, "written_points": a.written_points}
+                            for a in ASSIGNMENTS.values()],
             "exercises": [{"id": ex.id, "chapter": ex.chapter, "title": ex.title,
-                           "kind": ex.kind, "answer": ex.answer_label,
-                           "points": ex.points if ex.auto else None}
+                           "kind": ex.kind, "answer": ex.answer_label, "points": points(ex),
+                           "graded": "automatically" if ex.auto else "by hand"}
                           for ex in EXERCISES.values()],
             "submissions": [s.as_dict() for s in self.submissions],
             "skipped": self.skipped,
             "integrity": {"unchanged": not self.changed, "changed": self.changed},
         }
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Report":
+        """A report read back from grades.json (what ``merge`` starts from)."""
+        g = d["grader"]
+        return cls(d["folder"], [SubmissionGrade.from_dict(s) for s in d["submissions"]],
+                   d.get("skipped", []), d.get("integrity", {}).get("changed", []), g["seed"],
+                   SimpleNamespace(**g["limits"]), g.get("started", ""), g.get("seconds", 0.0),
+                   g.get("jobs", 1))
+
+
+GRADES_COLUMNS = ["file", "student", "student_from", "assignment", "assignment_from", "counts",
+                  "status", "total", "out_of", "written", "written_out_of", "needs_instructor"]
+
 
 def write_grades_csv(report: Report, out: Path) -> Path:
-    """``grades.csv``: one row per submission, one column per check id."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    auto = sum(1 for ex in EXERCISES.values() if ex.auto)
-    w.writerow(["file", "status", "total", "out_of", "needs_instructor", *IDS, "message"])
+    """``grades.csv``: one row per submission (superseded ones too), one column per check id
+    (blank for the checks of other assignments)."""
+    rows = [[*GRADES_COLUMNS, *IDS, "message"]]
     for s in report.submissions:
-        w.writerow([s.file, s.status, s.total, auto, s.needs_instructor,
-                    *[s.exercises[i].status for i in IDS], s.message.replace("\n", " ")[:500]])
+        m = s.meta
+        rows.append([s.file, m.get("student", ""), m.get("student_source", ""),
+                     m.get("assignment", ""), m.get("assignment_source", ""),
+                     "yes" if s.counts else "no", s.status, s.total, s.out_of,
+                     points_text(s.written), s.written_out_of, s.needs_instructor,
+                     *[s.exercises[i].status if i in s.exercises else "" for i in IDS],
+                     s.message.replace("\n", " ")[:500]])
     path = out / "grades.csv"
-    _atomic_write(path, buf.getvalue())
+    path.write_text(csv_text(rows), encoding="utf-8")
     return path
 
 
 def write_grades_json(report: Report, out: Path) -> Path:
     """``grades.json``: everything in :meth:`Report.as_dict`."""
     path = out / "grades.json"
-    _atomic_write(path, json.dumps(report.as_dict(), indent=1, ensure_ascii=False,
-                                   default=str) + "\n")
+    path.write_text(json.dumps(report.as_dict(), indent=1, ensure_ascii=False, default=str)
+                    + "\n", encoding="utf-8")
     return path
 
 
-#: What ``grade`` writes into OUT_DIR, in order: functions ``(report, out) -> path written``.
-REPORT_WRITERS = (write_grades_csv, write_grades_json)
-
-
-def write_report(report: Report, out: Path, writers=REPORT_WRITERS) -> list[Path]:
-    """Run every writer on ``report`` (creating ``out``); the paths written, in order."""
+def write_report(report: Report, out: Path, writers=None) -> list[Path]:
+    """Run every writer (default: :data:`REPORT_WRITERS`) on ``report`` and move what they wrote
+    into ``out`` (created); the paths written, in order. The writers write into a staging folder
+    inside ``out``: if one fails, nothing in ``out`` has changed."""
+    writers = REPORT_WRITERS if writers is None else writers
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    return [write(report, out) for write in writers]
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
+    try:
+        made = [write(report, staging) for write in writers]
+        final = []
+        for p in made:
+            dest = out / p.name
+            if p.is_dir():
+                old = None
+                if dest.exists():
+                    old = staging / (".old-" + p.name)
+                    os.replace(dest, old)
+                os.replace(p, dest)
+                if old is not None:
+                    shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(p, dest)
+            final.append(dest)
+        return final
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def summary_table(report: Report) -> str:
@@ -159,12 +252,49 @@ def summary_table(report: Report) -> str:
     lines = [f"graded {len(report.submissions)} submission(s) in {report.seconds:.1f} s "
              f"({', '.join(f'{n} {k}' for k, n in sorted(counts.items()))})"]
     width = max([len(s.file) for s in report.submissions] + [4])
-    auto = sum(1 for ex in EXERCISES.values() if ex.auto)
     for s in report.submissions:
-        lines.append(f"  {s.file:<{width}}  {s.status:<10}  {s.total:>2}/{auto}"
-                     + (f"  {s.needs_instructor} written" if s.needs_instructor else "")
+        who = f"{s.student or '?'} / {s.assignment or '?'}"
+        lines.append(f"  {s.file:<{width}}  {who[:40]:<40}  {s.status:<10}  "
+                     f"{s.total:>2}/{s.out_of}"
+                     + (f"  {s.needs_instructor} written to grade" if s.needs_instructor else "")
+                     + ("" if s.counts or not s.assignment or not s.student
+                        else "  (superseded)")
                      + (f"  ({s.message[:80]})" if s.message else ""))
+    lines += course_warnings(report)
     if report.changed:
         lines.append(f"WARNING: {len(report.changed)} submission file(s) changed during grading: "
                      + ", ".join(c["file"] for c in report.changed))
     return "\n".join(lines)
+
+
+def course_warnings(report: Report) -> list[str]:
+    """What an instructor must look at before the gradebook goes to the LMS."""
+    out = []
+
+    def some(subs, limit=5):
+        return ", ".join(s.file for s in subs[:limit]) + (" ..." if len(subs) > limit else "")
+
+    unknown = [s for s in report.submissions if s.status != "unreadable" and not s.assignment]
+    if unknown:
+        out.append(f"WARNING: the assignment of {len(unknown)} submission(s) is unknown (graded "
+                   f"against every check, left out of the gradebook; grade them with "
+                   f"--assignment ID): {some(unknown)}")
+    by_name = [s for s in report.submissions if s.meta.get("student_source") == "file name"]
+    if by_name:
+        out.append(f"note: {len(by_name)} submission(s) carry no student id and are not in a "
+                   f"student folder; their file name is used as the id: {some(by_name)}")
+    clash = [s for s in report.submissions if "its folder says" in s.meta.get("student_note", "")]
+    if clash:
+        out.append(f"WARNING: {len(clash)} notebook(s) claim another student than their folder "
+                   f"(the folder counts): {some(clash)}")
+    old = [s for s in report.submissions if s.meta.get("superseded_by")]
+    if old:
+        out.append(f"note: {len(old)} earlier submission(s) superseded by a later one of the same "
+                   f"student and assignment (graded, not counted): {some(old)}")
+    return out
+
+
+#: What ``grade`` writes into OUT_DIR, in order: functions ``(report, out) -> path written``
+#: (a file or a folder directly in ``out``).
+REPORT_WRITERS = (write_grades_csv, write_grades_json, write_written_csv, write_gradebook,
+                  write_feedback)

@@ -96,6 +96,27 @@ def canonical_hash(payload: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def peek(name: str, data: bytes | None) -> dict:
+    """What a submission says about itself, read cheaply and never raising: ``notebook`` (True
+    when it looks like a notebook: JSON with a list of cells), ``metadata`` (the notebook's
+    metadata dict, ``{}`` if none), and for a ``.submission.json`` its ``created`` time and
+    original ``notebook_name``. Untrusted: the values are whatever JSON the file holds."""
+    found: dict = {"notebook": False, "metadata": {}, "created": None, "notebook_name": None}
+    try:
+        obj = json.loads(data.decode("utf-8")) if data else None
+        if name.endswith(".submission.json") and isinstance(obj, dict):
+            found["created"] = obj.get("created")
+            found["notebook_name"] = obj.get("notebook_name")
+            obj = json.loads(obj["notebook"]) if isinstance(obj.get("notebook"), str) else None
+        if isinstance(obj, dict):
+            found["notebook"] = isinstance(obj.get("cells"), list)
+            if isinstance(obj.get("metadata"), dict):
+                found["metadata"] = obj["metadata"]
+    except (ValueError, RecursionError):
+        pass
+    return found
+
+
 def parse_submission(name: str, data: bytes):
     """(notebook node, notes) or raise :class:`Unreadable` with a one-line reason."""
     import nbformat

@@ -1,10 +1,14 @@
 """``python -m attention_lab submit NOTEBOOK``: run an exercise notebook and write a file to hand in.
 
 The notebook runs top to bottom in a fresh, sandboxed kernel, exactly as the grader will run it
-(a scratch copy; your file is only read), every exercise is checked, and
-``NOTEBOOK_STEM.submission.json`` is written next to the notebook. It holds the notebook as you
-wrote it, the results (status per exercise), the package version, a timestamp and content hashes.
-Upload that file. The grader re-runs the notebook itself: the results in the file are for you.
+(a scratch copy), every exercise is checked, and ``NOTEBOOK_STEM.submission.json`` is written
+next to the notebook. It holds the notebook as you wrote it, the results (status per exercise),
+the package version, a timestamp and content hashes. Upload that file. The grader re-runs the
+notebook itself: the results in the file are for you.
+
+``--student ID`` records who you are: the id goes into the notebook's metadata, in the submission
+file and in your notebook (the only change ``submit`` ever makes to it), so that you are asked
+only once. Without it and with no id stored yet, ``submit`` asks for it when run in a terminal.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from pathlib import Path
 
 from .. import _cli
 from ..exercises.registry import EXERCISES, IDS
-from .batch import Batch
+from .assignments import METADATA_KEY
+from .batch import Batch, identify
+from .students import check_id, from_metadata
 from .runner import Limits, defined_names, skip_slow_optional_imports
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
 
@@ -53,6 +59,44 @@ def build_submission(name: str, text: str, grade) -> dict:
             "content_hash": canonical_hash(body)}
 
 
+def with_student(text: str, student: str) -> str:
+    """The notebook JSON ``text`` with ``student`` in its metadata, written as Jupyter writes a
+    notebook (sorted keys, one-space indent), so nothing else in the file changes."""
+    nb = json.loads(text)
+    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    own = meta.get(METADATA_KEY) if isinstance(meta.get(METADATA_KEY), dict) else {}
+    meta[METADATA_KEY] = {**own, "student": student}
+    nb["metadata"] = meta
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def ask_student(ask=input) -> str | None:
+    """The student id typed at the prompt (None when nothing usable was typed)."""
+    try:
+        typed = ask("Your student id (as your course uses it, e.g. your university login): ")
+    except (EOFError, KeyboardInterrupt):
+        return None
+    try:
+        return check_id(typed)
+    except ValueError:
+        return None
+
+
+def resolve_student(given: str | None, metadata, ask=None) -> tuple[str | None, str]:
+    """(student id or None, where it came from): ``--student``, else the notebook's metadata,
+    else ``ask()`` (a terminal prompt), else None. ``ValueError`` for an unusable ``given``."""
+    if given is not None:
+        return check_id(given), "--student"
+    stored, _ = from_metadata(metadata)
+    if stored:
+        return stored, "the notebook"
+    if ask is not None:
+        typed = ask()
+        if typed:
+            return typed, "typed"
+    return None, ""
+
+
 def main(argv: list[str] | None = None) -> int:
     skip_slow_optional_imports()
     parser = argparse.ArgumentParser(
@@ -62,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebook", metavar="NOTEBOOK", help="your exercise notebook (.ipynb)")
     parser.add_argument("--out", metavar="FILE",
                         help="where to write the submission file (default: next to the notebook)")
+    parser.add_argument("--student", metavar="ID",
+                        help="your student id, as your course uses it; stored in the notebook "
+                             "so that later submissions need not repeat it (asked for once when "
+                             "missing and run in a terminal)")
     _cli.add_time_limits(parser)
     args, code = _cli.parse(parser, argv)
     if args is None:
@@ -89,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
             problem = f"{path} cannot be submitted: {exc}"
     if problem:
         return _cli.fail("submit", problem)
+    interactive = sys.stdin is not None and sys.stdin.isatty()
+    try:
+        student, source = resolve_student(args.student, nb.metadata,
+                                          ask_student if interactive else None)
+    except ValueError as exc:
+        return _cli.fail("submit", f"--student: {exc}")
     out = Path(args.out) if args.out else path.with_name(path.stem + ".submission.json")
     if args.out and (args.out.endswith(("/", os.sep)) or out.is_dir()):
         try:
@@ -100,18 +154,34 @@ def main(argv: list[str] | None = None) -> int:
         return _cli.fail("submit", f"the folder {out.parent} does not exist")
     if not os.access(out.parent, os.W_OK):
         return _cli.fail("submit", f"cannot write {out} (folder not writable); use --out")
+    text = data.decode("utf-8")
+    if student is not None and source != "the notebook":
+        text = with_student(text, student)
+        data = text.encode("utf-8")
+        try:  # for the next time; the submission file carries the id in any case
+            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+            print(f"student id {student!r} recorded in {path.name} (if the notebook is open in "
+                  f"JupyterLab, reload it before saving again)")
+        except OSError as exc:
+            print(f"note: could not store the student id in {path} ({exc.strerror}); it is in "
+                  f"the submission file")
+    elif student is None:
+        print("note: no student id recorded; your instructor will tell you whether to give one "
+              "(python -m attention_lab submit NOTEBOOK --student ID)")
     print(f"running {path.name} in a fresh kernel (this takes a few seconds) ...", flush=True)
     limits = Limits.for_cells(args.cell_timeout, args.timeout)
     scratch = Path(tempfile.mkdtemp(prefix="attention-lab-submit-"))
     try:
         batch = Batch(limits, secrets.randbelow(2 ** 31), scratch)
-        grade = batch.grade(0, Submission(path, path.name, data,
-                                          hashlib.sha256(data).hexdigest()))
+        sub = Submission(path, path.name, data, hashlib.sha256(data).hexdigest())
+        identify([sub])
+        grade = batch.grade(0, sub)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if grade.status == "unreadable":  # pragma: no cover - parse_submission succeeded above
         return _cli.fail("submit", grade.message)
-    text = data.decode("utf-8")
     submission = build_submission(path.name, text, grade)
     tmp = out.with_name(out.name + ".tmp")
     try:
@@ -120,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         os.replace(tmp, out)
     except OSError as exc:
         return _cli.fail("submit", f"cannot write {out}: {exc.strerror}")
-    ids = relevant_ids(nb)
+    ids = list(grade.exercises) if grade.meta.get("assignment") else relevant_ids(nb)
     width = max(len(EXERCISES[i].title) for i in ids)
     print(f"\n{'id':<4} {'exercise':<{width}}  status")
     for i in ids:
@@ -136,6 +206,11 @@ def main(argv: list[str] | None = None) -> int:
              f"answer(s) will be read by your instructor" if len(auto) < len(ids) else ""))
     if grade.message:
         print(f"note: {grade.message}")
+    if student:
+        print(f"student: {student}")
+    if grade.meta.get("assignment"):
+        print(f"assignment: {grade.meta['assignment']} (from the "
+              f"{grade.meta['assignment_source']})")
     print(f"\nHand in this file: {out.resolve()}")
     print("(upload it as it is; the grader re-runs your notebook and checks every answer again)")
     return 0

@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   attention_lab:
+#     assignment: 01_intuition
+# ---
+
 # %% [markdown]
 # # Exercises, level 1: intuition
 #

@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   attention_lab:
+#     assignment: 03_maths_and_code
+# ---
+
 # %% [markdown]
 # # Exercises, level 3: maths and code
 #

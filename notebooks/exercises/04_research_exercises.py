@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   attention_lab:
+#     assignment: 04_research
+# ---
+
 # %% [markdown]
 # # Exercises, level 4: research and systems
 #

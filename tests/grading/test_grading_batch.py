@@ -262,8 +262,10 @@ def test_the_report_is_written_and_the_command_exits_0(graded):
     assert graded["report"]["skipped"] == ["readme.txt"]
     assert graded["report"]["grader"]["seed"] == 7
     header = list(next(iter(graded["rows"].values())))
-    assert header[:5] == ["file", "status", "total", "out_of", "needs_instructor"]
-    assert header[5:30] == list(IDS) and header[-1] == "message"
+    assert header[:12] == ["file", "student", "student_from", "assignment", "assignment_from",
+                           "counts", "status", "total", "out_of", "written", "written_out_of",
+                           "needs_instructor"]
+    assert header[12:37] == list(IDS) and header[-1] == "message"
 
 
 def test_no_submission_was_modified_or_deleted(graded):
@@ -277,14 +279,16 @@ def test_correct_notebook(graded):
     st = statuses(graded, "correct.ipynb")
     assert all(st[i] == "pass" for i in LEVEL2_AUTO), st
     assert st["2.3"] == "needs_instructor"
-    assert all(st[i] == "not_attempted" for i in IDS if not i.startswith("2."))
+    assert sorted(st) == [f"2.{i}" for i in range(1, 8)]  # its assignment's checks only
     sub = graded["subs"]["correct.ipynb"]
     assert sub["status"] == "graded" and sub["total"] == 6 and sub["needs_instructor"] == 1
+    assert sub["out_of"] == 6 and sub["meta"]["assignment"] == "02_mechanics"
     assert sub["exercises"]["2.3"]["answer"]["derivation"].startswith("softmax(e + c)_i")
     assert sub["exercises"]["2.3"]["score"] is None
     assert sub["exercises"]["2.1"]["score"] == 1
     row = graded["rows"]["correct.ipynb"]
-    assert row["total"] == "6" and row["2.1"] == "pass" and row["3.1"] == "not_attempted"
+    assert row["total"] == "6" and row["out_of"] == "6" and row["2.1"] == "pass"
+    assert row["3.1"] == ""  # another assignment's check
 
 
 def test_wrong_notebook_fails_with_reasons(graded):
@@ -471,8 +475,9 @@ def test_submission_meta_reaches_the_report_and_writers_can_be_added(tmp_path):
         return path
 
     written = R.write_report(report, tmp_path / "out", writers=(*R.REPORT_WRITERS, roster))
-    assert [p.name for p in written] == ["grades.csv", "grades.json", "roster.txt"]
+    assert [p.name for p in written] == ["grades.csv", "grades.json", "written.csv",
+                                         "gradebook.csv", "feedback", "roster.txt"]
     assert json.loads(written[1].read_text())["submissions"][0]["meta"] == meta
-    assert written[2].read_text() == "alice"
+    assert written[-1].read_text() == "alice"
     assert "meta" not in grader.grade(1, S.Submission(
         tmp_path / "b.ipynb", "b.ipynb", None, None, "could not be read")).as_dict()

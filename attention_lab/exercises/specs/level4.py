@@ -132,13 +132,13 @@ def intervene(scores, values, control, readout) -> tuple[int, float, float]:
     """The reference: (position 1..S of the largest weight, the context's change (Euclidean),
     the output's change (total variation distance)) when that position's value becomes
     ``control``."""
-    w = softmax(np.asarray(scores, dtype=float))
-    j = int(np.argmax(w))
-    replaced = np.array(values, dtype=float)
-    replaced[j] = control
-    before, after = w @ values, w @ replaced
-    p, q = readout(before), readout(after)
-    return j + 1, float(np.linalg.norm(after - before)), float(0.5 * np.abs(p - q).sum())
+    weights = softmax(np.asarray(scores, dtype=float))
+    top = int(np.argmax(weights))
+    intervened = np.array(values, dtype=float)
+    intervened[top] = control
+    old, new = weights @ values, weights @ intervened
+    p_old, p_new = readout(old), readout(new)
+    return top + 1, float(np.linalg.norm(new - old)), float(0.5 * np.abs(p_new - p_old).sum())
 
 
 class Intervention(Spec):

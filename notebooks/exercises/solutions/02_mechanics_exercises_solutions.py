@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   attention_lab:
+#     assignment: 02_mechanics
+# ---
+
 # %% [markdown]
 # # Exercises, level 2: mechanics
 #
@@ -116,16 +122,16 @@ def softmax_temperature(scores, temperature):
 check("2.4", softmax_temperature)
 
 # %% [markdown]
-# Now compare. Use your function on the chapter's dot scores `ex.keys @ ex.query` at the
+# Now compare. Use your function on the chapter's dot scores `chapter_scores` at the
 # temperatures 0.5, 1 and 2: print the weights, the largest weight and the order of the
 # positions from the largest weight down. What changes with the temperature, and what does not?
 
 # %%
-scores = ex.keys @ ex.query
+chapter_scores = np.dot(ex.keys, ex.query)  # one dot product per key, as in exercise 2
 # BEGIN SOLUTION
 #> # your comparison: for each temperature 0.5, 1 and 2, the weights, the largest weight and the order
 for temperature in (0.5, 1.0, 2.0):
-    w = softmax_temperature(scores, temperature)
+    w = softmax_temperature(chapter_scores, temperature)
     order = np.argsort(-w) + 1  # positions 1..S, largest weight first
     print(f"temperature {temperature}: weights {np.round(w, 3)}, largest {w.max():.3f}, "
           f"order of the positions {order}")

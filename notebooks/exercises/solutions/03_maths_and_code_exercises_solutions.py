@@ -1,3 +1,9 @@
+# ---
+# jupyter:
+#   attention_lab:
+#     assignment: 03_maths_and_code
+# ---
+
 # %% [markdown]
 # # Exercises, level 3: maths and code
 #
@@ -90,10 +96,10 @@ def test_all_masked_policy(masked_softmax):
     # BEGIN SOLUTION
     scores = np.array([[1.0, -2.0, 0.5], [0.3, 0.1, -0.4]])
     mask = np.array([[True, False, True], [False, False, False]])  # row 2: no eligible key
-    try:
+    try:  # an implementation of the "raise" policy raises here
         w = np.asarray(masked_softmax(scores, mask), dtype=float)
-    except ValueError:  # the "raise" policy, not ours
-        return False
+    except ValueError:  # the row without an eligible key made it raise
+        return False  # raising is not our "zeros" policy
     ordinary_ok = bool(w[0, 1] == 0 and np.isclose(w[0].sum(), 1.0))
     return ordinary_ok and bool(np.all(w[1] == 0))
     # END SOLUTION

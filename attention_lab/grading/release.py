@@ -1,0 +1,205 @@
+"""``python -m attention_lab release OUT_DIR``: the bundle a graded course hands to students.
+
+The repository ships the instructor solutions (``notebooks/exercises/solutions/``) for
+self-study; a graded course hands students this bundle instead: the four level notebooks, the
+four student exercise notebooks (each carrying its assignment id), the package (needed to run
+them, to check answers and to submit), ``requirements.txt``/``pyproject.toml`` to install it, and
+a short README for students (``templates/release_README.md``). Never the solutions, the lecture
+demo, the tests or the benchmarks.
+
+Before writing, ``release`` checks that the student notebooks are the ones the authoring tool
+makes from the current solutions (a stale student notebook could be an old copy of a solution),
+and after building it searches the whole bundle for the code and text of every solution block;
+a hit, an existing non-empty OUT_DIR or a checkout without notebooks is a one-line error and exit
+code 2, with nothing written. The bundle is built in a scratch folder beside OUT_DIR and moved
+into place when complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from .. import _cli
+from ..exercises import authoring
+from ..exercises.registry import NOTEBOOKS
+
+ROOT = authoring.ROOT
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+LEVELS = ["01_intuition", "02_mechanics", "03_maths_and_code", "04_research"]
+FILES = ["requirements.txt", "pyproject.toml"]
+#: pins of requirements.txt a student does not need (the tests, the lecture demo)
+NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila"}
+
+
+class ReleaseError(Exception):
+    pass
+
+
+def contents() -> list[tuple[str, str]]:
+    """(path in the bundle, what it is), for the README."""
+    rows = [(f"notebooks/{n}.ipynb", f"level {i}: {n.split('_', 1)[1].replace('_', ' ')}")
+            for i, n in enumerate(LEVELS, 1)]
+    rows += [(f"notebooks/exercises/{stem}.ipynb", f"exercises of level {level}")
+             for level, stem in sorted(NOTEBOOKS.items())]
+    rows += [("attention_lab/", "the package the notebooks use (checks, hints, submit)"),
+             ("requirements.txt, pyproject.toml",
+              "what `pip install -r requirements.txt` installs")]
+    return rows
+
+
+def answer_blocks() -> list[str]:
+    """The code and text of every solution block of the solution notebooks (stub lines
+    ``#> ...`` excluded: they are what students get)."""
+    blocks = []
+    for sol in authoring.solution_files():
+        block = None
+        for line in sol.read_text(encoding="utf-8").splitlines():
+            kind = authoring._marker(line)
+            if kind == "begin":
+                block = []
+            elif kind == "end":
+                text = "\n".join(b.strip() for b in block
+                                 if b.strip() and not b.strip().startswith("#>"))
+                if text:
+                    blocks.append(text)
+                block = None
+            elif block is not None:
+                block.append(line)
+    return blocks
+
+
+def searchable_text(path: Path) -> str:
+    """A file's text as a reader sees it: a notebook's cell sources and text outputs, one stripped
+    line each; other text files as they are; binary files as ``""``."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return ""
+    if path.suffix == ".ipynb":
+        nb = json.loads(raw)
+        parts = []
+        for cell in nb.get("cells", []):
+            src = cell.get("source", "")
+            parts.append("".join(src) if isinstance(src, list) else src)
+            for out in cell.get("outputs", []):
+                text = out.get("text") or out.get("data", {}).get("text/plain", "")
+                parts.append("".join(text) if isinstance(text, list) else str(text))
+        raw = "\n".join(parts)
+    return "\n".join(line.strip() for line in raw.splitlines())
+
+
+def leaks(folder: Path, blocks: list[str]) -> list[str]:
+    """``path: first line of the block`` for every solution block found in a file of ``folder``."""
+    found = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        text = searchable_text(path)
+        for block in blocks:
+            if block in text:
+                found.append(f"{path.relative_to(folder)}: {block.splitlines()[0][:60]}")
+    return found
+
+
+def check_sources() -> None:
+    """The checkout has the notebooks, and the student notebooks are up to date."""
+    from ..nbtools import pair_problems
+
+    for need in ["notebooks", *FILES]:
+        if not (ROOT / need).exists():
+            raise ReleaseError(f"release needs a checkout of the repository ({ROOT / need} is "
+                               f"missing)")
+    for sol in authoring.solution_files():
+        student = authoring.student_path(sol)
+        text = authoring.with_header(sol.read_text(encoding="utf-8"), authoring.assignment_of(sol))
+        if not student.exists() or authoring.student_version(text) != student.read_text(
+                encoding="utf-8"):
+            shown = student.relative_to(ROOT) if student.is_relative_to(ROOT) else student
+            raise ReleaseError(f"{shown} is not what its solution gives; run "
+                               f"python -m attention_lab.exercises.authoring build --execute")
+        problems = pair_problems(student.with_suffix(".ipynb"), student)
+        if problems:
+            raise ReleaseError(f"{problems[0].splitlines()[0]} (run python -m "
+                               f"attention_lab.exercises.authoring build --execute)")
+
+
+def build(dest: Path) -> None:
+    """Write the bundle into the empty folder ``dest``."""
+    import jinja2
+
+    import attention_lab
+
+    (dest / "notebooks" / "exercises").mkdir(parents=True)
+    for name in LEVELS:
+        shutil.copy2(ROOT / "notebooks" / f"{name}.ipynb", dest / "notebooks")
+    for stem in NOTEBOOKS.values():
+        shutil.copy2(ROOT / "notebooks" / "exercises" / f"{stem}.ipynb",
+                     dest / "notebooks" / "exercises")
+    shutil.copytree(ROOT / "attention_lab", dest / "attention_lab",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
+    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    pins = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    (dest / "requirements.txt").write_text("\n".join(
+        ln for ln in pins if ln.split("==")[0].strip() not in NOT_FOR_STUDENTS) + "\n",
+        encoding="utf-8")
+    torch_pin = next((ln.split("==")[1].strip() for ln in pins if ln.startswith("torch==")), "")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             keep_trailing_newline=True)
+    readme = env.get_template("release_README.md").render(
+        version=attention_lab.__version__, torch=torch_pin, contents=contents())
+    (dest / "README.md").write_text(readme, encoding="utf-8")
+
+
+def release(out: Path) -> list[Path]:
+    """Build the bundle into ``out`` (absent or empty); the files written."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ReleaseError(f"{out} exists and is not an empty folder; give a new folder")
+    check_sources()
+    parent = out.absolute().parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=parent))
+    except OSError as exc:
+        raise ReleaseError(f"cannot write into {parent}: {exc.strerror}") from None
+    try:
+        bundle = scratch / "bundle"
+        build(bundle)
+        found = leaks(bundle, answer_blocks())
+        if found:
+            raise ReleaseError(f"a solution would be in the bundle ({found[0]}); nothing written")
+        if out.exists():
+            out.rmdir()
+        os.replace(bundle, out)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return sorted(p for p in out.rglob("*") if p.is_file())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_lab release",
+        description="Write the student bundle of a graded course into OUT_DIR: the level "
+                    "notebooks, the student exercise notebooks, the package and a README for "
+                    "students; never the solutions (the bundle is searched for them).")
+    parser.add_argument("out", metavar="OUT_DIR", help="a new (or empty) folder for the bundle")
+    args, code = _cli.parse(parser, argv)
+    if args is None:
+        return code
+    try:
+        files = release(Path(args.out))
+    except ReleaseError as exc:
+        return _cli.fail("release", str(exc))
+    notebooks = [p for p in files if p.suffix == ".ipynb"]
+    print(f"wrote the student bundle to {args.out}: {len(notebooks)} notebooks, the package and "
+          f"README.md ({len(files)} files); no solutions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

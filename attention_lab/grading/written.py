@@ -1,0 +1,254 @@
+"""Written answers graded by hand: ``written.csv`` out, the instructor's scores back in.
+
+``grade`` writes ``OUT_DIR/written.csv``, one row per written answer of every submission that
+counts (columns :data:`COLUMNS`). The instructor fills in ``score`` (0 to ``points``: one point
+per rubric line, halves allowed) and ``comment``, then folds them back in::
+
+    python -m attention_lab merge OUT_DIR                  # OUT_DIR/written.csv into OUT_DIR
+    python -m attention_lab grade SUBMISSIONS --out OUT_DIR --merge FILE   # regrade, then merge
+
+and grades.json, grades.csv, gradebook.csv, the feedback pages and written.csv itself are
+rewritten with the scores. Merging is idempotent (the same file twice gives the same outputs) and
+all or nothing: a row with an unknown student or exercise, a score that is not a number in range,
+an answer text that differs from the answer graded now, or a second row for the same answer stops
+the merge with a one-line error naming the row, and nothing is written. A row left without score
+and comment changes nothing (an earlier merged score stays); nothing is counted twice, because a
+score replaces the answer's score rather than adding to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import _cli
+from ..exercises.registry import EXERCISES
+from ._csv import csv_text, csv_value, points_text
+from .assignments import points
+
+if TYPE_CHECKING:
+    from .report import Report
+
+#: the statuses of a written answer to score by hand (before and after its score is merged)
+WRITTEN = ("needs_instructor", "hand_graded")
+
+COLUMNS = ["student", "assignment", "exercise", "title", "points", "score", "comment", "answer",
+           "rubric"]
+REQUIRED = ("student", "assignment", "exercise", "score", "comment", "answer")
+
+
+class WrittenError(ValueError):
+    """A problem with written.csv; the message names the row."""
+
+
+def answer_text(ex, answer: dict | None) -> str:
+    """A written answer as one text: each field under its name, in the exercise's order."""
+    answer = answer or {}
+    order = [f for f, _ in ex.fields] + sorted(k for k in answer if k not in dict(ex.fields))
+    blocks = [f"[{f}]\n{answer[f].strip()}" for f in order
+              if isinstance(answer.get(f), str) and answer[f].strip()]
+    return "\n\n".join(blocks)
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Equal up to what a spreadsheet may do to a cell: line endings and trailing spaces."""
+    def norm(t):
+        lines = t.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        return "\n".join(ln.rstrip() for ln in lines).strip()
+    return norm(a) == norm(b)
+
+
+def rows(report: Report) -> list[list]:
+    """The rows of written.csv (header first)."""
+    out = [COLUMNS]
+    for s in sorted(report.counted(), key=lambda s: (s.student.casefold(), s.student,
+                                                     s.assignment)):
+        for i, g in s.exercises.items():
+            ex = EXERCISES[i]
+            if ex.auto or g.status not in WRITTEN:
+                continue
+            rubric = "\n".join(f"{n}. {line}" for n, line in enumerate(ex.rubric, 1))
+            out.append([s.student, s.assignment, i, ex.title, points(ex),
+                        "" if g.score is None else points_text(g.score), g.comment,
+                        answer_text(ex, g.answer), rubric])
+    return out
+
+
+def write_written_csv(report: Report, out: Path) -> Path:
+    path = out / "written.csv"
+    path.write_text(csv_text(rows(report)), encoding="utf-8")
+    return path
+
+
+@dataclass
+class Row:
+    number: int  # as a spreadsheet numbers it: the header is row 1
+    student: str
+    assignment: str
+    exercise: str
+    score: float | None
+    comment: str
+    answer: str
+
+    def where(self, name: str) -> str:
+        return f"{name} row {self.number} (student {self.student!r}, {self.assignment} " \
+               f"exercise {self.exercise})"
+
+
+def _score(text: str, where: str, max_points: int | None) -> float | None:
+    text = text.strip()
+    if not text:
+        return None
+    if "," in text and "." not in text:
+        text = text.replace(",", ".")  # a decimal comma from a spreadsheet
+    try:
+        value = float(text)
+    except ValueError:
+        raise WrittenError(f"{where}: score {text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0 or (max_points is not None and value > max_points):
+        raise WrittenError(f"{where}: score {text} is out of range (0 to {max_points})")
+    return value
+
+
+def read(path: Path) -> list[Row]:
+    """The rows of a written.csv, checked on their own (columns, exercise ids, score range,
+    one row per answer); :class:`WrittenError` naming the first bad row otherwise."""
+    name = Path(path).name
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise WrittenError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise WrittenError(f"{name} is not UTF-8 text (save it from your spreadsheet as "
+                           f"'CSV UTF-8')") from None
+    try:
+        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error as exc:
+        raise WrittenError(f"{name} is not a readable CSV file ({exc})") from None
+    if not records:
+        raise WrittenError(f"{name} is empty (expected the header {','.join(COLUMNS)})")
+    header = [h.strip().lower() for h in records[0]]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise WrittenError(f"{name} has no column {', '.join(missing)} (expected the header "
+                           f"{','.join(COLUMNS)}; is it the written.csv that grade wrote?)")
+    col = {c: header.index(c) for c in REQUIRED}
+    out, seen = [], {}
+    for n, rec in enumerate(records[1:], start=2):
+        if not any(cell.strip() for cell in rec):
+            continue
+        if len(rec) != len(header):
+            raise WrittenError(f"{name} row {n}: {len(rec)} cells, the header has {len(header)}")
+        get = {c: csv_value(rec[i]) for c, i in col.items()}
+        row = Row(n, get["student"].strip(), get["assignment"].strip(), get["exercise"].strip(),
+                  None, get["comment"].strip(), get["answer"])
+        where = row.where(name)
+        ex = EXERCISES.get(row.exercise)
+        if ex is None:
+            raise WrittenError(f"{where}: no exercise {row.exercise!r}")
+        if ex.auto:
+            raise WrittenError(f"{where}: exercise {row.exercise} is graded automatically, "
+                               f"not by hand")
+        row.score = _score(get["score"], where, points(ex))
+        key = (row.student, row.assignment, row.exercise)
+        if key in seen:
+            raise WrittenError(f"{where}: the same answer is in row {seen[key]} too")
+        seen[key] = n
+        out.append(row)
+    return out
+
+
+def check(report: Report, rows_: list[Row], name: str = "written.csv") -> None:
+    """Check every row against ``report``; :class:`WrittenError` for the first that does not fit
+    (with how many more do not)."""
+    counted = {(s.student, s.assignment): s for s in report.counted()}
+    problems = []
+    for row in rows_:
+        where = row.where(name)
+        sub = counted.get((row.student, row.assignment))
+        if sub is None:
+            problems.append(f"{where}: no submission of student {row.student!r} for "
+                            f"{row.assignment!r} counts in this grading")
+            continue
+        g = sub.exercises.get(row.exercise)
+        if g is None:
+            problems.append(f"{where}: exercise {row.exercise} is not part of {row.assignment}")
+        elif g.status not in WRITTEN:
+            problems.append(f"{where}: this submission has no written answer to score for "
+                            f"{row.exercise} (its status is {g.status})")
+        elif not _same_text(row.answer, answer_text(EXERCISES[row.exercise], g.answer)):
+            problems.append(f"{where}: the answer text differs from the answer graded now (the "
+                            f"submission changed, or the cell was edited); take the row from the "
+                            f"new written.csv")
+    if problems:
+        more = f" (and {len(problems) - 1} more problem row(s))" if len(problems) > 1 else ""
+        raise WrittenError(problems[0] + more)
+
+
+def apply(report: Report, rows_: list[Row], name: str = "written.csv") -> int:
+    """Fold checked rows into ``report`` (after :func:`check`); the number of answers changed."""
+    check(report, rows_, name)
+    counted = {(s.student, s.assignment): s for s in report.counted()}
+    changed = 0
+    for row in rows_:
+        g = counted[(row.student, row.assignment)].exercises[row.exercise]
+        if row.score is None and not row.comment:
+            continue  # an empty row keeps what an earlier merge gave
+        before = (g.status, g.score, g.comment)
+        if row.score is not None:
+            g.status, g.score = "hand_graded", row.score
+        g.comment = row.comment
+        changed += before != (g.status, g.score, g.comment)
+    return changed
+
+
+# ====================================================================== the merge command
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_lab merge",
+        description="Fold the scores and comments of a filled-in written.csv into a finished "
+                    "grading (OUT_DIR, as written by grade) without running any notebook again: "
+                    "grades.json, grades.csv, gradebook.csv, written.csv and feedback/ are "
+                    "rewritten. All or nothing: a bad row stops it with the row named.")
+    parser.add_argument("out", metavar="OUT_DIR", help="the folder grade wrote (with grades.json)")
+    parser.add_argument("written", metavar="WRITTEN_CSV", nargs="?",
+                        help="the filled-in written.csv (default: OUT_DIR/written.csv)")
+    args, code = _cli.parse(parser, argv)
+    if args is None:
+        return code
+    from .report import Report, write_report
+
+    out = Path(args.out)
+    source = Path(args.written) if args.written else out / "written.csv"
+    grades = out / "grades.json"
+    if not grades.is_file():
+        return _cli.fail("merge", f"{grades} does not exist; run grade first")
+    try:
+        report = Report.from_dict(json.loads(grades.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return _cli.fail("merge", f"{grades} cannot be read back ({type(exc).__name__}: {exc})")
+    if not source.is_file():
+        return _cli.fail("merge", f"{source} does not exist")
+    try:
+        changed = apply(report, read(source), source.name)
+    except WrittenError as exc:
+        return _cli.fail("merge", f"{exc}; nothing was written")
+    written = write_report(report, out)
+    waiting = sum(s.needs_instructor for s in report.counted())
+    print(f"merged {source}: {changed} answer(s) changed; {waiting} written answer(s) still "
+          f"without a score")
+    print(f"wrote {', '.join(str(p) for p in written)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
