@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..analysis import explain
-from ..softmax import entropy
+from ..softmax import entropy, softmax
 from . import data
 from .model import Decoded, ReversalModel, one_thread
 
@@ -104,6 +104,9 @@ def perfect_retrieval(model: ReversalModel, tokens, lengths) -> dict:
     c/d, ...; every symbol given the same value). Needs ``values="embedding"``."""
     if model.config.values != "embedding":
         raise ValueError("perfect_retrieval needs a model whose values are the symbol embeddings")
+    if model.config.n_symbols % 2:
+        raise ValueError(f"perfect_retrieval merges the symbols in pairs: n_symbols must be even, "
+                         f"got {model.config.n_symbols}")
     tokens, lengths = np.asarray(tokens), np.asarray(lengths)
     d = decode_forced(model, tokens, lengths)
     L, n = model.config.max_len, model.config.n_symbols
@@ -218,7 +221,7 @@ def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: 
             top = int(np.argmax(w))
             left_out = step.mask.copy()
             left_out[top] = False
-            without_top = step.outputs(explain.softmax(step.scores, mask=left_out))
+            without_top = step.outputs(softmax(step.scores, mask=left_out))
             cols["loo_top"].append(float(r.loo[top]))
             cols["loo_top_changed"].append(int(np.argmax(without_top)) != int(np.argmax(
                 step.probs)))

@@ -260,7 +260,7 @@ MASKING_TEST_EXPECT = {"G": True, "N": True, "H": True, "J": False, "K": False, 
                        "M": False, "O": False}
 
 
-def test_verdict(case: Case, out, expect: bool, hint_accept: str, hint_reject: str) -> None:
+def judge_test_answer(case: Case, out, expect: bool, hint_accept: str, hint_reject: str) -> None:
     """Compare a student's test's verdict on the implementation ``case.args[0]``."""
     got = as_bool(out, "your test's result")
     if got == expect:
@@ -318,7 +318,7 @@ class MaskedSoftmax(Spec):
 
     def compare(self, case, out):
         if case.fn == 1:
-            return test_verdict(
+            return judge_test_answer(
                 case, out, MASKING_TEST_EXPECT[case.args[0].code],
                 "check masked keys for exactly 0 and each row's sum against 1 with a tolerance, "
                 "on rows that have an eligible key (rows without one are exercise 11's)",

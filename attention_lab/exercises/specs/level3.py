@@ -16,7 +16,7 @@ from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
 from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_weights, close, diagnose,
                        expect_shape, fmt, numeric, rand, softmax_axis, to_array, value_mismatch)
-from .level2 import FAR_BELOW, masked_softmax_mistakes, softmax64, test_verdict
+from .level2 import FAR_BELOW, judge_test_answer, masked_softmax_mistakes, softmax64
 
 _RX = running_example()
 
@@ -179,7 +179,7 @@ class SafeMaskedSoftmax(Spec):
     def compare(self, case, out):
         if case.fn == 2:
             p = self.policy
-            return test_verdict(
+            return judge_test_answer(
                 case, out, case.args[0].code == POLICIES[p],
                 f"it follows your policy {p!r} on a row without an eligible key and masks the "
                 f"other rows correctly" + (" (catch its ValueError: with pytest.raises or try/"
