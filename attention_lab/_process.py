@@ -5,8 +5,9 @@ children that moved to a session of their own (Jupyter starts every kernel with 
 double-forked orphans that were re-parented to init and are no longer anyone's descendant. So
 :func:`stop_tree`
 
-1. collects the root's descendants and the caller's extra processes *before* signalling anything
-   (once the root is gone its children are re-parented and can no longer be found from it);
+1. collects the root's descendants, the group's members and the caller's extra processes *before*
+   signalling anything (once the root is gone its children are re-parented and can no longer be
+   found from it);
 2. optionally asks politely first (SIGTERM to the group, or to the root), waiting up to ``grace``
    seconds (Voila and Jupyter shut their kernels down on SIGTERM);
 3. SIGKILLs the process group and every collected process that still runs;
@@ -26,10 +27,17 @@ import time
 from collections.abc import Iterable
 
 
-def _processes(root: subprocess.Popen | None, also: Iterable) -> list:
+def _processes(root: subprocess.Popen | None, group: int | None, also: Iterable) -> list:
     import psutil
 
     found = []
+    if group and group > 1 and group != os.getpgid(0):  # the group's members, to wait for them
+        for proc in psutil.process_iter():
+            try:
+                if os.getpgid(proc.pid) == group:
+                    found.append(proc)
+            except (OSError, psutil.Error):
+                pass
     if root is not None and root.poll() is None:
         try:
             proc = psutil.Process(root.pid)
@@ -74,7 +82,7 @@ def stop_tree(root: subprocess.Popen | None = None, *, group: int | None = None,
     """
     import psutil
 
-    family = _processes(root, also)
+    family = _processes(root, group, also)
     if grace > 0 and root is not None and root.poll() is None:
         if group:
             _signal_group(group, signal.SIGTERM)

@@ -8,8 +8,9 @@ with a fixed seed (the same class every time):
 * **wrong** (about 25 %): about half the answers right, the others return ``None`` (a forgotten
   ``return`` value: every check of that exercise fails);
 * **partly done** (about 30 %): the first answers right, the rest still the stubs;
-* **hostile** (6 of 300; at least 3 in any class of 12 or more): right answers plus a cell
-  with an endless loop, a kernel crash (``os._exit``) or a memory bomb.
+* **hostile** (12 of 300; one of each in any class of 12 or more): right answers plus a cell
+  with an endless loop, a kernel crash (``os._exit``), a memory bomb, an output flood (stdout
+  and forged IOPub messages), a fork bomb, or reads of other folders and a network attempt.
 
 Half the files are ``.submission.json`` (as ``submit`` writes them), half plain ``.ipynb``. The
 student notebooks and their solutions have the same cells, so an answer cell is a cell where the
@@ -33,6 +34,17 @@ HOSTILE = {
     "endless loop": "while True:\n    pass",
     "crash": "import os\nos._exit(3)",
     "memory bomb": "blocks = []\nwhile True:\n    blocks.append(bytearray(64 * 2**20))",
+    "output flood": ('print("x" * 2**26)\nk = get_ipython().kernel\nfor _ in range(50):\n'
+                     '    k.session.send(k.iopub_socket, "status", '
+                     '{"execution_state": "y" * 2**19}, ident=b"kernel.x.status")'),
+    "fork bomb": ("import subprocess\nps = []\ntry:\n    while len(ps) < 300:\n"
+                  "        ps.append(subprocess.Popen(['sleep', '60']))\nexcept OSError:\n"
+                  "    pass\nfor p in ps[3:]:\n    p.kill()\n    p.wait()"),
+    "snooping": ("import glob, socket\nfound = {}\n"
+                 "for p in glob.glob('/tmp/*') + ['/etc/passwd', '/proc/1/environ']:\n"
+                 "    try:\n        found[p] = open(p).read(100)\n    except OSError:\n"
+                 "        pass\ntry:\n    socket.create_connection(('127.0.0.1', 22), timeout=1)\n"
+                 "except OSError:\n    pass"),
 }
 KINDS = ("right", "wrong", "partly done")
 WEIGHTS = (0.42, 0.26, 0.32)

@@ -1,39 +1,33 @@
 # %% [markdown]
 # # Level 2: Mechanics, from scores to a context vector
 #
-# Level 1 described attention as retrieval: a query asks, every source answers with a score, the
-# scores become weights, and the weights mix the values. This notebook does each step by hand on
-# the chapter's running example, checks every number against the `attention_lab` library, and then
-# gives you a slider for each step.
+# Level 1 described attention as a soft lookup. Here each step is done by hand on the chapter's
+# running example and checked against the `attention_lab` library: (1) score functions, (2)
+# softmax, (3) temperature, (4) masks, (5) global and local access. Each step ends with an
+# explorer that sets you a task and ticks it off when you reach it.
 #
-# **What you will see**
-#
-# 1. three ways to score a query against keys (dot, bilinear, additive);
-# 2. softmax: why the weights compete, and why subtracting the maximum is safe;
-# 3. temperature: the same scores, more or less concentrated;
-# 4. masks: which keys are allowed, and the mistake of masking after the softmax;
-# 5. global versus local access.
-#
-# Cells marked **Misconception N** demonstrate one of the chapter's common misconceptions; the
-# table at the end lists them. Run the cells from top to bottom (Shift+Enter).
+# Cells that start with `# Predict` ask first: replace the `...`, run it, then run the next cell.
+# Sources and positions are counted from 1 in the text (numpy indexes from 0 in code). Cells
+# headed **Misconception N** demonstrate the chapter's misconceptions; the project README's table
+# *Misconceptions* lists them.
 
 # %%
 import numpy as np
 
-from attention_lab import attend, dot_scores, bilinear_scores, softmax, naive_softmax, plots
-from attention_lab import widgets
-from attention_lab.examples import CHAPTER_TEMPERATURES, running_example
+from attention_lab import (additive_scores, attend, attend_scores, bilinear_scores, causal_mask,
+                           combine_masks, dot_scores, local_m_mask, local_mask, naive_softmax,
+                           padding_mask, plots, softmax, widgets)
+from attention_lab.examples import (CHAPTER_TEMPERATURES, local_example, running_additive_params,
+                                    running_example)
+from attention_lab.predict import reveal
+from attention_lab.softmax import concentration
 
 ex = running_example()
 query, keys, values, W = ex.query, ex.keys, ex.values, ex.W
-print("query  q:", query, "  shape", query.shape)
-print("keys   K: shape", keys.shape, "(S = 5 source positions, D_k = 3)")
-print("values V: shape", values.shape, "(D_v = 3)")
+print("query q:", query, " keys K:", keys.shape, "(S = 5, D_k = 3)  values V:", values.shape)
 
 # %% [markdown]
 # ## 1. Scores compare the query with every key
-#
-# A score says how well key $k_i$ matches the query $q$. The chapter uses three families:
 #
 # | score | formula | parameters |
 # |---|---|---|
@@ -41,67 +35,61 @@ print("values V: shape", values.shape, "(D_v = 3)")
 # | bilinear ("general") | $e_i = q^\top W k_i$ | a matrix $W$ |
 # | additive (Bahdanau) | $e_i = v_a^\top \tanh(W_q q + W_k k_i + b_a)$ | $W_q, W_k, v_a, b_a$ |
 #
-# With all keys stacked as the rows of $K$, the dot-product scores of one query are a single
-# matrix-vector product, `keys @ query`: one number per source position.
+# With the keys as the rows of $K$, all dot scores are one product, `keys @ query`; the bilinear
+# scores map the query by $W^\top$ first.
 
 # %%
 dot = keys @ query
-print("dot-product scores:", np.round(dot, 3))
-print("library agrees:    ", np.allclose(dot, dot_scores(query, keys)))
-
-# %% [markdown]
-# The bilinear score puts a matrix between query and key. $q^\top W k_i$ for all $i$ at once is
-# `keys @ (W.T @ query)`: first map the query with $W^\top$, then take dot products.
-
-# %%
 bilinear = keys @ (W.T @ query)
+print("dot-product scores:", np.round(dot, 3))
 print("bilinear scores:   ", np.round(bilinear, 3))
-print("library agrees:    ", np.allclose(bilinear, bilinear_scores(query, keys, W)))
+print("library agrees:    ", np.allclose(dot, dot_scores(query, keys))
+      and np.allclose(bilinear, bilinear_scores(query, keys, W)))
 
 # %% [markdown]
-# Key 1 is the clearest change: its dot score is slightly negative (-0.1) but its bilinear score
-# is slightly positive (0.024), because $W$ mixes the key's directions before the comparison. Which
-# keys "match" is decided by the score function, and in a trained model $W$ is learned: the score
-# function is part of what the model learns.
-#
-# The additive score runs a small network on every query-key pair: project both into an
-# alignment space, add, squash with $\tanh$, reduce to one number with $v_a$. The chapter gives no
-# additive parameters for the running example, so these are ours (drawn once from a seeded
-# generator); the chapter's own additive example, with query and keys of different widths, is in
-# notebook 03, section 6.
+# The additive score runs a small network on each query-key pair. The chapter gives no additive
+# parameters for this example, so ours are drawn once from a seeded generator: random, untrained.
 
 # %%
-from attention_lab import additive_scores
-from attention_lab.examples import running_additive_params
-
 p = running_additive_params()  # W_q (4, 3), W_k (4, 3), v (4,): alignment width 4
 additive = np.tanh(query @ p["W_q"].T + keys @ p["W_k"].T) @ p["v"]
 print("additive scores:   ", np.round(additive, 3))
 print("library agrees:    ", np.allclose(additive, additive_scores(query, keys, **p)))
-print("largest score at key: dot", dot.argmax() + 1, "| bilinear", bilinear.argmax() + 1,
-      "| additive", additive.argmax() + 1)
+
+# %%
+# Predict: the scores differ. Do dot and bilinear rank the five keys in the same order (yes/no)?
+same_ranking = ...
+
+# %%
+def ranking(e):
+    return (np.argsort(-e) + 1).tolist()  # source numbers, best first
+
+
+print("ranking, dot     :", ranking(dot))
+print("ranking, bilinear:", ranking(bilinear))
+print("ranking, additive:", ranking(additive))
+reveal(same_ranking, ranking(dot) == ranking(bilinear))
 
 # %% [markdown]
+# Here $W$ is close to the identity, so dot and bilinear agree on the order; only the random
+# additive scores rank differently. A trained $W$ or additive network learns its own notion of
+# a match: the score function is part of the model.
 #
 # ### Misconception 4: "scores are probabilities"
-#
-# Scores are compatibility values with no fixed range: they can be negative, they do not sum to 1,
-# and multiplying a score function by 10 gives scores that are just as valid (and a different
-# attention distribution).
 
 # %%
 # Misconception 4: scores are not probabilities
 print("smallest score:", round(dot.min(), 3), " sum of scores:", round(dot.sum(), 3))
-print("ten times the scores:", np.round(10 * dot, 2))
 print("weights from the scores  :", np.round(softmax(dot), 3))
 print("weights from 10 x scores :", np.round(softmax(10 * dot), 3))
 
 # %% [markdown]
+# Scores can be negative, need not sum to 1, and ten times the scores are just as valid (with a
+# different distribution).
+#
 # ### Score explorer
 #
-# Move the query and switch between the score functions. The orange bars are the chosen scores,
-# the black circles the plain dot product for comparison, and the green bars the softmax weights.
-# The additive parameters are ours (seeded), since the chapter gives none for this example.
+# Orange bars: the chosen scores; black circles: the dot product; green bars: the weights.
 
 # %%
 score_explorer = widgets.ScoreExplorer()
@@ -110,12 +98,9 @@ score_explorer
 # %% [markdown]
 # ## 2. Softmax turns scores into competing weights
 #
-# $$\alpha_i = \frac{\exp(e_i)}{\sum_{j=1}^{S} \exp(e_j)}$$
+# $$\alpha_i = \frac{\exp(e_i)}{\sum_{j=1}^{S} \exp(e_j)}, \qquad c = \sum_i \alpha_i v_i$$
 #
-# Every weight is positive and they sum to 1. Adding one constant $m$ to every score multiplies
-# numerator and denominator by the same $\exp(m)$, so nothing changes; a stable implementation
-# uses this and subtracts the largest score first, so that no exponential can overflow. Written
-# out, a stable softmax is three lines:
+# A stable softmax subtracts the largest score first, so no exponential can overflow:
 
 # %%
 def stable_softmax(scores):
@@ -128,34 +113,33 @@ weights = stable_softmax(dot)
 context = weights @ values
 print("weights:", np.round(weights, 3), "sum:", weights.sum())
 print("context:", np.round(context, 3))
+result = attend(query, keys, values)
+print("library agrees:", np.allclose(result.weights, weights) and np.allclose(result.context, context))
 
 # %% [markdown]
-# The context $c = \sum_i \alpha_i v_i$ (in code `weights @ values`) has the width of one value
-# vector (3), not five values side by side. The library computes the same numbers in one call:
+# The context has the width of one value (3), not five values side by side.
 
 # %%
-result = attend(query, keys, values)
-print("library weights:", np.round(result.weights, 3))
-print("library context:", np.round(result.context, 3))
-print("same as ours:   ", np.allclose(result.weights, weights) and np.allclose(result.context, context))
-
-# %% [markdown]
-# **Shift invariance, and why the shift matters.** Adding 100 to every score changes nothing.
-# Multiplying the scores by 1000 does change the weights (that is a temperature, next section),
-# and there the textbook formula without the shift overflows: $\exp(980)$ is infinite in float64
-# and $\infty / \infty$ is NaN. The stable form is fine.
+# Predict: add 100 to every score. Do the weights change (yes/no)?
+shift_changes = ...
 
 # %%
 print("shifted by +100 :", np.round(stable_softmax(dot + 100), 3))
+reveal(shift_changes, not np.allclose(stable_softmax(dot + 100), weights))
 big = 1000 * dot
 print("naive,  x1000   :", naive_softmax(big))
 print("stable, x1000   :", np.round(stable_softmax(big), 3))
 
 # %% [markdown]
-# ### Misconception 3: "attention weights are independent probabilities"
+# $\exp(m)$ cancels between numerator and denominator. Scaling by 1000 does change the weights (a
+# temperature, section 3), and there the formula without the shift overflows: $\exp(980)$ is
+# infinite in float64 and $\infty/\infty$ is NaN.
 #
-# The weights share one denominator. Raise only the score of source 2 by 1 and watch *every
-# other* weight go down, although their scores did not change.
+# ### Misconception 3: "attention weights are independent probabilities"
+
+# %%
+# Predict: raise only score 2 by 1. Does source 1's weight go "up", "down" or stay the "same"?
+source1_weight = ...
 
 # %%
 # Misconception 3: the weights compete through the shared denominator
@@ -163,40 +147,43 @@ raised = dot.copy()
 raised[1] += 1.0
 print("before:", np.round(softmax(dot), 3))
 print("after :", np.round(softmax(raised), 3), " (only score 2 changed)")
+reveal(source1_weight, "down" if softmax(raised)[0] < softmax(dot)[0] else "up")
 
 # %% [markdown]
 # ### Misconception 5: "a larger score always means a larger contribution"
 #
-# What source $i$ adds to coordinate $j$ of the context is $\alpha_i v_{ij}$: its weight *times*
-# its value. Source 2 has the largest score and weight, but its value is small in coordinate 3, so
-# for that coordinate source 5 (a lower score, a large value) contributes six times more. A mask
-# can also remove a high-scoring key altogether (section 4).
+# Source $i$ adds $\alpha_i v_{ij}$ to coordinate $j$ of the context: weight *times* value.
 
 # %%
 # Misconception 5: contribution = weight x value, not the score alone
 contribution = weights[:, None] * values  # row i: what source i adds to each context coordinate
-print("scores               :", np.round(dot, 2))
-print("contribution to c[3] :", np.round(contribution[:, 2], 3))
-print("largest score: source", dot.argmax() + 1, "| largest contribution to c[3]: source",
+print("contribution to c₃ :", np.round(contribution[:, 2], 3))
+print("largest score: source", dot.argmax() + 1, "| largest contribution to c₃: source",
       contribution[:, 2].argmax() + 1)
 
 # %% [markdown]
+# Source 2 has the largest score, but its value is small in coordinate 3; source 5 contributes
+# six times more there. A mask can also remove a high-scoring key altogether (section 4).
+#
 # ## 3. Temperature changes concentration, not ranking
 #
-# Dividing the scores by a temperature $\tau > 0$ before the softmax,
-# $\alpha_i(\tau) = \exp(e_i/\tau) / \sum_j \exp(e_j/\tau)$, keeps the order of the weights but
-# changes how peaked they are: $\tau < 1$ sharpens, $\tau > 1$ flattens. (Transformers use a fixed
-# scale $1/\sqrt{d_k}$, a special case the next chapter derives.)
+# Dividing the scores by $\tau > 0$ before the softmax keeps the order of the weights: $\tau < 1$
+# sharpens, $\tau > 1$ flattens. (Transformers' fixed $1/\sqrt{d_k}$ is derived in the next
+# chapter.)
+
+# %%
+# Predict: the largest weight is 0.361 at temperature 1. What is it at temperature 0.5?
+largest_at_half = ...
 
 # %%
 by_temperature = np.array([softmax(dot, temperature=t) for t in CHAPTER_TEMPERATURES])
 for t, w in zip(CHAPTER_TEMPERATURES, by_temperature):
     print(f"temperature {t}: weights {np.round(w, 3)}  largest {w.max():.3f}")
+reveal(largest_at_half, round(float(by_temperature[0].max()), 3), tol=0.05)
 
 # %% [markdown]
-# **The figure below** shows these three weight vectors as bar charts side by side (temperature
-# 0.5, 1 and 2). Source 2 is the tallest bar in every panel, but its bar shrinks from about 0.54 to
-# 0.28 as the temperature grows while the other bars grow towards the uniform 0.2.
+# **The figure below** draws these weights as three bar charts (temperature 0.5, 1, 2): source 2
+# is tallest in each, shrinking from 0.54 to 0.28 while the others approach the uniform 0.2.
 
 # %%
 plots.temperature_panels(CHAPTER_TEMPERATURES, by_temperature)
@@ -204,10 +191,9 @@ plots.temperature_panels(CHAPTER_TEMPERATURES, by_temperature)
 # %% [markdown]
 # ### Temperature explorer
 #
-# The slider is logarithmic from 0.05 to 5. The black ticks mark the weights at $\tau = 1$. The
-# right panel follows two summaries of concentration along the whole temperature range: the
-# largest weight, and the *effective number of keys* $\exp(H)$, where $H$ is the entropy of the
-# weights (1 when one key takes everything, 5 when all five share equally).
+# A log slider from 0.05 to 5; black ticks: the weights at $\tau = 1$. Right: the largest weight
+# and the *effective number of keys* $\exp(H)$ ($H$ the entropy: 1 when one key takes all, 5 when
+# all five share equally).
 
 # %%
 temperature_explorer = widgets.TemperatureExplorer()
@@ -215,125 +201,125 @@ temperature_explorer
 
 # %% [markdown]
 # ### Misconception 8: "a sharp distribution proves the model found the right evidence"
-#
-# Concentration is a property of one attention computation, and the temperature alone can make it
-# as sharp as you like, without any new evidence. At $\tau = 0.05$ almost all the weight sits on
-# source 2; nothing about the sources changed, only the scale of the scores.
 
 # %%
 # Misconception 8: sharpness comes from the scale of the scores, not from evidence
-from attention_lab.softmax import concentration
-
 for t in (1.0, 0.05):
     w = softmax(dot, temperature=t)
     print(f"tau = {t:4.2f}: weights {np.round(w, 3)}, "
           f"effective keys {concentration(w).effective_keys:.2f}")
 
 # %% [markdown]
+# The temperature alone makes the weights as sharp as you like; nothing about the sources changed.
+#
 # ## 4. Masks decide which keys may be retrieved
 #
-# Real batches are rectangular: a short source sentence is padded to the batch's length, and the
-# padding must get **exactly zero** weight. A decoder that may not look ahead needs a causal rule.
-# Both are masks: a boolean per key, `True` = eligible (the convention of PyTorch's
-# `scaled_dot_product_attention`). The mask acts **before** the softmax: an ineligible score is
-# replaced by $-\infty$, whose exponential is exactly 0, so the remaining weights renormalise among
-# themselves.
-#
-# In the running example, sources 4 and 5 are padding:
+# A mask is a boolean per key, `True` = eligible (PyTorch's convention). It acts **before** the
+# softmax: an ineligible score becomes $-\infty$, whose exponential is exactly 0, and the eligible
+# weights renormalise. In the running example, sources 4 and 5 are padding:
 
 # %%
 valid = ex.valid
-masked_scores = np.where(valid, dot, -np.inf)
-masked_weights = stable_softmax(masked_scores)
+masked_weights = stable_softmax(np.where(valid, dot, -np.inf))
 print("valid          :", valid)
 print("masked weights:", np.round(masked_weights, 3), "sum:", round(masked_weights.sum(), 3))
 print("masked context:", np.round(masked_weights @ values, 3))
 
 # %% [markdown]
-# **The figure below** puts the unmasked weights (left) beside the masked ones (right). On the
-# right, positions 4 and 5 have no bar (a cross marks them) and the three remaining bars are
-# taller, in the same proportions as before, because they now share all of the mass.
+# **The figure below**: unmasked weights (left), masked ones (right). Positions 4 and 5 get no
+# bar (a cross), the three others grow in the same proportions.
 
 # %%
 plots.mask_figure(weights, masked_weights, valid)
 
 # %% [markdown]
-# ### Misconception 6: "masking after the softmax is the same as masking before it"
+# ### Mask explorer
 #
-# Taking the unmasked weights and zeroing the padding afterwards is a different operation. The
-# padding's mass (0.316 here) is simply lost: the row sums to 0.684, the context shrinks towards
-# zero, and how much it shrinks depends on how much padding the sequence had.
+# Valid length, single positions, the wrong order (*mask AFTER softmax*) beside the right one, and
+# the policy for a row with nothing eligible. Its first task asks for a prediction: write it here.
+
+# %%
+# Predict: softmax over all five, then zero positions 4 and 5. What does the row sum to?
+row_sum_after = ...
+
+# %%
+mask_explorer = widgets.MaskExplorer()
+mask_explorer
+
+# %% [markdown]
+# ### Misconception 6: "masking after the softmax is the same as masking before it"
 
 # %%
 # Misconception 6: mask after softmax without renormalising loses mass
 wrong = weights * valid  # softmax over all five keys, then zero the padding
 print("masked after softmax :", np.round(wrong, 3), " sum:", round(wrong.sum(), 3))
-print("masked before softmax:", np.round(masked_weights, 3), " sum:", round(masked_weights.sum(), 3))
-print("context, wrong order :", np.round(wrong @ values, 3))
-print("context, right order :", np.round(masked_weights @ values, 3))
+print("context, wrong order :", np.round(wrong @ values, 3), " right:",
+      np.round(masked_weights @ values, 3))
+reveal(row_sum_after, round(float(wrong.sum()), 3), tol=0.05)
 
 # %% [markdown]
+# The padding's mass is lost, the context shrinks towards zero, and by how much depends on the
+# amount of padding.
+#
 # ### Misconception 7: "padding masks and causal masks are interchangeable"
 #
-# They answer different questions. A padding mask depends on each *sequence's length* and is the
-# same for every query of that sequence; a causal mask depends on the *query's position* and is the
-# same for every sequence. Below: the padding mask of a batch with lengths 5, 3 and 1, and the
-# causal mask of 3 target positions over 5 sources (1 = eligible).
+# A **padding** mask depends on a sequence's length and is the same for every query. A **causal**
+# mask depends on the query's position: in a decoder's *self*-attention ($T = S$, the target
+# attends to itself) position $t$ may not see later positions. Cross-attention over a finished
+# source needs padding only. A batch of two targets of lengths 4 and 2 needs both, combined:
+
+# %%
+pad = padding_mask([4, 2], 4)[:, None, :]  # (B, 1, S): the same row for every query
+causal = causal_mask(4)                    # (T, S): the same for every sequence
+both = combine_masks(pad, causal)          # (B, T, S): eligible under both
+print("sequence 2 (length 2), padding AND causal (rows: queries):\n", both[1].astype(int))
+
+# %% [markdown]
+# Swap one for the other and each breaks what the other guarded. With equal scores every
+# eligible key gets the same weight, so the weights show the eligibility directly.
+
+# %%
+# Predict: with the padding mask ALONE, how much weight does position 1 of sequence 1 (length 4)
+# put on later positions?
+future_weight = ...
 
 # %%
 # Misconception 7: padding and causal masks encode different rules
-from attention_lab import causal_mask, padding_mask
-
-print("padding mask, lengths 5, 3, 1 (one row per sequence):")
-print(padding_mask([5, 3, 1], 5).astype(int))
-print("causal mask, T=3 queries x S=5 keys (one row per query position):")
-print(causal_mask(3, 5).astype(int))
+equal = np.zeros((2, 4, 4))  # equal scores: uniform weights over whatever is eligible
+only_pad = softmax(equal, mask=pad)
+only_causal = softmax(equal, mask=causal)
+print("padding only, sequence 1, position 1:", np.round(only_pad[0, 0], 3), "(sees the future)")
+print("causal only,  sequence 2, position 3:", np.round(only_causal[1, 2], 3), "(uses padding)")
+reveal(future_weight, round(float(only_pad[0, 0, 1:].sum()), 3), tol=0.05)
+print("T=3, S=5, causal, upper-left :\n", causal_mask(3, 5).astype(int))
+print("T=3, S=5, causal, lower-right:\n", causal_mask(3, 5, align="lower_right").astype(int))
 
 # %% [markdown]
-# ### Mask explorer
+# With $T \ne S$ "causal" needs an alignment: upper-left (the first query with the first key,
+# SDPA's `is_causal`) or lower-right (the last with the last, as in decoding with a cache). That
+# is a convention: code must state it.
 #
-# Set the valid length, switch single positions off and on, and tick *also mask AFTER softmax* to
-# see the wrong order beside the right one with both row sums. Mask everything and the library's
-# declared all-masked policy decides what you get: zeros (the default), NaN, or an error. The cell
-# first drives the explorer from code (only source 1 left: the right row gives it all the weight,
-# the wrong row keeps just its original 0.123), resets it, and then shows it.
-
-# %%
-mask_explorer = widgets.MaskExplorer()
-mask_explorer.set(length=1, after_softmax=True)  # only source 1 left, and show the wrong order
-s = mask_explorer.state
-print("right:", np.round(s.weights, 3), "sum", round(s.row_sum, 3))
-print("wrong:", np.round(s.after_weights, 3), "sum", round(s.after_row_sum, 3))
-mask_explorer.reset()
-mask_explorer
-
-# %% [markdown]
 # ## 5. Global and local access
 #
 # *Global* attention scores every source position. *Local* attention (Luong et al.) scores only a
-# window $[p - D, p + D]$ around a centre $p$ that the decoder predicts or that moves with the
-# output. Global access can reach any position but its cost grows with the source length; local
-# access is cheaper and suits roughly monotonic alignments, but cannot retrieve what lies outside
-# the window.
-#
-# **The figure below** draws a source of ten positions twice. In the top row (global) all ten are
-# highlighted. In the bottom row (local, centre $p = 5.5$, half-width $D = 1.5$) only positions 4 to
-# 7 are highlighted; the others are grey and hatched.
+# window $|j - p| \le D$ around a centre $p$: cheaper, and suited to roughly monotonic
+# alignments, but blind outside the window. **The figure below**: ten positions twice, all
+# highlighted (global), then only the window $p = 5.5$, $D = 1.5$ (local).
 
 # %%
-from attention_lab import local_mask
-
-local = local_mask(4.5, 1.5, 10)  # 0-based centre 4.5 = between positions 5 and 6
-print("local window, eligible positions:", np.flatnonzero(local) + 1)
-plots.window_figure(np.ones(10, dtype=bool), local)
+p_centre, D = 5.5, 1.5  # the centre sits between positions 5 and 6
+positions = np.arange(1, 11)
+window = np.abs(positions - p_centre) <= D
+print("local window, eligible positions:", positions[window])
+print("library agrees:", np.array_equal(window, local_mask(p_centre - 1, D, 10)),
+      "(its positions count from 0, as numpy's)")
+plots.window_figure(np.ones(10, dtype=bool), window)
 
 # %% [markdown]
 # ### Window explorer
 #
-# The query matches one *target* position strongly (the star). Move the window and the target:
-# when the target falls outside the window, local attention cannot retrieve it and spreads its
-# weight over what the window holds. With the half-width at 0 and the centre between two
-# positions, the window is empty and every weight is 0.
+# The query matches one *target* position strongly (the star). When the target falls outside the
+# window, local attention cannot retrieve it.
 
 # %%
 window_explorer = widgets.WindowExplorer()
@@ -341,59 +327,41 @@ window_explorer
 
 # %% [markdown]
 # ### Misconception 11: "global attention is always preferable"
-#
-# Global attention buys coverage with cost. For 1000 target and 1000 source positions it scores a
-# million pairs; a local window of half-width 8 around the diagonal scores about 17 thousand. When
-# the task's alignment is local (the target near the predicted centre), the window loses nothing:
-# it even puts more weight on the target, because fewer positions compete.
 
 # %%
-# Misconception 11: local access is cheaper and, when justified, loses nothing
-from attention_lab import attend_scores, local_m_mask
-from attention_lab.examples import local_example
+# Predict: target 6 lies inside the window (positions 4-7). Globally it gets 0.545 of the
+# weight. Under the window, is its weight "higher", "lower" or the "same"?
+local_target = ...
 
+# %%
+# Misconception 11: local access is cheaper and, when justified, loses nothing the task needs
 T = S = 1000
 print("scored pairs, global      :", T * S)
 print("scored pairs, local (D=8) :", int(local_m_mask(T, S, 8).sum()))
-window = local_mask(4.5, 1.5, 10)  # positions 4-7, as in the figure
-for target in (6, 8):  # 1-based: inside, then outside the window
+for target in (6, 8):
     ex10 = local_example(target=target - 1)
-    on_global = attend_scores(ex10.scores, ex10.values).weights[target - 1]
-    on_local = attend_scores(ex10.scores, ex10.values, mask=window).weights[target - 1]
+    g, loc = attend_scores(ex10.scores, ex10.values), attend_scores(ex10.scores, ex10.values,
+                                                                    mask=window)
     print(f"target {target} ({'inside' if window[target - 1] else 'outside'} the window): "
-          f"global weight {on_global:.3f}, local weight {on_local:.3f}")
+          f"global weight {g.weights[target - 1]:.3f}, local weight {loc.weights[target - 1]:.3f}"
+          f", context moves by {np.abs(loc.context - g.context).max():.3f}")
+ex6 = local_example(target=5)
+on_local = attend_scores(ex6.scores, ex6.values, mask=window).weights[5]
+reveal(local_target, "higher" if on_local > attend_scores(ex6.scores, ex6.values).weights[5]
+       else "lower")
 
 # %% [markdown]
-# The access pattern is an assumption about what a query may retrieve; state it before
-# interpreting weights or comparing run times.
+# A window costs far fewer scores. It still changes the computation (fewer keys compete, so the
+# context moves), but when the target lies inside it loses nothing the task needs; outside, the
+# target is simply missed. State the access pattern before interpreting weights or run times.
 #
 # ## Summary
 #
-# * A score compares the query with one key; it is not a probability. Dot, bilinear and additive
-#   scores rank the same keys differently.
-# * Softmax makes the scores compete for a total weight of 1; subtracting the maximum first changes
-#   nothing but avoids overflow.
+# * A score compares the query with one key; it is not a probability. Dot and bilinear scores
+#   rank the running example's keys the same way; the random additive scores do not.
+# * Softmax makes the scores compete; subtracting the maximum avoids overflow and changes nothing.
 # * Temperature changes concentration and keeps the ranking.
-# * Masks act before the softmax; masking afterwards loses mass.
-# * Local windows trade coverage for cost.
+# * Masks act before the softmax. Padding and causal masks are different rules, combined by AND.
+# * Local windows trade coverage for cost, and change the context even when they keep the target.
 #
 # Level 3 writes the same computation for batches of queries as tensors, and tests it.
-#
-# ## The chapter's misconceptions: where each one is demonstrated
-#
-# | # | misconception | demonstrated in |
-# |---|---|---|
-# | 1 | attention chooses exactly one source item | notebook 01, section 5 (soft vs hard retrieval) |
-# | 2 | keys and values must be identical | notebook 01, section 2 |
-# | 3 | attention weights are independent probabilities | **this notebook**, section 2, cell "Misconception 3" |
-# | 4 | scores are probabilities | **this notebook**, section 1, cell "Misconception 4" |
-# | 5 | a larger score always means a larger final contribution | **this notebook**, section 2, cell "Misconception 5" |
-# | 6 | masking after softmax is equivalent to masking before it | **this notebook**, section 4, cell "Misconception 6" |
-# | 7 | padding masks and causal masks are interchangeable | **this notebook**, section 4, cell "Misconception 7" |
-# | 8 | a sharp distribution proves the model found the correct evidence | **this notebook**, section 3, cell "Misconception 8" |
-# | 9 | attention weights are causal explanations | notebook 01, section 6 |
-# | 10 | attention supplies order | notebook 01, section 7 |
-# | 11 | global attention is always preferable | **this notebook**, section 5, cell "Misconception 11" |
-# | 12 | attention removes quadratic cost in self-attention | notebook 03, section 2 |
-# | 13 | all-masked rows have zero attention by default | notebook 03, section 4 |
-# | 14 | matching output shape proves the correct softmax axis | notebook 03, section 2 |

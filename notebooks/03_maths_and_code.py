@@ -1,21 +1,27 @@
 # %% [markdown]
 # # Level 3: Maths and code
 #
-# Level 2 followed one query through scores, softmax, masks and windows. Here the same operation
-# is written for whole batches of queries as tensor code, and then checked the way a careful
-# implementation is checked: shapes, the normalisation axis, mask fill values and dtypes, the
-# all-masked row, the convex-hull property, the additive score with different widths, and
-# agreement with PyTorch's own kernel.
+# The same operation for whole batches of queries, as tensor code, checked the way a careful
+# implementation is checked: shapes, the softmax axis, fill values and dtypes, the all-masked row,
+# the convex hull, additive scores with different widths, and agreement with PyTorch.
 #
-# Cells marked **Misconception N** demonstrate one of the chapter's common misconceptions; the
-# table at the end lists them. Run the cells from top to bottom (Shift+Enter).
+# Cells that start with `# Predict` ask first: replace the `...`, run it, then run the next cell.
+# Positions, queries and batch items are counted from 1 in the text (numpy and torch index from 0
+# in code). Cells headed **Misconception N** demonstrate the chapter's misconceptions; the project
+# README's table *Misconceptions* lists them.
 
 # %%
 import numpy as np
 import torch
+import torch.nn.functional as F
 
-from attention_lab import attend, dot_scores, plots, softmax, widgets
-from attention_lab.examples import running_example
+from attention_lab import additive_scores, attend, plots, softmax, widgets
+from attention_lab.attention import within_value_range
+from attention_lab.analysis.cost import attention_flops, score_matrix_bytes, score_matrix_elements
+from attention_lab.examples import HULL_VALUES, HULL_WEIGHTS, additive_example, running_example
+from attention_lab.predict import reveal
+from attention_lab.softmax import fill_softmax, round_to_dtype, safe_fill
+from attention_lab.tensor import attention
 
 ex = running_example()
 query, keys, values = ex.query, ex.keys, ex.values
@@ -24,15 +30,17 @@ query, keys, values = ex.query, ex.keys, ex.values
 # ## 1. The tensor form
 #
 # For one query $q \in \mathbb{R}^{D_k}$, keys $K \in \mathbb{R}^{S \times D_k}$ and values
-# $V \in \mathbb{R}^{S \times D_v}$:
+# $V \in \mathbb{R}^{S \times D_v}$ ($D_k$ and $D_v$ may differ):
 #
 # $$\alpha = \operatorname{softmax}(K q) \in \mathbb{R}^{S}, \qquad c = \alpha^\top V \in \mathbb{R}^{D_v}.$$
 #
-# $D_k$ and $D_v$ need not be equal: keys only have to match queries, values only have to be
-# mixed. A batch of $B$ sequences with $T$ queries each, $Q \in \mathbb{R}^{B \times T \times D_k}$,
-# against $K \in \mathbb{R}^{B \times S \times D_k}$ gives a score tensor of shape $B \times T \times S$:
-# one distribution over the $S$ sources for every query of every sequence. In PyTorch, with the
-# chapter's seed:
+# A batch of $B$ sequences with $T$ queries each, $Q \in \mathbb{R}^{B \times T \times D_k}$,
+# against $K \in \mathbb{R}^{B \times S \times D_k}$: one distribution over the $S$ sources for
+# every query of every sequence.
+
+# %%
+# Predict: with B, T, S, D_k, D_v = 2, 3, 5, 4, 6, what is the shape of Q @ K^T? Write a tuple.
+scores_shape = ...
 
 # %%
 torch.manual_seed(19)
@@ -46,15 +54,10 @@ contexts = weights @ V                    # (B, T, D_v)
 print("scores:  ", tuple(scores.shape))
 print("weights: ", tuple(weights.shape), "row sums:", weights[0, 0].sum().item())
 print("contexts:", tuple(contexts.shape))
-
-# %% [markdown]
-# The library's torch path computes the same thing (its `scale` defaults to 1, the chapter's
-# unscaled dot product), and so does the numpy reference on the same numbers:
+reveal(scores_shape, tuple(scores.shape))
 
 # %%
-from attention_lab.tensor import attention
-
-ours = attention(Q, K, V)
+ours = attention(Q, K, V)  # the library's torch path (scale 1: the chapter's unscaled dot)
 ref = attend(Q.double().numpy(), K.double().numpy(), V.double().numpy())
 print("torch path agrees within 1e-6     :", torch.allclose(ours.context, contexts, atol=1e-6))
 print("numpy reference agrees within 1e-6:", np.allclose(ref.context, contexts.double().numpy(), atol=1e-6))
@@ -62,11 +65,22 @@ print("numpy reference agrees within 1e-6:", np.allclose(ref.context, contexts.d
 # %% [markdown]
 # ## 2. The softmax axis, and what the score tensor costs
 #
-# The last axis of `scores` indexes the sources, and softmax must run over it: each query gets its
-# own distribution over the sources. Normalising over another axis still gives a tensor of the
-# right shape, so nothing crashes, but it is a different model.
+# The last axis of `scores` indexes the sources; softmax must run over it, so that each query gets
+# its own distribution. Which axis did a piece of code normalise? The explorer shows one batch
+# item's weights and which sums are 1.
 #
+# ### Axis explorer
+
+# %%
+axis_explorer = widgets.AxisExplorer()
+axis_explorer
+
+# %% [markdown]
 # ### Misconception 14: "matching output shape proves the correct softmax axis was used"
+
+# %%
+# Predict: softmax over the queries (dim=-2) instead. The shape of the contexts? Write a tuple.
+wrong_axis_shape = ...
 
 # %%
 # Misconception 14: the wrong axis keeps every shape and changes the model
@@ -76,42 +90,34 @@ for dim, name in [(-1, "sources (right)"), (-2, "queries"), (0, "batch")]:
     print(f"softmax over {name:16s}: weights {tuple(w.shape)}, contexts {tuple(c.shape)}, "
           f"query rows sum to 1: {bool(torch.allclose(w.sum(-1), torch.ones(B, T)))}, "
           f"largest context error {(c - contexts).abs().max().item():.3f}")
+reveal(wrong_axis_shape, tuple((torch.softmax(scores, dim=-2) @ V).shape))
 
 # %% [markdown]
-# ### Axis explorer
+# Nothing crashes: test the sums, not the shapes.
 #
-# The left heatmap is the right normalisation (over keys) for one batch item; the middle one uses
-# the axis you choose; the bars on the right show which sums are 1. Only the key axis gives every
-# query (row) a distribution.
-
-# %%
-axis_explorer = widgets.AxisExplorer()
-axis_explorer
-
-# %% [markdown]
 # ### Misconception 12: "attention removes the quadratic cost of self-attention"
 #
 # Global attention scores every query against every key: $T \times S$ scores per batch item and
-# head, and $O(TS(D_k + D_v))$ arithmetic. In self-attention the sequence queries itself, $T = S$,
-# so the score matrix grows with the square of the length. Attention does not remove that cost; it
-# *is* that cost (restricted patterns such as local windows reduce it by scoring fewer pairs).
+# head, $O(TS(D_k + D_v))$ arithmetic. In self-attention $T = S$: the cost grows with the square
+# of the length. Attention *is* that cost; restricted patterns (local windows) score fewer pairs.
+
+# %%
+# Predict: how many MiB does one float32 score matrix take at T = S = 8192?
+mib_8192 = ...
 
 # %%
 # Misconception 12: self-attention (T = S) scores T * S = T^2 pairs
-from attention_lab.analysis.cost import attention_flops, score_matrix_bytes, score_matrix_elements
-
 for n in (128, 512, 2048, 8192):
-    elements = score_matrix_elements(1, n, n)
     mib = score_matrix_bytes(1, n, n, dtype="float32") / 2**20
-    gflop = attention_flops(n, n, 64, 64) / 1e9
-    print(f"T = S = {n:5d}: {elements:>11,} scores, {mib:8.1f} MiB in float32, "
-          f"{gflop:8.2f} GFLOP at D_k = D_v = 64")
+    print(f"T = S = {n:5d}: {score_matrix_elements(1, n, n):>11,} scores, {mib:8.1f} MiB in "
+          f"float32, {attention_flops(n, n, 64, 64) / 1e9:8.2f} GFLOP at D_k = D_v = 64")
+reveal(mib_8192, score_matrix_bytes(1, 8192, 8192, dtype="float32") / 2**20, tol=16)
 
 # %% [markdown]
 # ## 3. A masked softmax with $-\infty$
 #
-# A masked attention function in numpy: replace the scores of ineligible keys by $-\infty$, take a
-# stable softmax, mix the values. With the running example's padding (sources 4 and 5):
+# Ineligible keys get the score $-\infty$, a stable softmax follows, the values are mixed. With the
+# running example's padding (sources 4 and 5):
 
 # %%
 def stable_softmax(scores):
@@ -136,28 +142,28 @@ print("masked mass:", checked_weights[~one_mask].sum())
 # %% [markdown]
 # ## 4. Fill values, dtypes and the all-masked row
 #
-# $-\infty$ is exact in numpy float64. GPU kernels often write a large *finite* negative number
-# instead, and then the dtype matters: float16 cannot hold $-10^9$ (its largest magnitude is
-# 65504), so the cast turns it into $-\infty$ anyway. The safe finite fill is the dtype's most
-# negative number. bfloat16 has float32's range but only 8 bits of precision.
+# $-\infty$ is exact in numpy. Kernels often write a large *finite* negative number instead, and
+# then the dtype matters: float16's largest magnitude is 65504.
 
 # %%
-from attention_lab.softmax import fill_overflows, round_to_dtype, safe_fill
+# Predict: what does -1e9 become when cast to float16? Write a number (-np.inf is one).
+minus_1e9_in_float16 = ...
 
+# %%
 for dtype in ("float32", "float16", "bfloat16"):
     print(f"{dtype:8s}: -1e9 becomes {float(round_to_dtype(-1e9, dtype)):.4g}, "
-          f"safe fill {safe_fill(dtype):.4g}, "
+          f"most negative finite {safe_fill(dtype):.4g}, "
           f"0.361 becomes {float(round_to_dtype(0.361, dtype)):.6g}")
-print("does -1e9 overflow float16?", fill_overflows(-1e9, "float16"))
+reveal(minus_1e9_in_float16, float(round_to_dtype(-1e9, "float16")))
 
 # %% [markdown]
-# ### Misconception 13: "all-masked rows have zero attention by default"
+# A finite fill such as the dtype's most negative number avoids the NaN of $-\infty - (-\infty)$
+# and, next to any eligible key, still gives the masked keys weight 0. It does **not** make an
+# all-masked row safe: every score is then the fill, each exponential is 1, and the row returns
+# uniform weight over the padding (the precision explorer below shows it). That row still needs a
+# policy.
 #
-# If *every* key of a row is masked (an empty source, a fully padded sequence), the naive masked
-# softmax computes $\exp(-\infty - (-\infty))$ or $0/0$: NaN, which then spreads into everything
-# the context touches. What such a row should return is a decision, and the library makes it an
-# explicit argument, `empty=`: `"zeros"` (the default, which is what PyTorch's
-# `scaled_dot_product_attention` returns today), `"nan"` or `"raise"`.
+# ### Misconception 13: "all-masked rows have zero attention by default"
 
 # %%
 # Misconception 13: an all-masked row is NaN unless a policy says otherwise
@@ -174,12 +180,10 @@ except ValueError as err:
     print("attend(..., empty='raise'): ValueError:", err)
 
 # %% [markdown]
-# PyTorch agrees with the `"zeros"` policy for its fused kernel, while the plain
-# `masked_fill(-inf)` + `softmax` pattern gives NaN:
+# The library makes the choice an argument, `empty=`. PyTorch's `scaled_dot_product_attention`
+# returns zeros for such a row; the plain `masked_fill(-inf)` + `softmax` pattern gives NaN:
 
 # %%
-import torch.nn.functional as F
-
 m = torch.ones(B, T, S, dtype=torch.bool)
 m[0, 1] = False  # batch item 1, query 2: no eligible key
 sdpa = F.scaled_dot_product_attention(Q, K, V, attn_mask=m, scale=1.0)
@@ -191,68 +195,71 @@ print("attention_lab.tensor.attention      :", attention(Q, K, V, mask=m).weight
 # %% [markdown]
 # ### Precision explorer
 #
-# Choose a dtype, a fill value, a score scale and naive or stable softmax, and shorten the valid
-# length down to 0. The left panel is what a typical kernel computes (cast, fill, exponentiate in
-# that dtype); the right panel is the library in float64 with its declared all-masked policy.
-# The cell first tries three settings from code (float16 with fill -1e9 and valid length 0: NaN
-# from the fill; a finite fill: uniform weights over padding; naive softmax at a score scale of 20:
-# overflow), then resets the explorer and shows it.
+# A dtype, a fill, a score scale, naive or stable softmax, and the valid length down to 0. Left:
+# what a typical kernel computes (cast, fill, exponentiate in that dtype); right: the library in
+# float64 with its declared all-masked policy.
 
 # %%
 precision_explorer = widgets.PrecisionExplorer()
-precision_explorer.set(dtype="float16", fill="-1e9", length=0)
-print("float16, -1e9, all masked :", precision_explorer.state.kernel_weights.round(3))
-precision_explorer.set(fill="finfo.min")
-print("float16, finfo.min        :", precision_explorer.state.kernel_weights.round(3))
-precision_explorer.set(length=5, scale=20.0, softmax="naive")
-print("naive, scores x 20        :", precision_explorer.state.kernel_weights.round(3))
-precision_explorer.reset()
 precision_explorer
+
+# %%
+# Predict: float16, fill finfo(float16).min, all five positions masked. Each position's weight?
+padding_weight = ...
+
+# %%
+# after the tasks: the same three cases through the kernel simulation of the core
+e = keys @ query
+for name, mask, fill, scale, stable in [
+        ("-1e9, all masked, stable    ", nothing, -1e9, 1, True),
+        ("finfo.min, all masked       ", nothing, safe_fill("float16"), 1, True),
+        ("naive, scores x 20, no mask ", np.ones(5, bool), -1e9, 20, False)]:
+    print(f"float16, {name}:", np.round(fill_softmax(scale * e, mask, fill, dtype="float16",
+                                                     stable=stable).astype(float), 3))
+uniform = fill_softmax(e, nothing, safe_fill("float16"), dtype="float16").astype(float)
+reveal(padding_weight, round(float(uniform[0]), 3), tol=0.01)
 
 # %% [markdown]
 # ## 5. A context is a mixture: it stays inside the values' hull
 #
-# With non-negative weights that sum to 1, $c = \sum_i \alpha_i v_i$ is a convex combination of
-# the values: it lies inside their convex hull, and each coordinate lies between the smallest and
-# the largest value in that coordinate. Moving weight moves the context continuously; it never
-# jumps and never leaves the hull (only a later projection or a residual path could take it out).
-#
-# **The figure below** shows three 2-D values as the corners of a dashed triangle, and the
-# contexts of the chapter's two weight vectors, (0.6, 0.3, 0.1) near the first corner and
-# (0.15, 0.25, 0.6) nearer the third, both inside the triangle.
+# With non-negative weights summing to 1, $c = \sum_i \alpha_i v_i$ lies inside the convex hull of
+# the values, and each coordinate between the smallest and largest value in that coordinate.
+# **The figure below**: three 2-D values as the corners of a dashed triangle, and the contexts of
+# the chapter's weights (0.6, 0.3, 0.1) and (0.15, 0.25, 0.6), both inside.
 
 # %%
-from attention_lab.examples import HULL_VALUES, HULL_WEIGHTS
-
 hull_values, hull_weights = np.array(HULL_VALUES), np.array(HULL_WEIGHTS)
 hull_contexts = hull_weights @ hull_values
 print("contexts:\n", np.round(hull_contexts, 3))
 plots.hull_figure(hull_values, hull_weights, hull_contexts)
 
 # %% [markdown]
-# That makes a cheap debugging check: a "weighted average" outside the coordinate range of its
-# values means the weights were not a distribution over those values. The wrong-axis weights of
-# section 2 fail it for some queries:
+# That gives a cheap debugging check: a "weighted average" outside its values' coordinate range
+# means the weights were not a distribution over those values. Try it on section 2's batch-axis
+# softmax (six query contexts).
 
 # %%
-from attention_lab.attention import within_value_range
+# Predict: how many of the six wrong-axis contexts pass the range check (0-6)?
+wrong_pass = ...
 
+# %%
 Vn = V.double().numpy()
 right = attend(Q.double().numpy(), K.double().numpy(), Vn)
-wrong_w = softmax(right.scores, axis=0)  # normalised over the batch: wrong
-wrong_c = wrong_w @ Vn
+wrong_c = softmax(right.scores, axis=0) @ Vn  # normalised over the batch: wrong
 ok_right = all(within_value_range(right.context[b, t], Vn[b]).all() for b in range(B) for t in range(T))
 ok_wrong = [bool(within_value_range(wrong_c[b, t], Vn[b]).all()) for b in range(B) for t in range(T)]
 print("right axis: every context inside its values' range:", ok_right)
 print("batch axis: inside, per query:", ok_wrong)
+reveal(wrong_pass, sum(ok_wrong))
 
 # %% [markdown]
+# The check is **necessary, not sufficient**: 2 of the 6 wrong contexts pass it. A failure proves a
+# bug; a pass proves nothing. Test the row sums as well.
+#
 # ### Hull explorer
 #
-# Three sliders give relative weights (normalised to sum to 1) and the temperature sharpens or
-# flattens them; the context is the vermillion point, joined to each value by a line as thick as
-# its weight. Push one weight to 1 and the others to 0, or try extreme temperatures: the point can
-# reach a corner but never leave the triangle.
+# Three relative weights (normalised to sum to 1) and a temperature; the context is the vermillion
+# point, joined to each value by a line as thick as its weight.
 
 # %%
 hull_explorer = widgets.HullExplorer()
@@ -261,42 +268,41 @@ hull_explorer
 # %% [markdown]
 # ## 6. Additive attention with different widths
 #
-# The additive (Bahdanau) score
-#
 # $$e_{ti} = v_a^\top \tanh(W_q q_t + W_h h_i + b_a)$$
 #
 # maps a query of width 4 and source states of width 6 into a shared alignment space of width 5,
-# so the two widths need not match. It costs a small nonlinear network per query-key pair. First
-# one source at a time, exactly as the formula reads (the chapter's seeded example, $b_a = 0$):
+# at the price of a small network per query-key pair. One source at a time, as the formula reads
+# (the chapter's seeded example, $b_a = 0$):
 
 # %%
-from attention_lab.examples import additive_example
-
-a = additive_example(seed=19)  # rng = default_rng(19): q (4,), source (5, 6), W_q (5, 4), W_h (5, 6), v_a (5,)
+a = additive_example(seed=19)  # default_rng(19): q (4,), source (5, 6), W_q (5, 4), W_h (5, 6), v_a (5,)
 loop_scores = np.array([a.v_a @ np.tanh(a.W_q @ a.q + a.W_h @ h) for h in a.source])
 print("additive score shape:", loop_scores.shape)
 print("additive weights:    ", np.round(stable_softmax(loop_scores), 3))
 
 # %% [markdown]
-# Vectorised: project the query once, project all sources at once, let broadcasting add the
-# query to every source row, and reduce with $v_a$. Same numbers, no Python loop; the library's
-# `additive_scores` does the same for batches.
+# Vectorised: project the query once and all sources at once; broadcasting adds the query to
+# every source row.
 
 # %%
-from attention_lab import additive_scores
+# Predict: the shape of hidden = tanh(W_q q + source W_h^T) below? Write a tuple.
+hidden_shape = ...
 
+# %%
 hidden = np.tanh(a.W_q @ a.q + a.source @ a.W_h.T)  # (5, 5): one alignment vector per source
 vector_scores = hidden @ a.v_a
 print("vectorised equals loop:", np.allclose(vector_scores, loop_scores))
 print("library equals loop:   ", np.allclose(additive_scores(a.q, a.source, a.W_q, a.W_h, a.v_a),
                                              loop_scores))
+reveal(hidden_shape, hidden.shape)
 
 # %% [markdown]
 # ## 7. Agreement with PyTorch's kernel
 #
-# `torch.nn.functional.scaled_dot_product_attention` is the fused kernel that production code calls.
-# With `scale=1.0` (its default is $1/\sqrt{D_k}$) it must agree with the explicit computation, with
-# and without a padding mask, in float32 and float64:
+# `torch.nn.functional.scaled_dot_product_attention` is the one call production code makes. Per
+# call it picks an implementation: a fused kernel (flash, memory-efficient) where the inputs allow
+# one, else its plain "math" implementation, which is what it runs for these small CPU tensors.
+# With `scale=1.0` (its default is $1/\sqrt{D_k}$) it must agree with the explicit computation:
 
 # %%
 lengths = torch.tensor([5, 3])
@@ -315,27 +321,8 @@ for dtype in (torch.float32, torch.float64):
 #
 # * Scores $B \times T \times S$, softmax over the last axis, contexts $B \times T \times D_v$.
 # * The wrong softmax axis keeps every shape: test the sums, not the shapes.
-# * Mask with $-\infty$ or the dtype's most negative number; decide what an all-masked row returns.
-# * Contexts stay inside the values' hull: a cheap, strong check.
+# * A finite fill avoids NaN but not the all-masked row: declare what that row returns.
+# * Contexts stay inside the values' hull: a necessary check, not a sufficient one.
 # * Additive scores allow different widths at the price of a small network per pair.
 #
 # Level 4 asks what attention weights can and cannot tell us, and what attention costs at scale.
-#
-# ## The chapter's misconceptions: where each one is demonstrated
-#
-# | # | misconception | demonstrated in |
-# |---|---|---|
-# | 1 | attention chooses exactly one source item | notebook 01, section 5 |
-# | 2 | keys and values must be identical | notebook 01, section 2 |
-# | 3 | attention weights are independent probabilities | notebook 02, section 2 |
-# | 4 | scores are probabilities | notebook 02, section 1 |
-# | 5 | a larger score always means a larger final contribution | notebook 02, section 2 |
-# | 6 | masking after softmax is equivalent to masking before it | notebook 02, section 4 |
-# | 7 | padding masks and causal masks are interchangeable | notebook 02, section 4 |
-# | 8 | a sharp distribution proves the model found the correct evidence | notebook 02, section 3 |
-# | 9 | attention weights are causal explanations | notebook 01, section 6 |
-# | 10 | attention supplies order | notebook 01, section 7 |
-# | 11 | global attention is always preferable | notebook 02, section 5 |
-# | 12 | attention removes quadratic cost in self-attention | **this notebook**, section 2, cell "Misconception 12" |
-# | 13 | all-masked rows have zero attention by default | **this notebook**, section 4, cell "Misconception 13" |
-# | 14 | matching output shape proves the correct softmax axis | **this notebook**, section 2, cell "Misconception 14" |

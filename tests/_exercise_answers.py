@@ -450,7 +450,7 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
     "3.1": [
         (lambda scores: _naive(scores), "fail", ("NaN", "logits of +1e4", "overflows")),
         (lambda scores: _naive(np.asarray(scores) - np.max(scores)), "fail",
-         ("NaN in row 1", "each row's own maximum")),
+         ("NaN in row 2", "each row's own maximum")),
         (lambda scores: _softmax(scores, axis=0) if np.ndim(scores) > 1 else _softmax(scores),
          "fail", ("axis 0",)),
         (lambda scores: _softmax(scores, axis=None), "fail",

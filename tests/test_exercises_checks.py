@@ -208,6 +208,24 @@ def test_multi_function_answer_shapes():
     assert v.status == "fail" and "`bilinear_attention` is not written yet" in v.message
 
 
+def test_answers_that_delegate_to_the_package_earn_no_mark():
+    """``stable_softmax = attention_lab.softmax``, or a body calling ``attend``: the check sees the
+    call into the package's own implementation and says why there is no mark (in the grader the
+    implementation is not even there: tests/grading/test_grading_isolation.py)."""
+    import attention_lab
+
+    v = evaluate(get("3.1"), attention_lab.softmax)
+    assert v.status == "fail" and "`attention_lab.softmax.softmax`" in v.message
+    assert "the package's own implementation" in v.message and "no mark" in v.message
+
+    def dot_attention(Q, K, V):
+        return attention_lab.attend(Q[0], K, V).context[None]
+
+    v = evaluate(get("3.3"), (dot_attention, A.ok_dot_attention))
+    assert v.status == "fail" and "`attention_lab.attention.attend`" in v.message
+    assert evaluate(get("3.1"), A.ok_stable_softmax).status == "pass"  # numpy alone is fine
+
+
 def test_value_answers_not_attempted_and_malformed():
     assert evaluate(get("2.2"), ...).status == "not_attempted"
     assert "three numbers" in evaluate(get("2.2"), "0.66, 0.24, 0.1").message
@@ -322,3 +340,19 @@ def test_student_time_limits_can_be_set_from_the_environment():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout
     assert out.split() == ["1.5", "9.0"]
+
+
+def test_messages_count_positions_and_rows_from_1_with_numpys_index_beside():
+    """Issue 13's one indexing convention: a message that names a position or a row counts from
+    1, as the notebooks do, and gives numpy's index (from 0) beside it."""
+    from attention_lab.exercises.judging import Reject, check_weights
+
+    ref = np.array([0.5, 0.5, 0.0, 0.0])
+    mask = np.array([True, True, False, False])
+    with pytest.raises(Reject, match=r"masked key at position 3 \(numpy index 2\)"):
+        check_weights(np.array([0.4, 0.4, 0.2, 0.0]), ref, mask=mask)
+    rows = np.array([[0.5, 0.5], [0.3, 0.3]])
+    with pytest.raises(Reject, match=r"\(row 2\) sum to 0\.6, not 1"):
+        check_weights(rows, np.array([[0.5, 0.5], [0.5, 0.5]]))
+    with pytest.raises(Reject, match=r"entry \(2, 1\) counting from 1 \(numpy index \[1, 0\]\)"):
+        check_weights(np.array([[0.5, 0.5], [0.6, 0.4]]), np.array([[0.5, 0.5], [0.5, 0.5]]))

@@ -88,21 +88,27 @@ def test_the_group_alone_would_leave_the_grandchild(tmp_path):
 def test_orphans_named_by_the_caller_and_a_group_without_a_root(tmp_path):
     """The grader's case: the kernel is already reaped, what is left is its process group and a
     double-forked orphan in a session of its own, which only the caller can name."""
-    pidfile = tmp_path / "orphan"
+    pidfile, ready = tmp_path / "orphan", tmp_path / "ready"
+    # The orphan reports only once its parent has exited (it was re-parented), and the group's
+    # root only once its ``sleep`` child runs: the set of processes is fixed before the kill.
     code = textwrap.dedent(f"""
         import os, subprocess, time
         if os.fork() == 0:
             os.setsid()
+            parent = os.getpid()
             if os.fork() == 0:
+                while os.getppid() == parent:
+                    time.sleep(0.01)
                 open({str(pidfile)!r}, "w").write(str(os.getpid()))
                 time.sleep(600)
             os._exit(0)
         subprocess.Popen(["sleep", "600"])
+        open({str(ready)!r}, "w").write("1")
         time.sleep(600)
     """)
     group = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     deadline = time.monotonic() + 30
-    while not (pidfile.exists() and pidfile.read_text()):
+    while not all(f.exists() and f.read_text() for f in (pidfile, ready)):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     orphan = int(pidfile.read_text())

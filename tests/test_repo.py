@@ -28,6 +28,35 @@ def test_readme_gives_exactly_two_commands_and_ci_runs_the_test_one():
     assert ci_lines[-1] == test_cmd, ".ci/run must end with the README's test command"
 
 
+def test_the_open_command_brings_the_projects_jupyterlab_defaults():
+    """The README's first command points Jupyter at jupyter-config/, whose labconfig overrides
+    JupyterLab's news question away; read through jupyter_server's own ConfigManager with the
+    command's environment (the browser test checks the page itself)."""
+    import json
+    import os
+    import shlex
+
+    open_cmd = readme_commands()[0].split("&&")[-1]
+    words = shlex.split(open_cmd)
+    env_words = [w for w in words if re.fullmatch(r"[A-Z_]+=\S+", w)]
+    assert words[len(env_words):][:2] == [".venv/bin/jupyter", "lab"], words
+    env = dict(os.environ)
+    env.pop("JUPYTER_CONFIG_DIR", None)
+    env.update({k: v.replace("$PWD", str(ROOT)) for k, v in (w.split("=", 1) for w in env_words)})
+    assert env.get("JUPYTER_CONFIG_PATH") == str(ROOT / "jupyter-config")
+    code = ("import json; from jupyter_server.services.config.manager import ConfigManager; "
+            "print(json.dumps(ConfigManager(config_dir_name='labconfig')"
+            ".get('default_setting_overrides')))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    overrides = json.loads(out.stdout)
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+    without = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                             text=True, check=True,
+                             env={k: v for k, v in env.items() if k != "JUPYTER_CONFIG_PATH"})
+    assert "apputils-extension:notification" not in without.stdout  # the command's env does it
+
+
 def test_requirements_pin_the_tested_versions():
     lines = [ln.split("#")[0].strip() for ln in (ROOT / "requirements.txt").read_text().splitlines()]
     pins = dict(ln.split("==") for ln in lines if "==" in ln)

@@ -199,6 +199,15 @@ def first_index(bad: np.ndarray):
     return idx[0] if len(idx) == 1 else idx
 
 
+def where(bad: np.ndarray) -> str:
+    """The first True of ``bad`` for a student: counted from 1, as positions and rows are in the
+    notebooks, with numpy's index (from 0) beside it: "position 3 (numpy index 2)"."""
+    idx = first_index(bad)
+    if isinstance(idx, int):
+        return f"position {idx + 1} (numpy index {idx})"
+    return f"entry {tuple(i + 1 for i in idx)} counting from 1 (numpy index {list(idx)})"
+
+
 def diagnose(case: Case, arr, mistakes, dtype=None, ref=None) -> str:
     """The message of the first known mistake whose output matches ``arr`` (and differs from the
     reference), or ''."""
@@ -227,7 +236,7 @@ def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
     n = int(bad.sum())
     if a.ndim == 0:
         return f"{what}: not the expected value"
-    return (f"{what}: wrong at {n} of {a.size} entries, first at index {first_index(bad)} "
+    return (f"{what}: wrong at {n} of {a.size} entries, first at {where(bad)} "
             f"(yours there: {a[np.argwhere(bad)[0][0] if a.ndim == 1 else tuple(np.argwhere(bad)[0])]:.4g})")
 
 
@@ -238,24 +247,24 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
     expect_shape(arr, ref.shape, what, "one weight per key")
     a = arr.astype(np.float64)
     if np.isnan(a).any():
-        row = f" in row {int(np.argwhere(np.isnan(a))[0][0])}" if a.ndim > 1 else ""
-        raise Reject(f"{what}: NaN{row} (first at index {first_index(np.isnan(a))})"
+        row = f" in row {int(np.argwhere(np.isnan(a))[0][0]) + 1}" if a.ndim > 1 else ""
+        raise Reject(f"{what}: NaN{row} (first at {where(np.isnan(a))})"
                      + (f": {overflow_note}" if overflow_note else ""))
     if np.isinf(a).any():
-        raise Reject(f"{what}: an infinity (first at index {first_index(np.isinf(a))})"
+        raise Reject(f"{what}: an infinity (first at {where(np.isinf(a))})"
                      + (f": {overflow_note}" if overflow_note else ""))
     if (a < 0).any():
-        raise Reject(f"{what}: a negative value at index {first_index(a < 0)}; softmax "
+        raise Reject(f"{what}: a negative value at {where(a < 0)}; softmax "
                      f"weights are never negative")
     if mask is not None:
         m = np.broadcast_to(mask, a.shape)
         leak = (~m) & (a != 0)
         if leak.any():
-            i = first_index(leak)
             val = a[np.argwhere(leak)[0][0]] if a.ndim == 1 else a[tuple(np.argwhere(leak)[0])]
             tiny = " (a finite fill such as -100 or -1e4 leaves exp(fill - max) > 0; fill with "\
                    "-np.inf, or set masked weights to 0)" if 0 < abs(val) < 1e-6 else ""
-            raise Reject(f"masked key at index {i} got weight {val:.3g}, not exactly 0{tiny}")
+            raise Reject(f"masked key at {where(leak)} got weight {val:.3g}, not exactly "
+                         f"0{tiny}")
     ref64 = np.asarray(ref, dtype=np.float64)
     if ref64.ndim >= 1:
         S = ref64.shape[-1]
@@ -265,8 +274,8 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
         bad = (np.abs(rs_ref - 1) < 1e-6) & ~np.isclose(rs, 1.0, rtol=0, atol=max(atol * 5, 1e-6))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            where = "" if a.ndim == 1 else f"(row {i}) "
-            raise Reject(f"{what} {where}sum to {rs[i]:.4g}, not 1")
+            row = "" if a.ndim == 1 else f"(row {i + 1}) "
+            raise Reject(f"{what} {row}sum to {rs[i]:.4g}, not 1")
         if np.any((np.abs(rs_ref) < 1e-12) & (np.abs(rs) > 1e-9)):
             raise Reject(f"{what} of a row with no eligible key should all be 0")
     if not close(a, ref64, dtype):
@@ -447,6 +456,9 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
 
     calls = record.get("calls", [])
     declared = {ex.answer_names[int(i)]: v for i, v in record.get("values", {}).items()}
+    why = uses_reference(record)
+    if why:
+        return Verdict("fail", why, "calls the package's own implementation")
     spec = SPECS[ex.id].bound(declared)
     stub_fns = {c.fn for c, r in zip(cases, calls)
                 if r.get("raised", {}).get("type") == "NotImplementedError"
@@ -552,6 +564,28 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
                    {"cases": n, "failed": len(failures), "first_failure": case.note})
 
 
+#: The package's implementations the checks compare answers against. An answer that calls one
+#: earns no mark: student-side, ``check`` sees the call (the probe watches these files); in the
+#: grader's sandbox they are not even there (grading/kernel_view.py), and using one raises
+#: ``ReferenceNotAvailable``.
+REFERENCE_MODULES = ("attention_lab.scores", "attention_lab.softmax", "attention_lab.masks",
+                     "attention_lab.attention", "attention_lab.analysis.cost",
+                     "attention_lab.tensor", "attention_lab.streaming",
+                     "attention_lab.exercises.judging", "attention_lab.exercises.specs")
+
+
+def uses_reference(record: dict) -> str:
+    """Why an answer earns no mark because it calls the package's own implementation, or ``""``."""
+    for call in record.get("calls", []):
+        names = call.get("reference") or []
+        if names or call.get("raised", {}).get("type") == "ReferenceNotAvailable":
+            what = ", ".join(f"`{n}`" for n in names) or "a part of the package"
+            return (f"your answer calls {what}: the package's own implementation, which this "
+                    f"check compares answers against, so it earns no mark. Compute the result "
+                    f"in your own code.")
+    return ""
+
+
 def _judge_written(ex: Exercise, value) -> Verdict:
     names = [f for f, _ in ex.fields]
     if value is None or value is Ellipsis:
@@ -595,7 +629,8 @@ def encoded_inputs(cases: list[Case]) -> list[dict]:
 
 
 __all__ = ["Case", "Verdict", "Spec", "Reject", "IMPL_NOTES", "cases_for", "judge",
-           "encoded_inputs", "decode_record", "BadRecord", "STUDENT_SEED"]
+           "encoded_inputs", "decode_record", "BadRecord", "STUDENT_SEED", "REFERENCE_MODULES",
+           "uses_reference"]
 
 
 # ====================================================================== records from the probe
@@ -666,6 +701,9 @@ def decode_record(raw) -> dict:
             if isinstance(mutated, list) and all(isinstance(i, int) and not isinstance(i, bool)
                                                  and 0 <= i < 32 for i in mutated):
                 d["mutated"] = mutated
+            reference = c.get("reference")
+            if isinstance(reference, list) and reference:
+                d["reference"] = [str(n)[:100] for n in reference[:5]]
             out.append(d)
         declared = {k: decode(v) for k, v in values.items()}
         return {"kind": "calls", "calls": out, **({"values": declared} if declared else {})}

@@ -10,9 +10,11 @@ from __future__ import annotations
 import html
 import json
 import os
+from pathlib import Path
 
 from ..grading import probe as _probe
-from .judging import STUDENT_SEED, Verdict, cases_for, decode_record, encoded_inputs, judge
+from .judging import (REFERENCE_MODULES, STUDENT_SEED, Verdict, cases_for, decode_record,
+                      encoded_inputs, judge)
 from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
 
 #: seconds per call of a student's function, and for all calls of one check
@@ -147,6 +149,23 @@ def _round_trip(record: dict) -> dict:
     return decode_record(json.loads(json.dumps(record, allow_nan=False)))
 
 
+def _reference_files() -> frozenset:
+    """The source files of ``REFERENCE_MODULES`` (found, not imported)."""
+    import importlib.util
+
+    files = set()
+    for name in REFERENCE_MODULES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin:
+            files.add(spec.origin)
+        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+            files.update(str(f) for f in Path(folder).glob("*.py"))  # a package's modules
+    return frozenset(files)
+
+
 def evaluate(ex: Exercise, answer, *, seed: int = STUDENT_SEED,
              call_seconds: float | None = None, total_seconds: float | None = None) -> Verdict:
     """Probe and judge ``answer`` in this process (no display, no session record)."""
@@ -154,7 +173,8 @@ def evaluate(ex: Exercise, answer, *, seed: int = STUDENT_SEED,
     record = _probe.probe(ex.kind, answer, encoded_inputs(cases),
                           n_functions=len(ex.answer_names),
                           call_seconds=CALL_SECONDS if call_seconds is None else call_seconds,
-                          total_seconds=CHECK_SECONDS if total_seconds is None else total_seconds)
+                          total_seconds=CHECK_SECONDS if total_seconds is None else total_seconds,
+                          watch=_reference_files())
     return judge(ex, cases, _round_trip(record))
 
 

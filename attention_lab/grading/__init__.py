@@ -8,13 +8,16 @@ outwards:
   records its raw outputs as JSON). Self-contained: standard library and numpy, nothing from the
   package. The student side's ``check()`` (:mod:`attention_lab.exercises`) uses it too, in the
   student's own kernel, so that a notebook checks exactly as it is graded;
-* :mod:`.sandbox`: how a kernel is confined and its processes stopped (the interface the runner
-  calls, and today's implementation: resource limits and Linux Landlock);
+* :mod:`.sandbox`, :mod:`.namespaces`, :mod:`.launch`, :mod:`.kernel_view`: how a kernel is
+  confined and its processes stopped (the interface the runner calls; bubblewrap namespaces, job
+  cgroups and hard limits; the package as a graded kernel sees it);
 * :mod:`.runner`: one notebook in sandboxed kernels, in named steps (prepare, start, run cells,
   probe, recover);
 * :mod:`.batch`: the ``grade`` command: discovery, parsing, the batch, judging against the
   references of :mod:`attention_lab.exercises`, the report;
-* :mod:`.submit`: the ``submit`` command.
+* :mod:`.submit`: the ``submit`` command;
+* the course: :mod:`.assignments`, :mod:`.students`, :mod:`.written`, :mod:`.gradebook`,
+  :mod:`.feedback`, :mod:`.release`.
 
 This package's ``__init__`` imports nothing, so that the student side can import :mod:`.probe`
 without loading the grader.

@@ -17,8 +17,6 @@ them into callables (:func:`make_impl`, :func:`make_readout`), the grader into m
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import io
 import json
 import math
@@ -463,12 +461,25 @@ def _where(tb) -> str:
     return last
 
 
-def call(fn, args: tuple, seconds: float) -> dict:
+def _entered(watch, seen: set):
+    """A profile function noting ``module.function`` for each call into a file of ``watch`` that
+    does not come from another file of ``watch`` (the outermost call only)."""
+
+    def hook(frame, event, arg):
+        if (event == "call" and frame.f_code.co_filename in watch and len(seen) < 5
+                and (frame.f_back is None or frame.f_back.f_code.co_filename not in watch)):
+            seen.add(f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}"[:100])
+
+    return hook
+
+
+def call(fn, args: tuple, seconds: float, watch=()) -> dict:
     """Call ``fn(*args)`` with a time limit, prints captured and numpy warnings silenced.
 
     Returns ``{"out": encoded}``, ``{"raised": {...}}`` or ``{"timeout": seconds}``, plus
-    ``"printed"`` (number of characters printed) and ``"mutated"`` (indices of array arguments the
-    call changed in place). Never raises (not even for ``SystemExit`` or ``KeyboardInterrupt``).
+    ``"printed"`` (number of characters printed), ``"mutated"`` (indices of array arguments the
+    call changed in place) and ``"reference"`` (the functions of the files in ``watch`` that the
+    call entered). Never raises (not even for ``SystemExit`` or ``KeyboardInterrupt``).
     """
     use_timer = (threading.current_thread() is threading.main_thread()
                  and hasattr(signal, "setitimer") and seconds and seconds > 0)
@@ -477,6 +488,8 @@ def call(fn, args: tuple, seconds: float) -> dict:
     rec: dict = {}
     old_handler = None
     old_trace = sys.gettrace()
+    old_profile = sys.getprofile()
+    entered: set = set()
     start = time.perf_counter()
 
     def disarm():
@@ -496,7 +509,13 @@ def call(fn, args: tuple, seconds: float) -> dict:
             with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
                     np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                out = fn(*args)
+                if watch:
+                    sys.setprofile(_entered(watch, entered))
+                try:
+                    out = fn(*args)
+                finally:
+                    if watch:
+                        sys.setprofile(old_profile)
                 rec["out"] = encode(out)
         finally:
             disarm()
@@ -524,18 +543,21 @@ def call(fn, args: tuple, seconds: float) -> dict:
     changed = _mutated(args, snaps)
     if changed:
         rec["mutated"] = changed
+    if entered:
+        rec["reference"] = sorted(entered)
     return rec
 
 
 def probe(kind: str, obj, inputs: list, *, n_functions: int = 1, call_seconds: float = 5.0,
-          total_seconds: float = 20.0) -> dict:
+          total_seconds: float = 20.0, watch=()) -> dict:
     """Evaluate one answer. ``inputs``: encoded cases ``{"args": [...], "fn": i}``.
 
     Written and value answers are recorded as they are; functions are called on every case
     (stopping after a time-out, and skipping a function whose first call raised
     ``NotImplementedError``: it is still the stub). In an answer of several parts, a part that no
     case calls is a declaration (check 3.2's policy): it is recorded as a value, under
-    ``"values"``.
+    ``"values"``. ``watch``: source files whose functions an answer must not call (each call's
+    record names those it entered).
     """
     if obj is MISSING:
         return {"kind": "missing"}
@@ -574,7 +596,7 @@ def probe(kind: str, obj, inputs: list, *, n_functions: int = 1, call_seconds: f
         except Exception as exc:  # cannot happen with the grader's own inputs
             calls.append({"raised": {"type": "InputError", "message": str(exc)[:200], "where": ""}})
             continue
-        rec = call(fns[which], args, min(call_seconds, max(remaining, 0.05)))
+        rec = call(fns[which], args, min(call_seconds, max(remaining, 0.05)), watch)
         calls.append(rec)
         first = which not in seen
         seen.add(which)
@@ -586,28 +608,23 @@ def probe(kind: str, obj, inputs: list, *, n_functions: int = 1, call_seconds: f
 
 
 # ------------------------------------------------------------------ the grader's harness
-def _line(payload: dict, key: bytes) -> str:
-    text = json.dumps(payload, allow_nan=False, separators=(",", ":"))
-    mac = hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
-    return f"{text}\t{mac}\n"
+def _line(payload: dict) -> str:
+    return json.dumps(payload, allow_nan=False, separators=(",", ":")) + "\n"
 
 
 def run_harness(user_ns: dict, config: dict) -> None:
-    """Probe every exercise named in ``config`` and append signed result lines to a file.
+    """Probe every exercise named in ``config`` and append result lines to a file.
 
-    Runs inside the student's kernel, after the student's cells. ``config``: ``inputs`` (path of
-    the grader's encoded cases), ``results`` (path to append to), ``key`` (hex HMAC key, known only
-    to this harness cell and the grader), ``exercises`` (list of ``{"id", "kind", "names"}``),
-    ``call_seconds``, ``total_seconds``. Each exercise writes a ``start`` line before its answer
-    runs and a ``done`` line after, so the grader knows which answer was running if the kernel
-    dies.
+    Runs inside the student's kernel, after the student's cells. ``config``: ``inputs`` (paths of
+    the grader's encoded cases, one per exercise), ``results`` (path to append to), ``exercises``
+    (list of ``{"id", "kind", "names"}``), ``call_seconds``, ``total_seconds``. Each exercise
+    writes a ``start`` line before its answer runs and a ``done`` line after, so the grader knows
+    which answer was running if the kernel dies. Nothing here is secret: the student's code can
+    write lines too, and gains nothing by it (the grader judges outputs, not claims).
     """
-    key = bytes.fromhex(config["key"])
-    with open(config["inputs"], encoding="utf-8") as fh:
-        inputs = json.load(fh)
     with open(config["results"], "a", encoding="utf-8") as out:
-        for ex in config["exercises"]:
-            out.write(_line({"event": "start", "id": ex["id"]}, key))
+        for ex, inputs_path in zip(config["exercises"], config["inputs"]):
+            out.write(_line({"event": "start", "id": ex["id"]}))
             out.flush()  # the grader reads the file after the kernel is gone: flush is enough
             names = ex["names"]
             objs = [user_ns.get(n, MISSING) for n in names]
@@ -616,13 +633,17 @@ def run_harness(user_ns: dict, config: dict) -> None:
             else:
                 obj = objs[0] if len(objs) == 1 else tuple(objs)
             try:
-                record = probe(ex["kind"], obj, inputs.get(ex["id"], []),
-                               n_functions=len(names), call_seconds=config["call_seconds"],
+                inputs = []
+                if obj is not MISSING:
+                    with open(inputs_path, encoding="utf-8") as fh:
+                        inputs = json.load(fh).get(ex["id"], [])
+                record = probe(ex["kind"], obj, inputs, n_functions=len(names),
+                               call_seconds=config["call_seconds"],
                                total_seconds=config["total_seconds"])
-                text = _line({"event": "done", "id": ex["id"], "record": record}, key)
+                text = _line({"event": "done", "id": ex["id"], "record": record})
             except BaseException as exc:
                 text = _line({"event": "done", "id": ex["id"],
                               "record": {"kind": "harness_error",
-                                         "message": f"{type(exc).__name__}: {exc}"[:300]}}, key)
+                                         "message": f"{type(exc).__name__}: {exc}"[:300]}})
             out.write(text)
             out.flush()

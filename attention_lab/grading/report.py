@@ -18,7 +18,6 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from ..exercises.registry import EXERCISES, IDS
@@ -142,6 +141,7 @@ class Report:
     started: str
     seconds: float
     jobs: int
+    isolation: dict = field(default_factory=dict)  # the batch's sandbox, or why there is none
 
     def counted(self) -> list[SubmissionGrade]:
         """The submissions that go into the gradebook (one per student and assignment)."""
@@ -150,8 +150,6 @@ class Report:
     def as_dict(self) -> dict:
         import attention_lab
 
-        landlock = sorted({s.sandbox.get("landlock") for s in self.submissions
-                           if s.sandbox.get("landlock")})
         return {
             "grader": {"package_version": attention_lab.__version__,
                        "python": platform.python_version(), "seed": self.seed,
@@ -161,8 +159,11 @@ class Report:
                                   "timeout": self.limits.timeout,
                                   "memory_mb": self.limits.memory_mb,
                                   "call_seconds": self.limits.call_seconds,
-                                  "check_seconds": self.limits.check_seconds},
-                       "landlock_abi": landlock[-1] if landlock else None},
+                                  "check_seconds": self.limits.check_seconds,
+                                  "file_size_mb": self.limits.fsize_mb,
+                                  "scratch_mb": self.limits.scratch_mb,
+                                  "max_tasks": self.limits.max_tasks},
+                       "isolation": self.isolation},
             "folder": self.folder,
             "assignments": [{"id": a.id, "title": a.title, "notebook": a.notebook,
                              "exercises": [ex.id for ex in a.exercises],
@@ -180,11 +181,15 @@ class Report:
     @classmethod
     def from_dict(cls, d: dict) -> "Report":
         """A report read back from grades.json (what ``merge`` starts from)."""
+        from .runner import Limits
+
         g = d["grader"]
+        stored = {("fsize_mb" if k == "file_size_mb" else k): v for k, v in g["limits"].items()}
+        limits = Limits(**{k: v for k, v in stored.items() if k in Limits.__dataclass_fields__})
         return cls(d["folder"], [SubmissionGrade.from_dict(s) for s in d["submissions"]],
                    d.get("skipped", []), d.get("integrity", {}).get("changed", []), g["seed"],
-                   SimpleNamespace(**g["limits"]), g.get("started", ""), g.get("seconds", 0.0),
-                   g.get("jobs", 1))
+                   limits, g.get("started", ""), g.get("seconds", 0.0), g.get("jobs", 1),
+                   g.get("isolation", {}))
 
 
 GRADES_COLUMNS = ["file", "student", "student_from", "assignment", "assignment_from", "counts",

@@ -2,35 +2,39 @@
 
 One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in named steps:
 
-1. **prepare** (once): the scratch folder (:class:`.sandbox.JobFolders`: the kernel's working
-   directory, temp dir, IPython dir, and the only place it may write when the sandbox allows),
-   the grader's inputs, the kernel's environment, the cells not worth running;
+1. **prepare** (once): the job's folders (:class:`.sandbox.JobFolders`), the grader's inputs,
+   the kernel's (minimal) environment, the cells not worth running;
 2. **start** (per kernel): nbclient/jupyter_client start a kernel through the sandbox
-   (:class:`.sandbox.Sandbox`: limits, confinement), stdout/stderr going to a log file;
+   (:class:`.sandbox.Sandbox`: limits, namespaces), its stderr going to a log file the kernel
+   cannot read back;
 3. **run cells**: the student's code cells, one at a time, each with the per-cell time limit and
-   all of them within the whole-notebook limit; errors are recorded, never fatal; outputs are
-   not kept (only error names), so a cell printing gigabytes cannot fill the grader's memory;
-4. **probe**: the grader's harness cell, one per exercise: the source of :mod:`.probe`, executed
-   in a fresh namespace, looks up each answer by name, calls it on the grader's inputs (read from
-   a file) and appends signed JSON lines to a results file;
+   all of them within the whole-notebook limit; errors (from the execute replies) are recorded,
+   never fatal. What the grader reads from the kernel is capped: it keeps no outputs and does not
+   wait for them (printed text and displays are not even sent to it: it subscribes only to the
+   kernel's own IOPub topics, which it needs to see the kernel start), ZeroMQ refuses any frame
+   above ``MAX_MESSAGE_BYTES`` and queues at most ``QUEUE_MESSAGES`` messages;
+4. **probe**: the grader's harness cells: the source of :mod:`.probe`, executed in a fresh
+   namespace, looks up each answer by name, calls it on the grader's inputs (read from a file)
+   and appends JSON lines to the results file (one cell per exercise whose answer the notebook
+   defines, one cell for all the others);
 5. **recover**: a cell that times out is interrupted and the kernel asked whether it still
    answers; a kernel that died (``os._exit``, a crash) or hangs is killed (the sandbox stops
    every process of the job) and a new one started, skipping the cells that killed it, and the
    harness continues with the exercises not yet recorded (at most ``max_attempts`` kernels).
 
-Nothing computed in the kernel is trusted except those raw outputs; the comparison with the
-reference happens in the grader's process (:mod:`.batch`).
+Nothing computed in the kernel is trusted except those raw outputs, and those only as outputs: the
+kernel may write any line into its results file, and gains nothing by it (a record passes only if
+its outputs match the reference on this run's inputs, which the grader computes in its own
+process, :mod:`.batch`, with code the kernel cannot see).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
+import logging
 import os
 import re
-import secrets
 import subprocess
 import sys
 import time
@@ -41,7 +45,10 @@ from .sandbox import JobFolders, Sandbox, for_job
 
 HERE = Path(__file__).resolve().parent
 PROBE_SOURCE = (HERE / "probe.py").read_text(encoding="utf-8")
-RESULTS_MAX_BYTES = 64 * 2 ** 20
+RESULTS_MAX_BYTES = 64 * 2 ** 20  # read at most this much of a results file
+MAX_MESSAGE_BYTES = 2 ** 20  # ZeroMQ drops a connection on which a larger frame arrives
+QUEUE_MESSAGES = 64  # messages ZeroMQ holds for the grader before it drops new ones
+IOPUB_SECONDS = 0  # nbclient does not wait for a cell's outputs after its reply: none are kept
 EXITING = "attention-lab grader: the kernel is exiting"
 #: Liveness probe. exit(), quit() or kernel.do_shutdown() in a cell do not stop the kernel at
 #: once: ipykernel sets ``exit_now`` and stops its loop 0.1 s later. The probe catches that.
@@ -57,13 +64,15 @@ class Limits:
 
     cell_timeout: float = 60.0
     timeout: float = 600.0
-    memory_mb: int = 2048
+    memory_mb: int = 2048  # address space of each process
     call_seconds: float = 10.0
     check_seconds: float = 30.0
-    fsize_mb: int = 256
+    fsize_mb: int = 64  # the largest file a kernel may write
+    scratch_mb: int = 256  # the kernel's own tmpfs (with namespaces)
+    max_tasks: int = 128  # processes and threads of a job
     max_attempts: int = 8
     startup_timeout: float = 60.0
-    require_landlock: bool = False
+    require_sandbox: bool = False
 
     @classmethod
     def for_cells(cls, cell_timeout: float = 60.0, timeout: float = 600.0, **others) -> "Limits":
@@ -101,7 +110,7 @@ class RunResult:
     attempts: int = 0
     sandbox: dict = field(default_factory=dict)
     seconds: float = 0.0
-    tampered_lines: int = 0
+    unexpected_lines: int = 0  # results lines the harness did not write in its order
 
 
 def skip_slow_optional_imports() -> None:
@@ -119,8 +128,8 @@ def skip_slow_optional_imports() -> None:
 def _harness_source(config: dict, first: bool) -> str:
     """The harness cell. The first one of a kernel compiles the probe's source into a private
     module (the grader's own text, not the package a notebook may have patched); the following
-    ones reuse it. Nothing here is trusted: only the recorded outputs matter, and the grader
-    judges them in its own process."""
+    ones reuse it. Nothing here is secret or trusted: only the recorded outputs matter, and the
+    grader judges them in its own process."""
     source = PROBE_SOURCE if first else None
     return (
         PROBE_CELL + "\n"
@@ -138,11 +147,13 @@ def _harness_source(config: dict, first: bool) -> str:
 
 
 def defined_names(source: str, names) -> set[str]:
-    """Which of ``names`` a cell defines (``def name`` or ``name = ...``)."""
+    """Which of ``names`` a cell defines (``def name``, ``name = ...``, ``import ... as name``,
+    ``from ... import name``)."""
     found = set()
     for n in names:
-        if re.search(rf"^\s*(def\s+{re.escape(n)}\b|{re.escape(n)}\s*(:[^=]*)?=(?!=))", source,
-                     re.MULTILINE):
+        n_ = re.escape(n)
+        if re.search(rf"^\s*(def\s+{n_}\b|{n_}\s*(:[^=]*)?=(?!=)|(from\s+\S+\s+)?import\s+"
+                     rf"[^#\n]*\b(as\s+{n_}|(?<!\.){n_})\s*(,|$|#))", source, re.MULTILINE):
             found.add(n)
     return found
 
@@ -165,35 +176,30 @@ def only_feedback(source: str) -> bool:
             and tree.body[0].value.func.id in ("check", "hint", "status"))
 
 
-def read_results(path: Path, key: bytes, known_ids) -> tuple[dict, list, int]:
-    """Parse the harness's results file: ({id: record}, [started ids], n_bad_lines).
+def read_results(path: Path, known_ids, offset: int = 0) -> tuple[dict, list, int]:
+    """Parse a results file from byte ``offset`` (at most ``RESULTS_MAX_BYTES``): ({id: record},
+    [started ids], n_unexpected_lines). The last ``done`` line of an exercise counts.
 
-    Lines whose HMAC does not verify, that are not valid JSON, or that name unknown exercises are
-    counted and ignored. Never raises.
+    Lines that are not JSON objects, name unknown exercises or events, or repeat an exercise's
+    ``done`` are counted (the harness writes one ``start`` and one ``done`` per exercise). Never
+    raises.
     """
     done: dict = {}
     started: list = []
     bad = 0
     try:
-        size = path.stat().st_size
-        if size > RESULTS_MAX_BYTES:
-            return done, started, 1
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            raw = fh.read(RESULTS_MAX_BYTES + 1)
     except OSError:
         return done, started, 0
+    if len(raw) > RESULTS_MAX_BYTES:
+        raw, bad = raw[:RESULTS_MAX_BYTES].rpartition(b"\n")[0], 1
     for line in raw.split(b"\n"):
         if not line.strip():
             continue
-        text, sep, mac = line.rpartition(b"\t")
-        if not sep:
-            bad += 1
-            continue
-        want = hmac.new(key, text, hashlib.sha256).hexdigest().encode()
-        if not hmac.compare_digest(want, mac.strip()):
-            bad += 1
-            continue
         try:
-            msg = json.loads(text)
+            msg = json.loads(line)
         except (ValueError, RecursionError):
             bad += 1
             continue
@@ -203,6 +209,7 @@ def read_results(path: Path, key: bytes, known_ids) -> tuple[dict, list, int]:
         if msg.get("event") == "start":
             started.append(msg["id"])
         elif msg.get("event") == "done" and isinstance(msg.get("record"), dict):
+            bad += msg["id"] in done
             done[msg["id"]] = msg["record"]
         else:
             bad += 1
@@ -210,36 +217,56 @@ def read_results(path: Path, key: bytes, known_ids) -> tuple[dict, list, int]:
 
 
 def _make_client_classes():
+    import zmq
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.kernelspec import KernelSpec
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
-    class SandboxKernelManager(AsyncKernelManager):
-        """Starts ``python -m ipykernel_launcher`` through ``wrap`` (the sandbox's command)."""
+    class SandboxKernelClient(AsyncKernelClient):
+        """Subscribes only to the kernel's own topics (``kernel.<id>.status``, ``.error``, ...):
+        ipykernel publishes printed text as ``stream.*`` and displays as ``display_data``, so
+        those are filtered out by the kernel's socket and never reach the grader."""
 
-        wrap = None
+        def connect_iopub(self, identity=None):
+            sock = self._create_connected_socket("iopub", identity=identity)
+            sock.setsockopt(zmq.SUBSCRIBE, b"kernel.")
+            return sock
+
+    class SandboxKernelManager(AsyncKernelManager):
+        """Starts ``python -m ipykernel_launcher`` through the job's sandbox; interrupts with a
+        message on the control channel (a signal reaches only the sandbox's outer process)."""
+
+        def configure(self, kernel: "_Kernel") -> "SandboxKernelManager":
+            self.kernel = kernel
+            sandbox = kernel.job.sandbox
+            self.transport, self.ip = sandbox.transport, sandbox.kernel_ip
+            self.client_factory = SandboxKernelClient
+            self._kernel_spec = KernelSpec(argv=[], display_name="grading", language="python",
+                                           interrupt_mode="message")
+            return self
 
         def format_kernel_cmd(self, extra_arguments=None):
             cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
-            return self.wrap(cmd + list(extra_arguments or []))
+            return self.kernel.job.sandbox.wrap(
+                cmd + list(extra_arguments or []), attempt=self.kernel.attempt,
+                connection_file=Path(self.connection_file), writable=[self.kernel.results])
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            # from now on, the grader's side of the channels: where the sandbox says
+            self.ip = self.kernel.job.sandbox.started(self.provisioner.process.pid)
+
+        def client(self, **kwargs):
+            return super().client(context=self.context, **kwargs)
+
+        def cleanup_ipc_files(self):
+            """Nothing to clean: the sockets are in the kernel's scratch, gone with it."""
 
     class QuietClient(NotebookClient):
-        """Keeps only error outputs (name and message, truncated); counts the rest."""
-
-        output_bytes = 0
+        """Keeps no outputs (a cell's error comes from its execute reply)."""
 
         def output(self, outs, msg, display_id, cell_index):
-            if msg.get("msg_type") == "error":
-                from nbformat.v4 import new_output
-
-                c = msg.get("content", {})
-                out = new_output("error", ename=str(c.get("ename", ""))[:200],
-                                 evalue=str(c.get("evalue", ""))[:1000], traceback=[])
-                outs.append(out)
-                return out
-            try:
-                self.output_bytes += len(json.dumps(msg.get("content", {}))[:10 ** 7])
-            except (TypeError, ValueError):
-                pass
             return None
 
         def clear_output(self, outs, msg, cell_index):
@@ -248,12 +275,30 @@ def _make_client_classes():
     return SandboxKernelManager, QuietClient
 
 
+_QUIET = logging.getLogger("attention_lab.grading.kernel")
+_QUIET.setLevel("CRITICAL")  # nbclient logs time-outs and dead kernels; the runner records them
+
+
+def _zmq_context():
+    """A ZeroMQ context whose sockets refuse frames above ``MAX_MESSAGE_BYTES`` (ZeroMQ drops that
+    connection for good: a kernel that sends one loses that channel) and queue at most
+    ``QUEUE_MESSAGES`` messages."""
+    import zmq
+    import zmq.asyncio
+
+    ctx = zmq.asyncio.Context()
+    ctx.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+    ctx.setsockopt(zmq.RCVHWM, QUEUE_MESSAGES)
+    return ctx
+
+
 class _Kernel:
     """One kernel of a job (attempt number ``attempt``): its files, manager and client.
 
     Its notebook is the student's cells plus two of the grader's: the liveness probe
     (``probe_index``) and the harness (``harness_index``). ``timeout`` is the limit of the next
-    cell executed.
+    cell executed. The job's results file is shared by its kernels; this one's lines start at
+    ``offset``.
     """
 
     def __init__(self, job: "_Job", attempt: int):
@@ -262,13 +307,12 @@ class _Kernel:
         self.job, self.attempt = job, attempt
         folders = job.folders
         self.connection_file = folders.inp / f"kernel-{attempt}.json"
-        self.results = folders.out / f"results-{attempt}.jsonl"
-        self.results.write_text("")
+        self.results = job.results
+        self.offset = self.results.stat().st_size
         KM, Client = job.client_classes
-        self.km = KM(kernel_name="python3", connection_file=str(self.connection_file))
-        self.km.wrap = lambda cmd: job.sandbox.wrap(cmd, attempt=attempt,
-                                                    connection_file=self.connection_file,
-                                                    writable=[self.results])
+        self.context = _zmq_context()
+        self.km = KM(kernel_name="python3", connection_file=str(self.connection_file),
+                     context=self.context).configure(self)
         self.nb = nbformat.v4.new_notebook()
         self.nb.cells = [nbformat.from_dict(dict(c)) for c in job.cells] + [
             nbformat.v4.new_code_cell(PROBE_CELL), nbformat.v4.new_code_cell("")]
@@ -276,32 +320,41 @@ class _Kernel:
         self.client = Client(self.nb, km=self.km, allow_errors=True, interrupt_on_timeout=False,
                              startup_timeout=int(job.limits.startup_timeout),
                              kernel_name="python3", record_timing=False,
-                             store_widget_state=False, iopub_timeout=4,
-                             resources={"metadata": {"path": str(folders.work)}})
+                             store_widget_state=False, iopub_timeout=IOPUB_SECONDS,
+                             resources={"metadata": {"path": str(folders.work)}}, log=_QUIET)
         self.timeout = job.limits.cell_timeout
         self.client.timeout_func = lambda cell: self.timeout
         # exit()/quit() make ipykernel stop its loop 0.1 s *after* the cell, so whether the next
         # cells still run is a race. The execute reply carries an "ask_exit" payload: treat it as
         # "the kernel ends after this cell", every time, whatever the machine's load.
         self.asked_exit: set[int] = set()
+        self.error: tuple[str, str] | None = None  # of the last cell executed
         self.client.on_cell_executed = self._on_executed
-        self.log = open(folders.inp / f"kernel-{attempt}.log", "ab")
+        self.log = open(folders.out / "kernel.log", "ab")
 
     def _on_executed(self, cell=None, cell_index=None, execute_reply=None, **_):
-        payload = ((execute_reply or {}).get("content") or {}).get("payload") or []
+        content = (execute_reply or {}).get("content") or {}
+        payload = content.get("payload") or []
         if any(isinstance(p, dict) and p.get("source") == "ask_exit" for p in payload):
             self.asked_exit.add(cell_index)
+        if content.get("status") == "error":
+            self.error = (str(content.get("ename", ""))[:200],
+                          str(content.get("evalue", ""))[:1000])
 
     async def start(self, env: dict) -> None:
         await self.client.async_start_new_kernel(cwd=str(self.job.folders.work), env=env,
-                                                 stdout=self.log, stderr=self.log,
+                                                 stdout=subprocess.DEVNULL, stderr=self.log,
                                                  stdin=subprocess.DEVNULL)
-        provisioner = getattr(self.km, "provisioner", None)
-        self.job.sandbox.kernel_started(getattr(provisioner, "pgid", None))
         await self.client.async_start_new_kernel_client()
 
-    async def execute(self, index: int):
-        return await self.client.async_execute_cell(self.nb.cells[index], index)
+    async def execute(self, index: int) -> tuple[str, str] | None:
+        """Run cell ``index``; its error ``(name, message)``, or ``None``."""
+        self.error = None
+        await self.client.async_execute_cell(self.nb.cells[index], index)
+        return self.error
+
+    def read_results(self) -> tuple[dict, list, int]:
+        return read_results(self.results, set(self.job.ids), self.offset)
 
     async def shutdown(self) -> None:
         """Stop the kernel and every process of the job; never raises."""
@@ -320,6 +373,7 @@ class _Kernel:
         except Exception:
             pass
         self.client.kc = None
+        self.context.destroy(linger=0)
         self.log.close()
 
 
@@ -371,10 +425,11 @@ class _Job:
 
     # ---------------------------------------------------------------- 1. prepare
     def prepare(self) -> None:
-        """The job's folders, its signing key, the grader's inputs (one read-only file per
+        """The job's folders, its results file, the grader's inputs (one read-only file per
         exercise), the cells not worth running, and the kernel's environment."""
         self.folders.create()
-        self.key = secrets.token_bytes(32)
+        self.results = self.folders.out / "results.jsonl"
+        self.results.write_bytes(b"")
         self.inputs_paths = {}
         for ex in self.exercises:
             path = self.inputs_paths[ex.id] = self.folders.inp / f"inputs-{ex.id}.json"
@@ -383,11 +438,13 @@ class _Job:
         self.skip.update(i for i, c in enumerate(self.cells) if c.get("cell_type") == "code"
                          and only_feedback(str(c.get("source", ""))))
         limits = self.limits
-        env = dict(os.environ)
-        env.update({
+        # a fresh environment, not the grader's (which may hold anything, CI tokens included)
+        self.env = {
+            "PATH": os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin",
+                                     "/usr/bin", "/bin"]),
+            "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8", "USER": "student",
             "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
             "MALLOC_ARENA_MAX": "2", "PYTHONDONTWRITEBYTECODE": "1",
-            **self.folders.kernel_env(),
             "PYDEVD_DISABLE_FILE_VALIDATION": "1",
             # the student's own check() cells obey the grader's limits, so that a slow answer
             # makes its check cell report a time-out instead of running into the cell limit
@@ -395,9 +452,7 @@ class _Job:
             "ATTENTION_LAB_CHECK_SECONDS":
                 f"{max(0.5, min(limits.check_seconds, 0.8 * limits.cell_timeout)):g}",
             **self.sandbox.env(),
-        })
-        env.pop("JPY_SESSION_NAME", None)
-        self.env = env
+        }
 
     # ---------------------------------------------------------------- 2. start
     async def start(self, kernel: _Kernel) -> str:
@@ -439,11 +494,9 @@ class _Job:
                 return STOP
             kernel.timeout = max(0.5, min(self.limits.cell_timeout, remaining))
             try:
-                ran = await kernel.execute(idx)
-                for out in ran.get("outputs", []):
-                    if out.get("output_type") == "error":
-                        self.record(CellEvent(idx, "error", out.get("ename", ""),
-                                              str(out.get("evalue", ""))[:300]))
+                error = await kernel.execute(idx)
+                if error:
+                    self.record(CellEvent(idx, "error", error[0], error[1][:300]))
                 if idx in kernel.asked_exit:
                     self.skip.add(idx)
                     self.record(CellEvent(idx, "crash", "", "the cell called exit(): the kernel "
@@ -474,60 +527,84 @@ class _Job:
         return NEXT
 
     # ---------------------------------------------------------------- 4. probe
+    def harness_groups(self) -> list[list]:
+        """The pending exercises in harness cells: one cell per exercise whose answer the notebook
+        defines (its own time limit; a kernel that dies in it is pinned on it), then one cell for
+        all the others (their answers are almost surely missing: each costs a dictionary look-up,
+        and a cell round trip saved)."""
+        source = "\n".join(str(c.get("source", "")) for c in self.cells
+                           if c.get("cell_type") == "code")
+        pending = [ex for ex in self.exercises if ex.id in self.pending]
+        own = [ex for ex in pending if defined_names(source, ex.answer_names)]
+        rest = [ex for ex in pending if ex not in own]
+        return [[ex] for ex in own] + ([rest] if rest else [])
+
     async def probe(self, kernel: _Kernel) -> str:
-        """The grader's harness: one cell per exercise not yet recorded, each with its own time
-        limit; then the records are collected from the results file."""
+        """The grader's harness, one cell per group of exercises (:meth:`harness_groups`), each
+        with its own time limit; then the records are collected from the results file."""
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
         failed: dict[str, str] = {}  # id -> the error the harness cell raised
         first, previous, step = True, None, STOP
-        for ex in [ex for ex in self.exercises if ex.id in self.pending]:
+        queue = self.harness_groups()
+        while queue:
+            group = queue.pop(0)
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 self.result.timed_out = True
                 break
-            config = {"inputs": str(self.inputs_paths[ex.id]), "results": str(kernel.results),
-                      "key": self.key.hex(), "call_seconds": self.limits.call_seconds,
+            config = {"inputs": [self.sandbox.path(self.inputs_paths[ex.id]) for ex in group],
+                      "results": self.sandbox.path(kernel.results),
+                      "call_seconds": self.limits.call_seconds,
                       "total_seconds": self.limits.check_seconds,
                       "exercises": [{"id": ex.id, "kind": ex.kind,
-                                     "names": list(ex.answer_names)}]}
+                                     "names": list(ex.answer_names)} for ex in group]}
             kernel.nb.cells[kernel.harness_index].source = _harness_source(config, first)
             first = False
             kernel.timeout = max(0.5, min(remaining, self.limits.check_seconds + 5))
             try:
-                ran = await kernel.execute(kernel.harness_index)
-                if _exiting(ran):  # a cell or the previous answer asked the kernel to exit
+                error = await kernel.execute(kernel.harness_index)
+                if _exiting(error):  # a cell or the previous answer asked the kernel to exit
                     if previous is not None:
                         self.blame(previous)
                     else:
                         self.careful = True
                     step = RESTART
                     break
-                for out in ran.get("outputs", []):
-                    if out.get("output_type") == "error":
-                        failed[ex.id] = f"{out.get('ename')}: {out.get('evalue')}"[:300]
+                if error:
+                    for ex in group:
+                        failed[ex.id] = f"{error[0]}: {error[1]}"[:300]
             except CellTimeoutError:
                 await _cancel_stale_pollers()
                 if time.monotonic() >= self.deadline:
                     self.result.timed_out = True
                     break
-                self.result.interrupted[ex.id] = "timeout"
-                self.pending.remove(ex.id)
+                done, _, _ = kernel.read_results()
+                hung = self.running(kernel, group) or [ex.id for ex in group
+                                                       if ex.id not in done]
+                for ex_id in hung:
+                    self.result.interrupted[ex_id] = "timeout"
+                    self.pending.remove(ex_id)
                 if not await self.recover(kernel):
                     step = RESTART
                     break
+                later = [ex for ex in group if ex.id in self.pending and ex.id not in done]
+                if later:  # the group's answers that had not run yet: in a cell of their own
+                    queue.insert(0, later)
+                continue
             except DeadKernelError:
                 await _cancel_stale_pollers()
-                _, started, _ = read_results(kernel.results, self.key, set(self.ids))
-                if ex.id in started:  # the answer was running
-                    self.blame(ex.id)
+                culprit = self.running(kernel, group)
+                if culprit:  # the answer was running
+                    self.blame(culprit[0])
                 elif previous is not None:  # the previous answer stopped the kernel late
                     self.blame(previous)
                 else:  # before any answer ran: one of the student's cells did it
                     self.careful = True
                 step = RESTART
                 break
-            previous = ex.id
+            _, started, _ = kernel.read_results()
+            previous = ([i for i in started if i in {ex.id for ex in group}] or [group[-1].id])[-1]
         self.collect(kernel)
         if self.result.timed_out:
             return STOP
@@ -538,6 +615,13 @@ class _Job:
             self.pending.remove(i)
         return STOP
 
+    def running(self, kernel: _Kernel, group: list) -> list[str]:
+        """The exercise of ``group`` whose answer was running when its cell stopped (started,
+        not done), as a list of at most one id."""
+        done, started, _ = kernel.read_results()
+        ids = {ex.id for ex in group}
+        return [i for i in started if i in ids and i not in done][-1:]
+
     def blame(self, exercise_id: str) -> None:
         """The answer of ``exercise_id`` stopped the kernel: no record of it counts."""
         self.result.interrupted[exercise_id] = "crash"
@@ -546,9 +630,10 @@ class _Job:
             self.pending.remove(exercise_id)
 
     def collect(self, kernel: _Kernel) -> None:
-        """Keep the verified records of this kernel's results file (not the blamed answers')."""
-        done, _, bad = read_results(kernel.results, self.key, set(self.ids))
-        self.result.tampered_lines += bad
+        """Keep the records of this kernel's lines of the results file (not the blamed
+        answers')."""
+        done, _, bad = kernel.read_results()
+        self.result.unexpected_lines += bad
         for i, rec in done.items():
             if i in self.pending and i not in self.blamed:
                 self.result.records[i] = rec
@@ -567,8 +652,7 @@ class _Job:
                 return False
         kernel.timeout = 3
         try:
-            ran = await kernel.execute(kernel.probe_index)
-            return not _exiting(ran)
+            return not _exiting(await kernel.execute(kernel.probe_index))
         except (CellTimeoutError, DeadKernelError):
             await _cancel_stale_pollers()
             return False
@@ -586,9 +670,8 @@ class _Job:
         result.seconds = time.monotonic() - self.started
 
 
-def _exiting(cell) -> bool:
-    return any(out.get("output_type") == "error" and EXITING in str(out.get("evalue", ""))
-               for out in cell.get("outputs", []))
+def _exiting(error: tuple[str, str] | None) -> bool:
+    return bool(error) and EXITING in error[1]
 
 
 async def _cancel_stale_pollers() -> None:
@@ -622,21 +705,28 @@ def run_notebook(nb, workdir: Path, exercises: list, inputs: dict, limits: Limit
     """Run ``nb`` (an nbformat v4 notebook) in sandboxed kernels in ``workdir`` and return the
     raw records of ``exercises``. Never raises; problems end up in the result.
 
-    ``sandbox`` (default: :func:`.sandbox.for_job` for ``workdir``) confines the kernels; a
-    caller that keeps it can stop the job from another thread with ``sandbox.kill()``.
+    ``sandbox`` (default: :func:`.sandbox.for_job` for ``workdir``, closed at the end) confines
+    the kernels; a caller that passes its own can stop the job from another thread with
+    ``sandbox.kill()`` and closes it itself.
     """
     result = RunResult()
     folders = JobFolders(Path(workdir))
-    if sandbox is None:
+    own = sandbox is None
+    if own:
         sandbox = for_job(folders, limits)
-    elif sandbox.folders != folders:
+    elif sandbox.folders.work != folders.work:
         raise ValueError(f"sandbox is for the job folder {sandbox.folders.work}, not {workdir}")
+    else:
+        folders = sandbox.folders
     folders.work.mkdir(parents=True, exist_ok=True)
     try:
         _run_coroutine(_Job(nb, folders, exercises, inputs, limits, sandbox, result).run())
     except Exception as exc:  # a grader bug must not abort the batch
         result.error = f"grader error while running the notebook: {type(exc).__name__}: {exc}"
         sandbox.kill()
+    finally:
+        if own:
+            sandbox.close()
     return result
 
 

@@ -20,9 +20,7 @@ import json
 import os
 import re
 import secrets
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from .. import _cli
@@ -31,6 +29,7 @@ from .assignments import METADATA_KEY
 from .batch import Batch, identify
 from .students import check_id, from_metadata
 from .runner import Limits, defined_names, skip_slow_optional_imports
+from .sandbox import ScratchRoot
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
 
 LABEL = {"pass": "pass", "fail": "fail", "error": "error", "timeout": "timeout",
@@ -172,14 +171,11 @@ def main(argv: list[str] | None = None) -> int:
               "(python -m attention_lab submit NOTEBOOK --student ID)")
     print(f"running {path.name} in a fresh kernel (this takes a few seconds) ...", flush=True)
     limits = Limits.for_cells(args.cell_timeout, args.timeout)
-    scratch = Path(tempfile.mkdtemp(prefix="attention-lab-submit-"))
-    try:
-        batch = Batch(limits, secrets.randbelow(2 ** 31), scratch)
+    with ScratchRoot() as scratch:
+        batch = Batch(limits, secrets.randbelow(2 ** 31), scratch.path)
         sub = Submission(path, path.name, data, hashlib.sha256(data).hexdigest())
         identify([sub])
         grade = batch.grade(0, sub)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     if grade.status == "unreadable":  # pragma: no cover - parse_submission succeeded above
         return _cli.fail("submit", grade.message)
     submission = build_submission(path.name, text, grade)

@@ -17,7 +17,7 @@ Plots never compute attention. Every function and every ``update(...)`` receives
 from __future__ import annotations
 
 from ._render import (CMAP, LIVE_MAX_WIDTH, PALETTE, Bars, FastText, LayeredFigure, Style,
-                      add_fast_text, fmt_vec)
+                      add_fast_text, fmt_vec, text_on_weight)
 from .chapter import (StaticFigure, hull_figure, mask_figure, overview_figure,
                       temperature_panels, two_query_heatmap, window_figure)
 from .live import (AxisPlot, HullPlot, LivePlot, MaskPlot, PrecisionPlot, QueryPlot, ScorePlot,
@@ -25,7 +25,7 @@ from .live import (AxisPlot, HullPlot, LivePlot, MaskPlot, PrecisionPlot, QueryP
 
 __all__ = [
     "PALETTE", "CMAP", "LIVE_MAX_WIDTH", "LayeredFigure", "FastText", "Bars", "Style",
-    "add_fast_text", "fmt_vec", "StaticFigure", "LivePlot", "QueryPlot", "ScorePlot",
+    "add_fast_text", "fmt_vec", "text_on_weight", "StaticFigure", "LivePlot", "QueryPlot", "ScorePlot",
     "TemperaturePlot", "MaskPlot", "WindowPlot", "AxisPlot", "PrecisionPlot", "HullPlot",
     "overview_figure", "two_query_heatmap", "temperature_panels", "mask_figure", "window_figure",
     "hull_figure",

@@ -9,8 +9,9 @@
   bitmaps. It stays because a stock ``matplotlib.text.Text`` misses the explorers' 5 ms per-frame
   goal (``python -m benchmarks.run explorers``, the rows "dynamic labels as stock matplotlib Text").
 * :class:`Bars`: a group of bars as one artist (one draw call).
-* Shared styling: the Okabe-Ito :data:`PALETTE`, :data:`CMAP`, :class:`Style` (font sizes, larger
-  for a projector), :func:`new_figure`, :func:`positions_axis`, :func:`fmt_vec`.
+* Shared styling: the Okabe-Ito :data:`PALETTE`, :data:`CMAP` (the one colour scale for attention
+  weights: white at 0, darkest green at 1, in every heatmap of the package), :class:`Style` (font
+  sizes, larger for a projector), :func:`new_figure`, :func:`positions_axis`, :func:`fmt_vec`.
 
 Nothing here knows about attention; :mod:`.live` and :mod:`.chapter` draw with it.
 """
@@ -24,7 +25,7 @@ from matplotlib.artist import Artist
 from matplotlib.backend_bases import DrawEvent
 from matplotlib.backends.backend_agg import FigureCanvasAgg, get_hinting_flag
 from matplotlib.collections import PolyCollection
-from matplotlib.colors import to_rgba
+from matplotlib.colors import LinearSegmentedColormap, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties, findfont, get_font
 
@@ -42,7 +43,17 @@ PALETTE = {
     "masked": "#CFCFCF",
     "grey": "#6E6E6E",
 }
-CMAP = "cividis"
+#: The colour scale of attention weights, everywhere (live figures, chapter figures, the trained
+#: model's heatmaps), always from 0 to 1: near-white at 0, through the weight green, to a dark green
+#: at 1, so *darker = larger weight*. Its lightness falls steadily, also under deuteranopia and
+#: protanopia (tests/widgets/test_colours.py), so the scale reads the same without hue.
+CMAP = LinearSegmentedColormap.from_list(
+    "attention_weights", ["#F7FBF9", "#7FCDB0", PALETTE["weight"], "#00583F", "#00261B"])
+
+
+def text_on_weight(w: float) -> str:
+    """Black or white: the label colour readable on a cell of weight ``w`` in :data:`CMAP`."""
+    return "white" if np.isfinite(w) and w > 0.55 else "black"
 
 
 def fmt_vec(x, digits: int = 3) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ._render import CMAP, PALETTE, Style, fmt_vec, new_figure, positions_axis
+from ._render import CMAP, PALETTE, Style, fmt_vec, new_figure, positions_axis, text_on_weight
 from .live import OverviewDiagram
 
 __all__ = ["StaticFigure", "overview_figure", "two_query_heatmap", "temperature_panels",
@@ -72,14 +72,13 @@ def two_query_heatmap(weights, row_labels: Sequence[str], *, presentation=False)
     R, S = w.shape
     fig = new_figure((9.0, 1.3 + 0.75 * R), st, layered=False)
     ax = fig.add_axes([0.26, 0.3, 0.62, 0.55])
-    im = ax.imshow(w, cmap=CMAP, vmin=0, vmax=max(0.5, float(w.max())), aspect="auto")
+    im = ax.imshow(w, cmap=CMAP, vmin=0, vmax=1, aspect="auto")  # the one weight scale
     ax.set_xticks(np.arange(S), [f"source {j + 1}" for j in range(S)], fontsize=st.small)
     ax.set_yticks(np.arange(R), list(row_labels), fontsize=st.small)
     for r in range(R):
         for j in range(S):
-            dark = w[r, j] < 0.6 * im.norm.vmax
             ax.text(j, r, f"{w[r, j]:.2f}", ha="center", va="center", fontsize=st.fs,
-                    color="white" if dark else "black")
+                    color=text_on_weight(w[r, j]))
     ax.set_title("same sources, different queries", fontsize=st.title, loc="left")
     cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.03)
     cb.set_label("attention weight", fontsize=st.small)
@@ -87,7 +86,7 @@ def two_query_heatmap(weights, row_labels: Sequence[str], *, presentation=False)
     tops = [f"{lab}: most weight on source {int(np.argmax(row)) + 1} ({row.max():.2f})"
             for lab, row in zip(row_labels, w)]
     desc = (f"Figure: a heatmap with one row per query and one column per source position; "
-            f"darker cells are smaller weights. " + "; ".join(tops) + ".")
+            f"darker cells are larger weights (white 0, darkest green 1). " + "; ".join(tops) + ".")
     return StaticFigure(fig, desc)
 
 

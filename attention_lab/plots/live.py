@@ -6,9 +6,10 @@ and changes artists in place (``set_height``, ``set_data``, ``set_array``, ``set
 computes attention, never clears an axes and never creates a new figure. Each ``update``'s
 docstring is the contract between the figure and its explorer in :mod:`attention_lab.widgets`.
 
-Colours are the Okabe-Ito palette (safe for the common colour-vision deficiencies), heatmaps use
-``cividis``, and meaning is never carried by colour alone (hatching marks masked or wrong bars, text
-labels name every panel).
+Colours are the Okabe-Ito palette (safe for the common colour-vision deficiencies), weights in a
+heatmap or a shaded box use the one weight scale :data:`CMAP` (0 to 1, darker = larger), and
+meaning is never carried by colour alone (hatching marks masked or wrong bars, text labels name
+every panel).
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ import io
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
-from matplotlib.colors import to_rgba
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ._render import (CMAP, PALETTE, Bars, LayeredFigure, Style, add_fast_text, fmt_vec,
-                      new_figure, positions_axis)
+                      new_figure, positions_axis, text_on_weight)
 
 __all__ = ["LivePlot", "OverviewDiagram", "QueryPlot", "ScorePlot", "TemperaturePlot", "MaskPlot",
            "WindowPlot", "AxisPlot", "PrecisionPlot", "HullPlot"]
@@ -128,7 +128,8 @@ class OverviewDiagram:
     """The chapter's overview diagram (query -> scores -> weights -> context) drawn on one axes.
 
     Static: the source, query and context boxes and the grey arrows. Dynamic: the score and weight
-    labels, the weight boxes' shading and the width of each arrow from a weight to the context.
+    labels, the weight boxes' colour (the weight scale :data:`CMAP`: darker = larger) and the
+    width of each arrow from a weight to the context.
     """
 
     def __init__(self, ax, style: Style, S: int = 5, register=None):
@@ -160,7 +161,7 @@ class OverviewDiagram:
                                                    fontsize=small, zorder=4))
             self.arrows.append([(cx, 0.78), (7.55, 0.62)])
         centres = np.array(self.xs) + bw / 2
-        self.weight_box = Bars(centres, width=bw, bottom=0.8, facecolor=PALETTE["weight"],
+        self.weight_box = Bars(centres, width=bw, bottom=0.8, facecolor=CMAP(0.0),
                                edgecolor="black", linewidth=0.6 * style.lw)
         self.weight_box.set_heights(np.full(S, 0.5))
         ax.add_collection(self.weight_box, autolim=False)
@@ -185,14 +186,14 @@ class OverviewDiagram:
         dyn = self.score_text + self.weight_text + [self.weight_box, self.arrows]
         if register is not None:
             register(*dyn)
-        self._base_rgba = np.array(to_rgba(PALETTE["weight"]))
 
     def update(self, scores, weights):
         """Label the diagram with one query's numbers.
 
         scores (S,): the scores e_i, written as ``e = +0.98`` in the score boxes.
-        weights (S,): the weights alpha_i, written as ``alpha = 0.36`` (NaN as ``nan``); they shade
-            the weight boxes and set the width of each line to the context (0: no line).
+        weights (S,): the weights alpha_i, written as ``alpha = 0.36`` (NaN as ``nan``); they colour
+            the weight boxes on the weight scale (darker = larger) and set the width of each line to
+            the context (0: no line).
         """
         for t, e in zip(self.score_text, scores):
             t.set_text(f"e = {e:+.2f}")
@@ -201,9 +202,8 @@ class OverviewDiagram:
         wz = np.where(ok, w, 0.0)
         for t, x, good in zip(self.weight_text, w, ok):
             t.set_text(f"α = {x:.2f}" if good else "α = nan")
-        colors = np.tile(self._base_rgba, (w.size, 1))
-        colors[:, 3] = 0.12 + 0.88 * np.clip(wz, 0, 1)
-        self.weight_box.set_facecolor(colors)
+            t.set_color(text_on_weight(x))
+        self.weight_box.set_facecolor(CMAP(np.clip(wz, 0, 1)))
         # a zero weight draws no line at all
         self.arrows.set_linewidths(np.where(wz > 0, (0.3 + 9.0 * wz) * self.style.scale, 0.0))
 
@@ -245,7 +245,7 @@ class QueryPlot(LivePlot):
 
         ax_c = fig.add_axes([0.72, 0.1, 0.26, 0.25])
         st.axes(ax_c, title="context c and the values", ylabel="coordinate value")
-        ax_c.set_xticks(np.arange(D), [f"c[{j + 1}]" for j in range(D)])
+        ax_c.set_xticks(np.arange(D), [f"c{chr(0x2080 + j + 1)}" for j in range(D)])  # c₁, c₂, ..
         ax_c.set_xlim(-0.6, D - 0.4)
         lo, hi = min(0.0, values.min()), max(1.0, values.max())
         ax_c.set_ylim(lo - 0.02, hi + 0.3)

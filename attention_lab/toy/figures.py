@@ -7,9 +7,9 @@
 * :func:`entropy_plot`, :func:`permutation_plot`, :func:`tau_plot`, :func:`score_scale_plot`,
   :func:`streaming_plot`: the research notebook's result figures.
 
-Colours: viridis for weights (perceptually uniform, colour-blind safe); the alignment marks and
-wrong outputs in orange, right outputs in dark blue; wrong outputs also get a cross, so colour is
-never the only cue.
+Colours: the package's one weight scale for weights (:data:`attention_lab.plots.CMAP`, 0 to 1,
+darker = larger, colour-blind safe); the alignment marks and wrong outputs in orange, right outputs
+in dark blue; wrong outputs also get a cross, so colour is never the only cue.
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ..plots import LayeredFigure, LivePlot, add_fast_text
+from ..plots import CMAP, LayeredFigure, LivePlot, add_fast_text
 
 BLUE, ORANGE, GREY, TEAL = "#24527a", "#d97745", "#5f6b76", "#3a9188"
-CMAP = "viridis"
 
 
 def _sizes(presentation: bool) -> dict:

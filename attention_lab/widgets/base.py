@@ -12,7 +12,9 @@ An explorer is an object with
 * ``.tasks``: goals the student reaches by moving the controls (:class:`Task`), confirmed live
   from ``.state`` with a check mark and one sentence each;
 * ``.widget``: the ipywidgets box (title, tasks, controls, figure, a text readout of the numbers,
-  a reset button); a bare ``explorer`` at the end of a cell displays it;
+  a reset button, and an invisible :class:`~attention_lab.widgets._a11y.Accessibility` widget that
+  makes the readout a live region and names the figure and the controls in the page); a bare
+  ``explorer`` at the end of a cell displays it;
 * ``reset()``: every control back to its starting value (the tasks and their progress stay);
   ``hold()``: several changes, one redraw; ``set(**values)``: several controls at once.
 
@@ -37,6 +39,7 @@ import ipywidgets as W
 import numpy as np
 
 from ..plots import fmt_vec
+from ._a11y import Accessibility
 from ._canvas import FigureView
 
 __all__ = ["Explorer", "Task", "frozen_state", "log_slider", "slider", "html_table", "num"]
@@ -157,6 +160,8 @@ class Explorer:
 
     #: shown above the controls
     title = ""
+    #: what the figure shows, in one sentence (its accessible name in the page, after the title)
+    figure_label = ""
     #: the goals a student reaches with this explorer's controls, in order
     TASKS: tuple[Task, ...] = ()
 
@@ -252,7 +257,9 @@ class Explorer:
             if self.view.note is not None:
                 controls.append(self.view.note)
             figure = self.view.widget
-            numbers = [self.readout, self.reset_button]
+            figure.add_class("al-figure")
+            self.accessibility = Accessibility(label=self.accessible_label)
+            numbers = [self.readout, self.reset_button, self.accessibility]
             if self.presentation:
                 side = W.VBox([*controls, *numbers],
                               layout=W.Layout(margin="0 16px 0 0", max_width="620px"))
@@ -266,6 +273,13 @@ class Explorer:
             self._widget.add_class("al-explorer")
             self._widget.add_class(f"al-explorer-{self.css_name}")
         return self._widget
+
+    @property
+    def accessible_label(self) -> str:
+        """The figure's accessible name: the title, what the figure shows, where the numbers are."""
+        what = f" {self.figure_label}" if self.figure_label else ""
+        return (f"Figure of the {self.title or type(self).__name__}.{what} The numbers are in the "
+                f"table below the figure.")
 
     @property
     def css_name(self) -> str:

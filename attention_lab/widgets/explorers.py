@@ -49,6 +49,15 @@ class QueryExplorer(Explorer):
     """
 
     title = "Query explorer: one query, five sources, one context"
+    figure_label = ("The overview diagram with the current scores and weights, the weights as "
+                    "bars and as a heatmap row (darker = larger), and the context beside the five "
+                    "values.")
+    TASKS = (
+        Task("Move the query until source 4 gets at least half of the weight (soft retrieval).",
+             lambda s: s.retrieval == "soft" and s.weights[3] >= 0.5),
+        Task("Keep that query and switch to hard retrieval: the context jumps to value 4 "
+             "exactly.", lambda s: s.retrieval == "hard" and s.weights[3] == 1.0),
+    )
 
     def __init__(self, **options):
         self.example = running_example()
@@ -62,9 +71,9 @@ class QueryExplorer(Explorer):
                                           ("a later query (-1.0, -0.8, -0.3)", "later"),
                                           ("custom", "custom")],
                                  value="chapter", description="query preset"),
-            "q1": slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
-            "q2": slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
-            "q3": slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
+            "q1": slider(q[0], -1.5, 1.5, 0.05, "query q₁"),
+            "q2": slider(q[1], -1.5, 1.5, 0.05, "query q₂"),
+            "q3": slider(q[2], -1.5, 1.5, 0.05, "query q₃"),
             "temperature": log_slider(1.0, 0.05, 5.0, "temperature τ"),
             "retrieval": W.ToggleButtons(options=["soft", "hard"], value="soft",
                                          description="retrieval",
@@ -119,6 +128,8 @@ class ScoreState:
     dot_scores: np.ndarray
     weights: np.ndarray
     context: np.ndarray
+    best: int          # the chosen scores' best key (0-based index; ties: the first)
+    dot_best: int      # the dot product's best key
 
 
 class ScoreExplorer(Explorer):
@@ -128,12 +139,21 @@ class ScoreExplorer(Explorer):
     """
 
     title = "Score explorer: the same query and keys under four score functions"
+    figure_label = ("The chosen score function's five scores as bars beside the dot product's, "
+                    "and their softmax weights.")
     LABELS = {
         "dot": "dot product: eᵢ = qᵀkᵢ",
         "bilinear": "bilinear: eᵢ = qᵀ W kᵢ (the chapter's W)",
         "additive": "additive: eᵢ = vᵀ tanh(W_q q + W_k kᵢ)",
         "scaled_dot": "scaled dot product: eᵢ = qᵀkᵢ / √3",
     }
+    TASKS = (
+        Task("Find a query for which the bilinear score picks a different best key than the "
+             "dot product.", lambda s: s.score == "bilinear" and s.best != s.dot_best),
+        Task("Switch to additive scores (random, untrained parameters) and find a query on "
+             "which additive and dot product agree on the best key.",
+             lambda s: s.score == "additive" and s.best == s.dot_best),
+    )
 
     def __init__(self, **options):
         self.example = running_example()
@@ -147,9 +167,9 @@ class ScoreExplorer(Explorer):
                                               ("additive", "additive"),
                                               ("scaled dot", "scaled_dot")],
                                      value="dot", description="score function"),
-            "q1": slider(q[0], -1.5, 1.5, 0.05, "q[1]"),
-            "q2": slider(q[1], -1.5, 1.5, 0.05, "q[2]"),
-            "q3": slider(q[2], -1.5, 1.5, 0.05, "q[3]"),
+            "q1": slider(q[0], -1.5, 1.5, 0.05, "query q₁"),
+            "q2": slider(q[1], -1.5, 1.5, 0.05, "query q₂"),
+            "q3": slider(q[2], -1.5, 1.5, 0.05, "query q₃"),
         }
 
     def _make_plot(self):
@@ -169,7 +189,9 @@ class ScoreExplorer(Explorer):
         q = np.array([c["q1"].value, c["q2"].value, c["q3"].value], dtype=float)
         scores = compute_scores(kind, q, ex.keys, **self.params(kind))
         r = attend_scores(scores, ex.values)
-        return ScoreState(kind, q, scores, dot_scores(q, ex.keys), r.weights, r.context)
+        dot = dot_scores(q, ex.keys)
+        return ScoreState(kind, q, scores, dot, r.weights, r.context,
+                          int(hardmax(scores).argmax()), int(hardmax(dot).argmax()))
 
     def _show(self, s):
         self.plot.update(kind_label=self.LABELS[s.score], scores=s.scores,
@@ -210,10 +232,15 @@ class TemperatureExplorer(Explorer):
     """
 
     title = "Temperature explorer: same scores, different concentration"
+    figure_label = ("The weights at the chosen temperature against those at temperature 1, and "
+                    "the largest weight and effective number of keys along the temperature.")
     T_MIN, T_MAX = 0.05, 5.0
-    TASKS = (Task("Find a temperature at which the effective number of keys, exp(entropy), is "
-                  "about 2 (between 1.85 and 2.15).",
-                  lambda s: 1.85 <= s.effective_keys <= 2.15),)
+    TASKS = (
+        Task("Find a temperature at which the effective number of keys, exp(entropy), is "
+             "about 2 (between 1.85 and 2.15).", lambda s: 1.85 <= s.effective_keys <= 2.15),
+        Task("Make one source take at least 0.9 of the weight. Which evidence changed?",
+             lambda s: s.max_weight >= 0.9),
+    )
 
     def __init__(self, **options):
         self.example = running_example()
@@ -275,6 +302,7 @@ class MaskState:
     after_weights: np.ndarray
     after_context: np.ndarray
     after_row_sum: float
+    after_softmax: bool   # the wrong order is shown
 
 
 class MaskExplorer(Explorer):
@@ -287,6 +315,18 @@ class MaskExplorer(Explorer):
     """
 
     title = "Mask explorer: which keys may be retrieved"
+    figure_label = ("The weights without a mask, masked before the softmax, and masked after it "
+                    "without renormalising, with each row's sum.")
+    TASKS = (
+        Task("Predict the row sum of masking AFTER softmax at valid length 3, then tick the box "
+             "and compare.", lambda s: s.after_softmax
+             and s.mask.tolist() == [True, True, True, False, False]),
+        Task("Find a mask that keeps at least two positions but loses more than half of the "
+             "mass when applied after the softmax.",
+             lambda s: s.after_softmax and s.mask.sum() >= 2 and s.after_row_sum < 0.5),
+        Task("Mask every position and choose the policy that refuses the row instead of "
+             "returning zeros.", lambda s: s.all_masked and s.error is not None),
+    )
 
     def __init__(self, **options):
         self.example = running_example()
@@ -341,7 +381,8 @@ class MaskExplorer(Explorer):
             masked_mass, row_sum = 0.0, float("nan")
         after = mask_after_softmax(scores, mask)
         return MaskState(mask, scores, weights, context, masked_mass, row_sum, policy, all_masked,
-                         error, after, weighted_sum(after, ex.values), float(after.sum()))
+                         error, after, weighted_sum(after, ex.values), float(after.sum()),
+                         bool(c["after_softmax"].value))
 
     def _message(self, s) -> str | None:
         if not s.all_masked:
@@ -355,18 +396,21 @@ class MaskExplorer(Explorer):
     def _show(self, s):
         w = s.weights if s.weights is not None else np.zeros(s.scores.size)
         self.plot.update(mask=s.mask, weights=w, row_sum=s.row_sum,
-                         after_weights=s.after_weights if self.controls["after_softmax"].value
-                         else None, after_row_sum=s.after_row_sum, message=self._message(s))
+                         after_weights=s.after_weights if s.after_softmax else None,
+                         after_row_sum=s.after_row_sum, message=self._message(s))
         rows = [["eligible", *["yes" if m else "no" for m in s.mask], ""]]
         if s.weights is not None:
             rows.append(["before softmax (right)", *[num(x) for x in s.weights],
                          num(s.row_sum)])
-        rows.append(["after softmax (wrong)", *[num(x) for x in s.after_weights],
-                     num(s.after_row_sum)])
+        if s.after_softmax:  # the wrong order's numbers only once asked for (a task predicts them)
+            rows.append(["after softmax (wrong)", *[num(x) for x in s.after_weights],
+                         num(s.after_row_sum)])
         ctx = (f"context (right) {plots.fmt_vec(s.context)}, masked mass {s.masked_mass:.3f}"
                if s.context is not None else html.escape(s.error or ""))
+        wrong = (f"<br>context (wrong) {plots.fmt_vec(s.after_context)}" if s.after_softmax
+                 else "")
         self.readout.value = html_table(["", *[f"pos {i + 1}" for i in range(5)], "sum"], rows) + (
-            f"<p>{ctx}<br>context (wrong) {plots.fmt_vec(s.after_context)}</p>")
+            f"<p>{ctx}{wrong}</p>")
 
     def describe(self):
         s = self.state
@@ -404,7 +448,16 @@ class WindowExplorer(Explorer):
     """
 
     title = "Window explorer: global vs local access"
+    figure_label = ("Ten source positions twice, global and inside the local window, with the "
+                    "weights as bars and the target starred.")
     S = 10
+    TASKS = (
+        Task("With half-width 1, retrieve the target anyway: give it more weight than global "
+             "attention does.", lambda s: s.half_width == 1.0
+             and s.target_weight_local > s.target_weight_global),
+        Task("Make the window empty (no position scored). What does the row return?",
+             lambda s: s.scored == 0),
+    )
 
     def _make_controls(self):
         return {
@@ -473,6 +526,7 @@ class AxisState:
     sums_queries: np.ndarray
     sums_batch: np.ndarray
     max_context_error: float
+    sums_to_one: tuple      # the axes ("keys", "queries", "batch") over which every sum is 1
 
 
 class AxisExplorer(Explorer):
@@ -484,7 +538,17 @@ class AxisExplorer(Explorer):
     """
 
     title = "Axis explorer: which axis does softmax normalise?"
+    figure_label = ("One batch item's weights normalised over the keys and over the chosen axis, "
+                    "as heatmaps, and which sums equal 1.")
     AXIS_LABELS = {-1: "keys (dim=-1, right)", -2: "queries (dim=-2)", 0: "batch (dim=0)"}
+    TASKS = (
+        Task("Choose an axis that keeps every shape but moves some context by more than 1.",
+             lambda s: s.max_context_error > 1.0),
+        Task("Find the axis after which every key's weights over the queries sum to 1.",
+             lambda s: "queries" in s.sums_to_one),
+        Task("Find the axis after which the weights sum to 1 across the batch items.",
+             lambda s: "batch" in s.sums_to_one),
+    )
 
     def __init__(self, Q=None, K=None, V=None, **options):
         if Q is None:
@@ -515,9 +579,11 @@ class AxisExplorer(Explorer):
         weights = softmax(scores, axis=ax)
         right = attend(self.Q, self.K, self.V)
         context = weighted_sum(weights, self.V)
+        ones = tuple(name for name, a in (("keys", -1), ("queries", -2), ("batch", 0))
+                     if np.allclose(weights.sum(axis=a), 1.0, rtol=0, atol=1e-9))
         return AxisState(ax, b, scores, weights, context, right.weights, right.context,
                          weights.sum(axis=-1)[b], weights.sum(axis=-2)[b], weights.sum(axis=0)[0],
-                         float(np.abs(context - right.context).max()))
+                         float(np.abs(context - right.context).max()), ones)
 
     def _show(self, s):
         self.plot.update(batch=s.batch, weights_key=s.correct_weights[s.batch],
@@ -565,6 +631,8 @@ class PrecisionState:
     weights: np.ndarray | None
     context: np.ndarray | None
     error: str | None
+    kernel_nan: bool          # the kernel returned NaN somewhere
+    padding_weight: float     # the kernel's total weight on masked positions (NaN ignored)
 
 
 class PrecisionExplorer(Explorer):
@@ -578,6 +646,16 @@ class PrecisionExplorer(Explorer):
     """
 
     title = "Precision explorer: dtypes, fill values, overflow and NaN"
+    figure_label = ("A low-precision kernel's weights beside the library's, with masked positions "
+                    "crossed and NaN flagged.")
+    TASKS = (
+        Task("With the stable softmax, find a dtype, fill and valid length that make the kernel "
+             "return NaN.", lambda s: s.stable and s.kernel_nan),
+        Task("Now find one where the kernel returns no NaN but silently puts weight on padding.",
+             lambda s: not s.kernel_nan and s.padding_weight > 0.01),
+        Task("Find a score scale at which the naive softmax returns NaN although no position "
+             "is masked.", lambda s: not s.stable and s.kernel_nan and s.mask.all()),
+    )
 
     def __init__(self, **options):
         self.example = running_example()
@@ -628,7 +706,8 @@ class PrecisionExplorer(Explorer):
             dtype, fill_name, float(fill), float(round_to_dtype(fill, dtype)),
             fill_overflows(fill, dtype), scale, stable, length, policy, mask, scores,
             round_to_dtype(scores, dtype).astype(float), kernel.astype(float), kernel_context,
-            weights, context, error)
+            weights, context, error, bool(np.isnan(kernel).any()),
+            float(np.nansum(kernel.astype(float)[~mask])))
 
     def _kernel_message(self, s) -> str | None:
         w = s.kernel_weights
@@ -714,6 +793,15 @@ class HullExplorer(Explorer):
     """
 
     title = "Hull explorer: a context is a mixture of the values"
+    figure_label = ("Three values as the corners of a triangle and the context of the current "
+                    "weights as a point inside it.")
+    TASKS = (
+        Task("Put the context exactly on value 3, a corner of the triangle.",
+             lambda s: s.weights[2] >= 0.999),
+        Task("Put it halfway along the edge from value 1 to value 2 (value 3's weight exactly "
+             "0). Now try to push it outside the triangle: why can't you?",
+             lambda s: s.weights[2] == 0 and abs(s.weights[0] - s.weights[1]) <= 0.02),
+    )
 
     def __init__(self, **options):
         self.values = np.array(HULL_VALUES, dtype=float)

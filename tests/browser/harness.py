@@ -292,10 +292,24 @@ def _isolated_env(work: Path) -> dict:
 
 
 LAB_SETTINGS = {
-    # no news / update pop-up over the page; never ask which kernel to start
-    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+    # never ask which kernel to start (the news pop-up is the project's own setting: see
+    # readme_open_env, which the server gets as the README's command does)
     "@jupyterlab/notebook-extension/tracker": {"autoStartDefaultKernel": True},
 }
+
+
+def readme_open_env() -> dict:
+    """The environment variables the README's first command sets for ``jupyter lab``
+    (``JUPYTER_CONFIG_PATH=$PWD/jupyter-config``), with ``$PWD`` the repository."""
+    import re
+    import shlex
+
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Two commands", 1)[1].split("\n## ", 1)[0]
+    command = re.findall(r"```bash\n(.+?)\n```", section)[0].split("&&")[-1]
+    words = shlex.split(command)
+    return {k: v.replace("$PWD", str(ROOT))
+            for k, v in (w.split("=", 1) for w in words if re.fullmatch(r"[A-Z_]+=\S+", w))}
 
 
 def jupyter_lab(root: Path, work: Path) -> Server:
@@ -313,7 +327,8 @@ def jupyter_lab(root: Path, work: Path) -> Server:
            f"--LabApp.workspaces_dir={work / 'lab-workspaces'}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
-    return Server("JupyterLab", cmd, port=port, token=token, env=_isolated_env(work), cwd=root,
+    env = {**_isolated_env(work), **readme_open_env()}
+    return Server("JupyterLab", cmd, port=port, token=token, env=env, cwd=root,
                   log=work / "jupyterlab.log",
                   ready=lambda s: http_status(s.url("/api/status")) == 200)
 

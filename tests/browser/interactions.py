@@ -169,6 +169,35 @@ class Driver:
     def expected(self) -> str:
         return text_of(self.twin.readout.value)
 
+    def check_tasks(self, timeout: float = 10.0) -> None:
+        """The page's task box shows the twin's tasks: the same ticks and the same open goal.
+        (Reached tasks stay ticked, so after a drag, which passes through values the twin never
+        takes, the two may differ: call it where the path cannot matter.)"""
+        want = text_of(self.twin.task_box.value)
+        box = self.root.locator(".al-tasks").first
+        deadline = time.monotonic() + timeout
+        got = page_text(box)
+        while got != want and time.monotonic() < deadline:
+            self.page.wait_for_timeout(100)
+            got = page_text(box)
+        assert got == want, f"{self.title}: tasks in the page: {got!r}, expected {want!r}"
+
+    def check_accessible(self, timeout: float = 15.0) -> None:
+        """The readout is a polite live region, the figure an image named by the explorer, and
+        every control in Chromium's accessibility tree has a name."""
+        readout = self.root.locator(".al-readout .widget-html-content").first
+        expect(readout).to_have_attribute("aria-live", "polite", timeout=timeout * 1000)
+        expect(readout).to_have_attribute("role", "status")
+        figure = self.root.locator(".al-figure").first
+        expect(figure).to_have_attribute("role", "img")
+        expect(figure).to_have_attribute("aria-label", self.twin.accessible_label)
+        tree = self.root.aria_snapshot()
+        unnamed = [line.strip() for line in tree.splitlines()
+                   if re.match(r"\s*- (slider|button|checkbox|combobox|radio|textbox|spinbutton)"
+                               r"(:|$|\s*\[)", line)]
+        assert not unnamed, f"{self.title}: controls without an accessible name: {unnamed}"
+        assert re.search(r'- slider "[^"]+"', tree), f"{self.title}: no named slider:\n{tree}"
+
     def check_readout(self, timeout: float = 15.0) -> None:
         """The page's readout shows the twin's numbers (polls until it does)."""
         if self.check is not None:
@@ -220,17 +249,30 @@ class Driver:
         at, last = _grid(c)
         before = figure(self.root)
         row = self.control(key)
+        row.scroll_into_view_if_needed()  # the mouse acts at page coordinates
         shown = row.locator(".widget-readout").first
         old = shown.inner_text()
         H.drag_slider(self.page, row.locator(".noUi-handle").first, fraction)
         expect(shown).not_to_have_text(old)
-        k = grid_index(c, float(shown.inner_text().replace("−", "-")))
+        k = grid_index(c, self._number(shown))
         assert abs(k / last - fraction) <= 0.1, (
             f"{self.title}: dragged {key} to {fraction:.0%} of the track but the slider shows "
             f"{shown.inner_text()} (grid point {k} of {last})")
         self._expect_slider(row, at(k))
         c.value = at(k)
         return self._after(before, f"slider {key} dragged with the mouse to {fraction:.0%}")
+
+    def _number(self, shown, timeout: float = 10.0) -> float:
+        """The number a slider's readout shows (it is briefly blank while the page rewrites it)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = shown.inner_text().replace("−", "-").strip()
+            try:
+                return float(text)
+            except ValueError:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{self.title}: the slider's readout shows {text!r}")
+            self.page.wait_for_timeout(100)
 
     def _expect_slider(self, row, value: float) -> None:
         """The slider's readout shows ``value`` (to the precision it prints)."""
@@ -246,6 +288,31 @@ class Driver:
                 break
             self.page.wait_for_timeout(100)
         assert ok, f"{self.title}: the slider shows {text}, expected {value:.4g}"
+
+    def key_toggle(self, key: str) -> dict:
+        """Focus a checkbox or a toggle button and press Space (no mouse)."""
+        c = self.twin.controls[key]
+        before = figure(self.root)
+        box = self.control(key)
+        target = box.locator("input") if isinstance(c, W.Checkbox) else box
+        target.focus()
+        self.page.keyboard.press("Space")
+        if isinstance(c, W.Checkbox):
+            expect(target).to_be_checked(checked=not c.value)
+        c.value = not c.value
+        return self._after(before, f"{key} {'on' if c.value else 'off'} with the space bar")
+
+    def key_choose(self, key: str, label: str) -> dict:
+        """Focus the button ``label`` of a row of toggle buttons and press Enter (no mouse)."""
+        c = self.twin.controls[key]
+        value = dict(zip(c._options_labels, c._options_values))[label]
+        before = figure(self.root)
+        button = self.control(key).locator("button").filter(has_text=label).first
+        button.focus()
+        self.page.keyboard.press("Enter")
+        expect(button).to_have_class(ACTIVE)
+        c.value = value
+        return self._after(before, f"{key}: chose {label!r} with Enter")
 
     def toggle(self, key: str) -> dict:
         """Click a toggle button or a checkbox."""

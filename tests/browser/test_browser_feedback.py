@@ -31,16 +31,22 @@ def masked_after_softmax(scores, mask):
     return e / e.sum(axis=-1, keepdims=True) * mask
 
 
+# computed here: an answer that called the checks' module would earn no mark for that alone
+FIXED = {c.args[1].shape for c in cases_for(EXERCISES["2.1"], SEED) if not c.hidden}
+
+
 def test_masked_softmax(masked_softmax):
     scores, mask = np.array([[0.5, 2.0, -1.0]]), np.array([[True, False, True]])
     w = masked_softmax(scores, mask)
     return bool(np.all(w[~mask] == 0) and np.allclose(w.sum(-1), 1))
 
 
+test_masked_softmax.__test__ = False  # the student's test of 2.6, not one of pytest's
+
+
 def fixed_only(query, keys):
     """Right on the public edge cases, wrong on the grader's own random ones."""
-    fixed = {c.args[1].shape for c in cases_for(EXERCISES["2.1"], SEED) if not c.hidden}
-    return keys @ query if keys.shape in fixed else keys @ query + 1
+    return keys @ query if keys.shape in FIXED else keys @ query + 1
 
 
 ANSWERS = {"2.1": fixed_only, "2.2": [0.659, 0.242, 0.099],

@@ -1,6 +1,8 @@
 """JupyterLab in a real browser: every notebook runs without an error; in the mechanics notebook,
-the explorers' controls drive their figures (keyboard, mouse, toggle buttons) and their readouts
-show the core's numbers."""
+the explorers' controls drive their figures (keyboard, mouse, toggle buttons), their readouts show
+the core's numbers, three tasks are reached with the keyboard alone, and every explorer is
+accessible (live readout, named figure, named controls); the project's JupyterLab defaults (from
+the README's command) keep the news question away."""
 
 from __future__ import annotations
 
@@ -56,31 +58,62 @@ def test_explorers_in_the_mechanics_notebook(lab_app, lab_steps):
             d = Driver(root, widgets.EXPLORERS[name](backend="agg"), steps,
                        check=core_check(name))
             d.check_readout()  # the starting numbers, before anything moved
+            d.check_tasks()
             d.check_drawn(min_width=600)
+            d.check_accessible()
             return d
 
+        def reached(d, k):
+            assert d.twin.tasks_met[k], f"{d.title}: the twin's state does not meet task {k + 1}"
+            d.check_tasks()  # the page ticked it off, as the twin did
+            assert f"Task {k + 1} of {len(d.twin.tasks)} (done)" in d.root.locator(
+                ".al-tasks").first.inner_text()
+
+        # three tasks, keyboard only: each control focused, then keys
         temperature = driver("temperature")
+        temperature.press("temperature", "ArrowLeft", 30)   # tau 1 -> 0.25: exp(H) about 2
+        reached(temperature, 0)
+        mask = driver("mask")
+        mask.key_toggle("after_softmax")                     # at valid length 3: the row sum
+        reached(mask, 0)
+        window = driver("window")
+        window.press("centre", "ArrowRight", 5)              # p 5.5 -> 8, onto the target
+        window.press("half_width", "ArrowLeft", 1)           # D 1.5 -> 1
+        reached(window, 0)
+        score = driver("score")
+        score.key_choose("score", "bilinear")                # toggle buttons by keyboard
+
         temperature.press("temperature", "ArrowRight", 3)   # keyboard
         temperature.press("temperature", "ArrowLeft", 1)
         temperature.drag("temperature", 0.85)               # mouse
 
-        mask = driver("mask")
         mask.toggle("keep2")                                 # mask a position
         mask.press("length", "ArrowRight", 2)
         mask.toggle("keep2")                                 # and make it eligible again
         mask.toggle("after_softmax")                         # checkbox
 
-        score = driver("score")
-        score.choose("score", "bilinear")                    # another score function
         score.drag("q1", 0.2)
         score.choose("score", "additive")
 
-        window = driver("window")
-        window.press("centre", "ArrowLeft", 2)
+        window.press("centre", "ArrowLeft", 3)               # p = 6.5, between two positions
         window.drag("half_width", 0.0)                       # an empty window: a message
         assert steps.page_errors == [], f"uncaught errors in the page: {steps.page_errors}"
+        no_news_question(page, lab_app.server)
     finally:
         nb.close()
+
+
+def no_news_question(page, server) -> None:
+    """JupyterLab, started with the README command's environment, has the project's default
+    (fetchNews "false": never ask), and no news notification was shown."""
+    settings = page.evaluate("""async (url) => (await (await fetch(url)).json())""",
+                             server.url("/lab/api/settings/@jupyterlab/apputils-extension:"
+                                        "notification"))
+    default = settings["schema"]["properties"]["fetchNews"]["default"]  # overrides set defaults
+    assert default == "false" and "fetchNews" not in settings["settings"], settings["settings"]
+    shown = page.evaluate("() => [...document.querySelectorAll('.Toastify__toast')]"
+                          ".map(e => e.textContent)")
+    assert not [t for t in shown if "news" in t.lower()], shown
 
 
 def test_error_check_reports_the_failing_cell(lab_app, lab_steps):

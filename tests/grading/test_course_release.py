@@ -19,8 +19,9 @@ EXERCISES = ROOT / "notebooks" / "exercises"
 #: answer lines that the taught material also holds word for word: a generic line of the
 #: package's own code (the package has to be in the bundle for the notebooks to run) and a line
 #: the level-3 notebook teaches
-SHARED = {"w = np.asarray(weights, dtype=float)": "attention_lab/",
-          "scores = keys @ query": "notebooks/03_maths_and_code.ipynb"}
+SHARED = {"w = np.asarray(weights, dtype=float)": ("attention_lab/",),
+          "scores = keys @ query": ("notebooks/01_intuition.ipynb",
+                                    "notebooks/03_maths_and_code.ipynb")}
 
 
 def cell_lines(path: Path) -> list[str]:

@@ -48,16 +48,16 @@ TEST_MASKED = """
 """
 
 
-def _landlock() -> int:
-    from attention_lab.grading.sandbox import landlock_abi
+def _isolated() -> bool:
+    from attention_lab.grading.sandbox import isolation_problem
 
-    return landlock_abi() if sys.platform.startswith("linux") else 0
+    return not isolation_problem()
 
 
 # The notebook that deletes files and signals other processes is only safe to run where the
-# sandbox can stop it (Landlock ABI >= 6 scopes signals); elsewhere it is left out and its test
-# is skipped, and the README says what the grader does not protect against there.
-CONTAINED = _landlock() >= 6
+# sandbox contains it (namespaces); elsewhere it is left out and its test is skipped, and the
+# README says what the grader does not protect against there.
+CONTAINED = _isolated()
 
 
 def load(path: Path):
@@ -196,21 +196,24 @@ def graded(tmp_path_factory):
     tampered.cells = [c for c in tampered.cells if 'check("2.6"' not in c.source]
     insert_after(tampered, "dot_scores", """
         import glob
-        import attention_lab.exercises as ae
-        import attention_lab.exercises.judging as ck
-        import attention_lab.grading.probe as pr
-        def check(*args, **kwargs):
-            print("✔ pass")
-        ae.check = check
-        ck.judge = lambda *a, **k: ck.Verdict("pass", "", "pass")
-        pr.probe = lambda *a, **k: {"kind": "value", "value": 1.0}
-        pr.run_harness = lambda *a, **k: None
-        forged = '{"event":"done","id":"2.1","record":{"kind":"value","value":1}}\\tdeadbeef\\n'
-        for f in glob.glob("../**/*.jsonl", recursive=True) + glob.glob("/tmp/attention-lab-grading-*/*/out/*.jsonl"):
+        forged = '{"event":"done","id":"2.1","record":{"kind":"value","value":1}}\\n'
+        for f in glob.glob("../**/*.jsonl", recursive=True) + glob.glob("/tmp/attention-lab-*/*/out/*.jsonl"):
             try:
                 open(f, "a").write(forged)
             except OSError as exc:
                 print(type(exc).__name__)
+        import attention_lab.exercises as ae
+        def check(*args, **kwargs):
+            print("✔ pass")
+        ae.check = check
+        try:  # not there in the grader's kernel
+            import attention_lab.exercises.judging as ck
+            import attention_lab.grading.probe as pr
+            ck.judge = lambda *a, **k: ck.Verdict("pass", "", "pass")
+            pr.probe = lambda *a, **k: {"kind": "value", "value": 1.0}
+            pr.run_harness = lambda *a, **k: None
+        except ImportError as exc:
+            print(type(exc).__name__)
     """)
     write("tampered.ipynb", tampered)
 
@@ -340,14 +343,14 @@ def test_kernel_crash(graded):
     assert sub["kernel_starts"] == 4
 
 
-@pytest.mark.skipif(not CONTAINED, reason="needs Linux Landlock ABI >= 6 to contain the notebook")
+@pytest.mark.skipif(not CONTAINED, reason="needs namespaces (bubblewrap) to contain the notebook")
 def test_file_deleting_and_signalling_notebook_is_contained(graded):
     sub = graded["subs"]["deleter.ipynb"]
     st = statuses(graded, "deleter.ipynb")
     assert all(st[i] == "pass" for i in LEVEL2_AUTO), (st, sub["message"])
     assert graded["sentinel_alive"], "a notebook killed a process outside its sandbox"
-    assert sub["sandbox"]["landlock_rules"] == {"filesystem": True, "network": True,
-                                                "signals": True}
+    assert sub["sandbox"]["isolation"] == "bubblewrap"
+    assert {"pid", "net", "mnt", "user"} <= set(sub["sandbox"]["namespaces"])
 
 
 def test_memory_bomb(graded):
@@ -368,7 +371,8 @@ def test_tampering_changes_nothing(graded):
     ex = sub["exercises"]
     assert ex["2.1"]["status"] == "fail" and "wrong at" in ex["2.1"]["message"]
     assert ex["2.6"]["status"] == "pass"  # the check cell was deleted: graded all the same
-    assert "failed verification" in sub["message"]  # its forged line in its own results file
+    # its forged line in its own results file: seen, and the harness's own record counted
+    assert "did not write in its order" in sub["message"]
 
 
 def test_processes_started_by_a_notebook_do_not_survive(graded):

@@ -194,20 +194,34 @@ def test_a_part_no_case_calls_is_recorded_as_a_declared_value():
     assert probe.probe("test", ("zeros", 3), inputs, n_functions=2)["kind"] == "notcallable"
 
 
-def test_harness_writes_signed_lines_the_grader_verifies(tmp_path):
+def test_harness_writes_the_lines_the_grader_reads(tmp_path):
     inputs = tmp_path / "in.json"
     inputs.write_text(json.dumps({"2.1": [{"args": [probe.encode(np.ones(2)),
                                                     probe.encode(np.eye(2))], "fn": 0}]}))
     results = tmp_path / "out.jsonl"
-    key = b"k" * 32
     ns = {"dot_scores": lambda q, k: k @ q}
-    probe.run_harness(ns, {"inputs": str(inputs), "results": str(results), "key": key.hex(),
-                           "call_seconds": 1, "total_seconds": 5,
+    probe.run_harness(ns, {"inputs": [str(inputs), str(tmp_path / "never-read.json")],
+                           "results": str(results), "call_seconds": 1, "total_seconds": 5,
                            "exercises": [{"id": "2.1", "kind": "function", "names": ["dot_scores"]},
                                          {"id": "2.6", "kind": "function",
                                           "names": ["masked_softmax"]}]})
-    done, started, bad = read_results(results, key, {"2.1", "2.6"})
+    done, started, bad = read_results(results, {"2.1", "2.6"})
     assert started == ["2.1", "2.6"] and bad == 0
     assert done["2.1"]["calls"][0]["out"]["__ndarray__"]["data"] == [1.0, 1.0]
-    assert done["2.6"] == {"kind": "missing"}
-    assert read_results(results, b"x" * 32, {"2.1", "2.6"}) == ({}, [], 4)
+    assert done["2.6"] == {"kind": "missing"}  # a missing answer: its inputs are not even read
+
+
+def test_the_probe_names_the_watched_functions_an_answer_enters():
+    """Student side, ``check`` watches the package's reference files: a call into one of them is
+    recorded (the outermost only), wherever the answer hides it."""
+    from attention_lab import softmax as reference
+
+    watch = {reference.__code__.co_filename}
+
+    def answer(x):
+        return reference(x)
+
+    rec = probe.call(answer, (np.ones(3),), 5, watch)
+    assert rec["reference"] == ["attention_lab.softmax.softmax"] and "out" in rec
+    assert "reference" not in probe.call(lambda x: x * 2, (np.ones(3),), 5, watch)
+    assert "reference" not in probe.call(answer, (np.ones(3),), 5)  # nothing watched

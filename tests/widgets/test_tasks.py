@@ -8,6 +8,7 @@ The mechanism (``Explorer(tasks=...)``, ``TASKS``, ``tasks_met``, ``tasks_reache
 from __future__ import annotations
 
 import ipywidgets as W
+import numpy as np
 import pytest
 
 from attention_lab import widgets
@@ -16,7 +17,36 @@ from attention_lab.widgets import Task
 #: (explorer name, task index) -> (control values that reach the goal, values that do not). The
 #: values lie on the sliders' grids, so a student can reach them with the keyboard.
 SOLUTIONS = {
+    ("query", 0): ({"q1": -1.5, "q2": 0.0, "q3": 1.5, "retrieval": "soft"},
+                   {"q1": -1.0, "q2": 0.0, "q3": 0.5, "retrieval": "soft"}),
+    ("query", 1): ({"q1": -1.5, "q2": 0.0, "q3": 1.5, "retrieval": "hard"},
+                   {"q1": 0.8, "q2": -0.3, "q3": 0.5, "retrieval": "hard"}),
+    ("score", 0): ({"score": "bilinear", "q1": 0.05, "q2": -0.3, "q3": 0.5},
+                   {"score": "bilinear", "q1": 0.8, "q2": -0.3, "q3": 0.5}),
+    ("score", 1): ({"score": "additive", "q1": -0.2, "q2": -0.3, "q3": 0.5},
+                   {"score": "additive", "q1": 0.8, "q2": -0.3, "q3": 0.5}),
     ("temperature", 0): ({"temperature": 0.2509}, {"temperature": 0.2288}),
+    ("temperature", 1): ({"temperature": 0.1}, {"temperature": 0.2}),
+    ("mask", 0): ({"length": 3, "after_softmax": True}, {"length": 4, "after_softmax": True}),
+    ("mask", 1): ({"length": 5, "keep1": True, "keep2": False, "keep3": False, "keep4": True,
+                   "keep5": False, "after_softmax": True},
+                  {"length": 5, "keep1": False, "keep2": True, "keep3": True, "keep4": False,
+                   "keep5": False, "after_softmax": True}),
+    ("mask", 2): ({"length": 0, "empty": "raise"}, {"length": 0, "empty": "zeros"}),
+    ("window", 0): ({"centre": 8.0, "half_width": 1.0}, {"centre": 5.5, "half_width": 1.0}),
+    ("window", 1): ({"centre": 5.5, "half_width": 0.0}, {"centre": 5.0, "half_width": 0.0}),
+    ("axis", 0): ({"axis": -2}, {"axis": -1}),
+    ("axis", 1): ({"axis": -2}, {"axis": 0}),
+    ("axis", 2): ({"axis": 0}, {"axis": -2}),
+    ("precision", 0): ({"dtype": "float16", "fill": "-1e9", "length": 0, "softmax": "stable"},
+                       {"dtype": "float16", "fill": "finfo.min", "length": 0,
+                        "softmax": "stable"}),
+    ("precision", 1): ({"dtype": "float16", "fill": "finfo.min", "length": 0},
+                       {"dtype": "float16", "fill": "finfo.min", "length": 3}),
+    ("precision", 2): ({"softmax": "naive", "length": 5, "scale": 20.0},
+                       {"softmax": "naive", "length": 5, "scale": 1.0}),
+    ("hull", 0): ({"w1": 0.0, "w2": 0.0, "w3": 0.5}, {"w1": 0.1, "w2": 0.0, "w3": 0.5}),
+    ("hull", 1): ({"w1": 0.5, "w2": 0.5, "w3": 0.0}, {"w1": 0.6, "w2": 0.3, "w3": 0.0}),
     ("model", 0): ({"source": "abcdefghij", "window": True, "centre": 5, "half_width": 5},
                    {"source": "abcdefghij", "window": True, "centre": 5, "half_width": 4}),
     ("model", 1): ({"source": "abcdefghij", "temperature": 5.0},
@@ -70,11 +100,50 @@ def test_a_solution_reaches_the_task_and_a_miss_does_not(name, k):
 
 def test_the_temperature_task_is_the_effective_number_of_keys():
     e = widgets.TemperatureExplorer(backend="agg")
-    assert len(e.tasks) == 1 and "effective number of keys" in e.tasks[0].goal
+    assert "effective number of keys" in e.tasks[0].goal
     for tau in (0.05, 0.2396, 0.2509, 0.2627, 0.3017, 1.0, 5.0):
         e.controls["temperature"].value = tau
         assert e.tasks_met[0] == (1.85 <= e.state.effective_keys <= 2.15)
-    assert e.tasks_reached == (True,)
+    assert e.tasks_reached[0]
+
+
+def test_every_explorer_of_the_notebooks_has_a_task():
+    assert all(cls.TASKS for cls in widgets.EXPLORERS.values())
+
+
+def test_goals_count_positions_from_1():
+    """Goals name sources, values and positions as the figures and prose do (1-based): the
+    query task's "source 4" is the state's weights[3]."""
+    e = widgets.QueryExplorer(backend="agg")
+    assert "source 4" in e.tasks[0].goal
+    e.set(q1=-1.5, q2=0.0, q3=1.5)
+    assert e.state.weights.argmax() == 3 and e.tasks_met[0]
+
+
+def test_task_numbers_come_from_the_core():
+    """The numbers a predicate reads were computed by the core: the best keys from hardmax of the
+    scores, the axes whose sums are 1 from the weights, the kernel's padding weight from
+    fill_softmax."""
+    from attention_lab.examples import running_example
+    from attention_lab.scores import compute_scores
+    from attention_lab.softmax import fill_softmax, safe_fill
+
+    ex = running_example()
+    score = widgets.ScoreExplorer(backend="agg")
+    score.set(score="bilinear", q1=0.05)
+    q = np.array([0.05, -0.3, 0.5])
+    assert score.state.best == compute_scores("bilinear", q, ex.keys, W=ex.W).argmax() == 1
+    assert score.state.dot_best == (ex.keys @ q).argmax() == 2
+    axis = widgets.AxisExplorer(backend="agg")
+    assert axis.state.sums_to_one == ("keys",)
+    axis.controls["axis"].value = 0
+    assert axis.state.sums_to_one == ("batch",)
+    prec = widgets.PrecisionExplorer(backend="agg")
+    prec.set(fill="finfo.min", length=0)
+    kernel = fill_softmax(ex.keys @ ex.query, np.zeros(5, bool), safe_fill("float16"),
+                          dtype="float16")
+    assert prec.state.padding_weight == pytest.approx(float(kernel.astype(float).sum()))
+    assert prec.state.padding_weight == pytest.approx(1.0, abs=1e-3) and not prec.state.kernel_nan
 
 
 # --- the mechanism, with tasks made up for the test ---------------------------------------------
@@ -139,13 +208,13 @@ def test_tasks_are_shown_in_notebooks_and_hidden_in_presentation_unless_asked():
     hidden = widgets.TemperatureExplorer(backend="agg", show_tasks=False)
     assert hidden.task_box.layout.display == "none"
     hidden.controls["temperature"].value = 0.2509
-    assert hidden.tasks_reached == (True,)  # hidden, still checked
+    assert hidden.tasks_reached[0]  # hidden, still checked
 
 
 def test_no_tasks_no_box_and_tasks_replace_the_class_tasks():
     none = widgets.TemperatureExplorer(backend="agg", tasks=[])
     assert none.tasks == () and none.tasks_met == () and none.task_box.layout.display == "none"
-    assert widgets.HullExplorer(backend="agg").task_box.layout.display == "none"
+    assert widgets.HullExplorer(backend="agg", tasks=[]).task_box.layout.display == "none"
     own = widgets.TemperatureExplorer(backend="agg", tasks=two_tasks()[1:])
     assert [t.goal for t in own.tasks] == ["Put more than 0.9 of the weight on one source."]
 

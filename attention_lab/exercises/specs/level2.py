@@ -114,8 +114,8 @@ class ByHand(Spec):
                             f"of a softmax always add up to 1")
         bad = np.abs(a - ref) > 1.1e-3
         i = int(np.argmax(bad))
-        return "fail", (f"softmax_by_hand = {fmt(a)}: entry {i} (for score {self.SCORES[i]}) is "
-                        f"off by more than rounding to three decimals allows")
+        return "fail", (f"softmax_by_hand = {fmt(a)}: entry {i + 1} (for score "
+                        f"{self.SCORES[i]}) is off by more than rounding to three decimals allows")
 
 
 # ---------------------------------------------------------------- 2.4 temperature
@@ -221,7 +221,7 @@ class PaddingMask(Spec):
             raise Reject("the last real position of each sequence is masked: a sequence of length "
                          "n has the real positions 1..n, the columns 0..n-1 (column < length)")
         b = int(np.argwhere((arr != ref).any(axis=1))[0][0])
-        raise Reject(f"row {b} (length {int(L[b])}) is wrong: yours {fmt(arr[b])}")
+        raise Reject(f"row {b + 1} (length {int(L[b])}) is wrong: yours {fmt(arr[b])}")
 
 
 # ---------------------------------------------------------------- 2.6 masked softmax, tested

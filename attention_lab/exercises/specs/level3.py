@@ -199,7 +199,7 @@ class SafeMaskedSoftmax(Spec):
             raise Reject("your policy is 'raise', but your function returned weights for a row "
                          "without an eligible key: raise a ValueError there")
         for i in np.flatnonzero(erows):
-            self._empty_row(rows[i], f"row {i}" if arr.ndim > 1 else "the row", s.dtype)
+            self._empty_row(rows[i], f"row {i + 1}" if arr.ndim > 1 else "the row", s.dtype)
         if case.data.get("far") and np.isnan(rows).any():
             raise Reject(f"your weights: {FAR_BELOW}")
         keep = ~erows

@@ -1,0 +1,466 @@
+"""The isolated sandbox: every kernel in namespaces of its own, made by bubblewrap, in job cgroups.
+
+A kernel runs as ``launch.py`` (hard limits, cgroups) -> ``bwrap`` -> the kernel. bubblewrap gives
+it, on top of the launcher's hard limits:
+
+* its own **PID namespace**: it sees and can signal, renice, prlimit or ptrace only its own
+  processes; when the namespace's first process dies, the kernel kills every process in it, so
+  the job is stopped by killing that one process (no process of a job outlives it, whatever it
+  did to its session or environment);
+* its own **network namespace** with only a loopback device of its own: nothing outside is
+  reachable (TCP, UDP, raw sockets, abstract unix sockets). Its ZeroMQ channels are unix sockets
+  in its scratch folder, which the grader reaches through ``/proc/PID/root``;
+* its own **mount namespace**: a read-only root holding only the system's ``/usr`` (and the
+  ``/lib``, ``/bin`` links), the Python installation and its site-packages, the package as answers
+  may use it (:mod:`.kernel_view`, mounted over the package's folder), ``/job/in`` (the grader's
+  inputs, read-only), the results file, a fresh ``/proc`` and a minimal ``/dev``; and ``/job``, a
+  tmpfs of ``Limits.scratch_mb`` (its working directory, home, temporary files, sockets) that
+  vanishes with the namespace. No submissions folder, no other job, no checkout, no home;
+* its own IPC and UTS namespaces, a new session (no terminal), no capabilities (also when the
+  grader runs as root) and no further user namespaces.
+
+The launcher puts the job in a **pids** cgroup (``Limits.max_tasks`` processes and threads) and a
+**cpu** cgroup (one core) where the grader may create them (cgroup v1 hierarchies or a v2 tree with
+those controllers delegated; as root on this project's machines). Without them, the pids limit
+falls back to ``RLIMIT_NPROC`` (effective for a non-root grader only).
+"""
+
+from __future__ import annotations
+
+import compileall
+import functools
+import json
+import os
+import select
+import shutil
+import signal
+import site
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .sandbox import JobFolders, Sandbox, kernel_dirs
+
+JOB = "/job"  # the kernel's scratch folder, inside its namespace
+SHM_MB = 16
+CGROUP_PREFIX = "attention-lab-"
+CONTROLLERS = ("pids", "cpu", "cpuacct")  # the job's pids and CPU limits, its CPU time
+SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
+#: The kernel process, ``python -S -c KERNEL_MAIN``, measured in instructions (valgrind, which a
+#: loaded machine does not disturb): ipykernel initialises in 1,070 M instructions, 870 M without
+#: its debugger (nobody debugs a graded kernel); ``site`` costs 62 M of a Python start's 90 M here,
+#: 58 M of them the editable install's finder, while ``-S`` plus the few builtins ``site`` adds
+#: costs 7 M: the kernel gets the grader's site-packages and the package's parent folder on its
+#: path directly (``.pth`` files are not run in a graded kernel).
+KERNEL_MAIN = ("import sys, site\nsys.path[1:1] = {path!r}\n"
+               "site.setquit(); site.setcopyright(); site.sethelper()\n"
+               "sys.modules['debugpy'] = None\n"
+               "from ipykernel import kernelapp\nkernelapp.launch_new_instance()\n")
+
+
+# ====================================================================== what the kernel sees
+@functools.cache
+def visible_paths() -> tuple[tuple[str, ...], ...]:
+    """bubblewrap arguments that make the system and the Python installation visible, read-only,
+    at their own paths (symbolic links such as ``/lib -> usr/lib`` are recreated)."""
+    args: list[tuple[str, ...]] = []
+    for top in SYSTEM:
+        if os.path.islink(top):
+            args.append(("--symlink", os.readlink(top), top))
+        elif os.path.isdir(top):
+            args.append(("--ro-bind", top, top))
+    python = {sys.base_prefix, sys.prefix, *site.getsitepackages()}
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        python.add(site.getusersitepackages())
+    bound = [a[2] for a in args if a[0] == "--ro-bind"]
+    for path in sorted(python, key=len):
+        if os.path.isdir(path) and not any(_inside(path, b) for b in bound):
+            args.append(("--ro-bind", path, path))
+            bound.append(path)
+    return tuple(args)
+
+
+def kernel_path() -> list[str]:
+    """What a graded kernel (started with ``-S``) puts on ``sys.path``: the package's parent folder
+    (inside the sandbox it holds only the package's view), then the site-packages."""
+    path = [str(package_dir().parent), *site.getsitepackages()]
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        path.append(site.getusersitepackages())
+    return list(dict.fromkeys(path))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def package_dir() -> Path:
+    import attention_lab
+
+    return Path(attention_lab.__file__).resolve().parent
+
+
+_VIEW_LOCK = threading.Lock()
+
+
+def view_modules() -> list[str]:
+    """The package's modules in a kernel's view: ``examples`` (the chapter's data) and the
+    package modules it imports, never one of the implementations answers are checked against."""
+    import ast
+
+    from ..exercises.judging import REFERENCE_MODULES
+
+    real, todo, found = package_dir(), ["examples"], []
+    while todo:
+        name = todo.pop()
+        if f"attention_lab.{name}" in REFERENCE_MODULES:
+            raise RuntimeError(f"attention_lab.examples needs {name}, a reference module: the "
+                               f"kernel's view of the package would hold the answers")
+        found.append(name)
+        tree = ast.parse((real / f"{name}.py").read_text(encoding="utf-8"))
+        for node in tree.body:  # the module's own (top-level) relative imports
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                for dep in ([node.module] if node.module else [a.name for a in node.names]):
+                    if dep not in found and dep not in todo:
+                        todo.append(dep)
+    return sorted(found)
+
+
+def build_view(folder: Path) -> Path:
+    """The package as a graded kernel sees it (:mod:`.kernel_view`), in ``folder`` (built once,
+    compiled, so that no kernel compiles it again): the folder to mount over the package."""
+    real = package_dir()
+    view = folder / real.name
+    with _VIEW_LOCK:
+        if view.exists():
+            return view
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder)) / real.name
+        (tmp / "exercises").mkdir(parents=True)
+        shutil.copyfile(Path(__file__).with_name("kernel_view.py"), tmp / "__init__.py")
+        for name in view_modules():
+            shutil.copyfile(real / f"{name}.py", tmp / f"{name}.py")
+        (tmp / "exercises" / "__init__.py").write_text(
+            '"""check, hint and status in a graded kernel (see attention_lab/__init__.py)."""\n'
+            "from .. import check, hint, status  # noqa: F401\n", encoding="utf-8")
+        compileall.compile_dir(str(tmp), quiet=2)
+        tmp.rename(view)
+        tmp.parent.rmdir()
+    return view
+
+
+def namespace_args(scratch_mb: int) -> list[str]:
+    """The sandbox without the job's own files: namespaces, capabilities, the visible paths, the
+    size-capped ``/job`` and the rest of the minimal root."""
+    args = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+            "--new-session", "--cap-drop", "ALL", "--hostname", "grading"]
+    for item in visible_paths():
+        args.extend(item)
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_MB * 2 ** 20),
+             "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+             "--size", str(scratch_mb * 2 ** 20), "--tmpfs", JOB, "--symlink", f"{JOB}/home/tmp",
+             "/tmp"]
+    for sub in ("work", "home", "home/tmp", "home/ipython", "home/mpl", "home/runtime", "run"):
+        args += ["--dir", f"{JOB}/{sub}"]
+    return args
+
+
+def trial_command(bwrap: str) -> list[str]:
+    """A sandbox like a kernel's (without the job's files) that runs ``true``."""
+    return [bwrap, *namespace_args(1), "--remount-ro", "/", "--", "true"]
+
+
+# ====================================================================== cgroups
+@functools.cache
+def cgroup_parents() -> tuple[tuple[str, Path], ...]:
+    """``(controller, folder)`` for ``pids``, ``cpu`` and ``cpuacct``: where this process may
+    create a job's cgroup (its own cgroup in a v1 hierarchy of that controller, or in the v2 tree
+    when the controller is enabled for its children). Empty where it may not."""
+    try:
+        mounts = Path("/proc/self/mountinfo").read_text().splitlines()
+        own = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return ()
+    found: dict[str, Path] = {}
+    for line in mounts:
+        fields = line.split()
+        if " - " not in line:
+            continue
+        fstype, _, options = line.split(" - ", 1)[1].split()[:3]
+        mountpoint = Path(fields[4])
+        for entry in own:
+            hier, ctrls, path = entry.split(":", 2)
+            folder = mountpoint / path.lstrip("/")
+            if fstype == "cgroup" and ctrls:
+                for c in CONTROLLERS:
+                    if c in ctrls.split(",") and c in options.split(","):
+                        found.setdefault(c, folder)
+            elif fstype == "cgroup2" and hier == "0":
+                try:
+                    enabled = (folder / "cgroup.subtree_control").read_text().split()
+                except OSError:
+                    continue
+                for c in ("pids", "cpu"):
+                    if c in enabled:
+                        found.setdefault(c, folder)
+    return tuple((c, d) for c, d in found.items() if os.access(d, os.W_OK))
+
+
+class JobCgroups:
+    """The cgroups of one job (one per hierarchy of the controllers the grader may use)."""
+
+    def __init__(self, name: str, max_tasks: int) -> None:
+        self.name = name
+        self.dirs: list[Path] = []
+        self.problems: list[str] = []
+        for controller, parent in cgroup_parents():
+            folder = parent / name
+            try:
+                folder.mkdir(exist_ok=True)
+                if controller == "pids":
+                    (folder / "pids.max").write_text(str(max_tasks))
+                elif controller == "cpu" and (folder / "cpu.max").exists():  # v2: one core
+                    (folder / "cpu.max").write_text("100000 100000")
+                elif controller == "cpu":  # v1
+                    (folder / "cpu.cfs_period_us").write_text("100000")
+                    (folder / "cpu.cfs_quota_us").write_text("100000")
+                if folder not in self.dirs:  # cpu and cpuacct may share a hierarchy
+                    self.dirs.append(folder)
+            except OSError as exc:
+                self.problems.append(f"{controller}: {exc.strerror}")
+                _rmdir(folder)
+
+    @property
+    def controllers(self) -> list[str]:
+        return [c for c, p in cgroup_parents() if p / self.name in self.dirs]
+
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs]
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used by the job's processes so far (``None`` if not measured)."""
+        for d in self.dirs:
+            try:
+                if (d / "cpuacct.usage").exists():
+                    return int((d / "cpuacct.usage").read_text()) / 1e9
+                if (d / "cpu.stat").exists():
+                    for line in (d / "cpu.stat").read_text().splitlines():
+                        if line.startswith("usage_usec "):
+                            return int(line.split()[1]) / 1e6
+            except (OSError, ValueError):
+                continue
+        return None
+
+    def pids(self) -> set[int]:
+        return {pid for d in self.dirs for pid in _read_pids(d)}
+
+    def remove(self, wait: float = 5.0) -> bool:
+        """Kill what is still in the cgroups and remove them; False if one stays busy."""
+        deadline = time.monotonic() + wait
+        while True:
+            left = self.pids()
+            for pid in left:
+                _kill(pid)
+            for d in list(self.dirs):
+                if _rmdir(d):
+                    self.dirs.remove(d)
+            if not self.dirs:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+
+
+def _read_pids(folder: Path) -> list[int]:
+    try:
+        return [int(x) for x in (folder / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _rmdir(folder: Path) -> bool:
+    try:
+        folder.rmdir()
+        return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def remove_stale_cgroups() -> list[Path]:
+    """Remove the job cgroups of graders that are gone (named ``attention-lab-<pid>-...``; gone:
+    no such process, or one started after the cgroup was made)."""
+    removed = []
+    for _, parent in cgroup_parents():
+        for folder in parent.glob(CGROUP_PREFIX + "*"):
+            try:
+                owner = int(folder.name[len(CGROUP_PREFIX):].split("-")[0])
+                made = folder.stat().st_ctime
+            except (ValueError, OSError):
+                continue
+            if owner == os.getpid() or _alive_since(owner, made):
+                continue
+            for pid in _read_pids(folder):
+                _kill(pid)
+            if _read_pids(folder):
+                time.sleep(0.05)
+            if _rmdir(folder):
+                removed.append(folder)
+    return removed
+
+
+def _alive_since(pid: int, when: float) -> bool:
+    """Whether process ``pid`` exists and was started before ``when`` (a Unix time)."""
+    try:
+        import psutil
+
+        return psutil.Process(pid).create_time() <= when + 1
+    except Exception:
+        return False
+
+
+# ====================================================================== the sandbox
+class NamespaceSandbox(Sandbox):
+    """A job whose kernels run in namespaces of their own (see the module docstring)."""
+
+    REPORT_KEYS = ("isolation", "namespaces", "cgroups", "memory_bytes", "file_size_bytes",
+                   "cpu_seconds", "processes", "scratch_bytes", "cpu_seconds_used")
+    transport = "ipc"
+    kernel_ip = f"{JOB}/run/kernel"  # the sockets' path prefix, inside the namespace
+
+    def __init__(self, folders: JobFolders, limits, bwrap: str) -> None:
+        super().__init__(folders, limits)
+        self.bwrap = bwrap
+        self.cgroups: JobCgroups | None = None
+        self._pidfds: list[int] = []  # the launchers and the namespaces' first processes
+        self.cpu_used: float | None = None
+        self._attempt = 0
+
+    def env(self) -> dict[str, str]:
+        return kernel_dirs(f"{JOB}/home")
+
+    def path(self, host: Path) -> str:
+        host = Path(host)
+        if host.parent == self.folders.inp:
+            return f"{JOB}/in/{host.name}"
+        if host.parent == self.folders.out:
+            return f"{JOB}/out/{host.name}"
+        raise ValueError(f"{host} is not a file the kernel can see")
+
+    def wrap(self, kernel_cmd, *, attempt, connection_file, writable):
+        self._attempt = attempt
+        if self.cgroups is None:
+            name = f"{CGROUP_PREFIX}{os.getpid()}-{self.folders.work.parent.name}"
+            self.cgroups = JobCgroups(name, self.limits.max_tasks)
+        view = build_view((self.folders.shared or self.folders.out) / "view")
+        args = [self.bwrap, *namespace_args(self.limits.scratch_mb),
+                "--ro-bind", str(view), str(package_dir()),
+                "--ro-bind", str(self.folders.inp), f"{JOB}/in"]
+        for f in writable:
+            args += ["--bind", str(f), self.path(f)]
+        args += ["--remount-ro", "/", "--chdir", f"{JOB}/work", "--unsetenv", "JPY_PARENT_PID",
+                 "--info-fd", "{info_fd}", "--"]
+        host_conn = str(connection_file)
+        kernel = [a for a in kernel_cmd]
+        if len(kernel) > 2 and kernel[1:3] == ["-m", "ipykernel_launcher"]:
+            kernel[1:3] = ["-S", "-c", KERNEL_MAIN.format(path=kernel_path())]
+        kernel = [self.path(connection_file) if a == host_conn else a for a in kernel]
+        config = {"cgroups": self.cgroups.procs_files(), "info": str(self._info(attempt))}
+        if "pids" not in self.cgroups.controllers:
+            config["nproc_margin"] = self.limits.max_tasks
+        return self.launcher(attempt, config, [*args, *kernel])
+
+    def _info(self, attempt: int) -> Path:
+        return self.folders.out / f"bwrap-{attempt}.json"
+
+    def started(self, pid: int) -> str:
+        """Wait for bubblewrap's report of the namespace's first process (a few ms) and return
+        the socket path prefix as the grader reaches it: through that process's root."""
+        self._watch(pid)
+        deadline = time.monotonic() + self.limits.startup_timeout
+        info = self._info(self._attempt)
+        while True:
+            try:
+                child = json.loads(info.read_text())["child-pid"]
+                break
+            except (OSError, ValueError, KeyError, TypeError):
+                if time.monotonic() > deadline or not _running(pid):
+                    raise RuntimeError(f"the sandbox did not start: {self._log_tail()}") from None
+                time.sleep(0.002)
+        self._watch(int(child))
+        return f"/proc/{int(child)}/root{self.kernel_ip}"
+
+    def _log_tail(self) -> str:
+        try:
+            with open(self.folders.out / "kernel.log", "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 400))
+                return fh.read().decode("utf-8", "replace").strip().splitlines()[-1][:300]
+        except (OSError, IndexError):
+            return "no message"
+
+    def report(self, attempt: int) -> dict:
+        report = Sandbox.report(self, attempt)
+        if not report:
+            return {}
+        try:
+            info = json.loads(self._info(attempt).read_text())
+            spaces = sorted(k.removesuffix("-namespace") for k in info if k.endswith("namespace"))
+        except (OSError, ValueError, AttributeError):
+            spaces = []
+        cgroups = self.cgroups.controllers if self.cgroups else []
+        return {**report, "isolation": "bubblewrap", "namespaces": spaces + ["user"],
+                "cgroups": cgroups, "scratch_bytes": self.limits.scratch_mb * 2 ** 20,
+                **({"processes": self.limits.max_tasks} if "pids" in cgroups else {})}
+
+    def _watch(self, pid: int) -> None:
+        """Hold a pidfd of ``pid``: it signals that process or nothing, even once the pid is
+        reused."""
+        try:
+            self._pidfds.append(os.pidfd_open(pid))
+        except OSError:  # already gone
+            pass
+
+    def kill(self) -> None:
+        """SIGKILL each namespace's first process (the kernel then kills every other process of
+        that namespace) and each launcher (bubblewrap's outer process); wait until they are gone."""
+        fds, self._pidfds = self._pidfds, []
+        for fd in fds:
+            try:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            except OSError:
+                pass
+        deadline = time.monotonic() + 5
+        for fd in fds:  # a pidfd is readable once its process has exited
+            select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            os.close(fd)
+
+    def close(self) -> None:
+        """Kill, note the CPU time the job used (:attr:`cpu_used`), remove its cgroups."""
+        self.kill()
+        if self.cgroups is not None:
+            self.cpu_used = self.cgroups.cpu_seconds()
+            self.cgroups.remove()
+            self.cgroups = None
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and has not exited (a zombie has)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+__all__ = ["NamespaceSandbox", "JobCgroups", "namespace_args", "visible_paths", "trial_command",
+           "build_view", "remove_stale_cgroups", "cgroup_parents"]

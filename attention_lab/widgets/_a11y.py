@@ -1,0 +1,92 @@
+"""Accessibility attributes that ipywidgets cannot set from Python, set in the page.
+
+:class:`Accessibility` is an invisible widget (an ``anywidget`` with a few lines of JavaScript)
+placed inside an explorer's box. In the browser it finds its explorer (the ``.al-explorer``
+element around it) and, whenever that explorer's DOM changes:
+
+* makes the text readout (``.al-readout``) a polite live region (``role="status"``,
+  ``aria-live="polite"``), so a screen reader announces the new numbers after a change;
+* gives the figure (``.al-figure``, the ipympl canvas or the inline image) ``role="img"`` and an
+  accessible name, :attr:`Accessibility.label` (a canvas has none of its own);
+* names every slider handle after its slider's description (noUiSlider handles are focusable
+  and keyboard-driven but unnamed), every group of toggle buttons after its description, and every
+  button with a tooltip but only a short caption (the mask's "1" ... "5") after its tooltip.
+
+Nothing here computes or draws; it only names what is on the page.
+"""
+
+from __future__ import annotations
+
+import anywidget
+import traitlets
+
+__all__ = ["Accessibility"]
+
+_ESM = r"""
+function name(root, label) {
+  const readout = root.querySelector('.al-readout .widget-html-content')
+    || root.querySelector('.al-readout');
+  if (readout && readout.getAttribute('aria-live') !== 'polite') {
+    readout.setAttribute('role', 'status');
+    readout.setAttribute('aria-live', 'polite');
+  }
+  const figure = root.querySelector('.al-figure');
+  if (figure && figure.getAttribute('aria-label') !== label) {
+    figure.setAttribute('role', 'img');
+    figure.setAttribute('aria-label', label);
+  }
+  for (const row of root.querySelectorAll('.widget-slider')) {
+    const text = (row.querySelector('.widget-label') || {}).textContent;
+    for (const handle of row.querySelectorAll('.noUi-handle')) {
+      if (text && handle.getAttribute('aria-label') !== text.trim())
+        handle.setAttribute('aria-label', text.trim());
+    }
+  }
+  for (const group of root.querySelectorAll('.widget-toggle-buttons')) {
+    const text = (group.querySelector('.widget-label') || {}).textContent;
+    if (text && group.getAttribute('aria-label') !== text.trim()) {
+      group.setAttribute('role', 'group');
+      group.setAttribute('aria-label', text.trim());
+    }
+  }
+  for (const button of root.querySelectorAll('button[title]')) {
+    const tip = button.getAttribute('title');
+    if (tip && button.textContent.trim().length <= 2 && button.getAttribute('aria-label') !== tip)
+      button.setAttribute('aria-label', tip);
+  }
+}
+
+export default {
+  render({ model, el }) {
+    el.style.display = 'none';
+    let root = null;
+    const apply = () => {
+      root = root || el.closest('.al-explorer');
+      if (root) name(root, model.get('label'));
+    };
+    // until the explorer's box is in the page, watch the page; then only the box
+    const observer = new MutationObserver(() => {
+      const had = root;
+      apply();
+      if (root && !had) {
+        observer.disconnect();
+        observer.observe(root, { childList: true, subtree: true, characterData: true });
+      }
+    });
+    observer.observe(document.body, { childList: true, subtree: true });
+    model.on('change:label', apply);
+    requestAnimationFrame(apply);
+    return () => observer.disconnect();
+  },
+};
+"""
+
+
+class Accessibility(anywidget.AnyWidget):
+    """Names an explorer's figure, readout and controls in the page (see the module docstring).
+
+    ``label``: the figure's accessible name, one sentence saying what it shows.
+    """
+
+    _esm = _ESM
+    label = traitlets.Unicode("").tag(sync=True)
