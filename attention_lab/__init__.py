@@ -29,8 +29,8 @@ __all__ = [
     "naive_softmax", "safe_fill", "softmax", "__version__",
 ]
 
-_LAZY = {"tensor", "plots", "widgets", "cost", "examples", "scores", "softmax", "masks",
-         "attention", "exercises", "explain", "audit", "toy", "streaming"}
+_LAZY = {"tensor", "plots", "widgets", "analysis", "examples", "scores", "softmax", "masks",
+         "attention", "exercises", "toy", "streaming"}
 
 
 def __getattr__(name: str):

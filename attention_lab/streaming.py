@@ -169,13 +169,6 @@ def default_chunk_size(T: int, S: int, budget: int = 2 ** 19) -> int:
     return int(max(1, min(S, max(128, budget // max(1, T)))))
 
 
-def peak_chunk_bytes(T: int, chunk_size: int, D_v: int, *, batch: int = 1,
-                     dtype_bytes: int = 4) -> int:
-    """The working set streaming needs beyond its inputs, as an estimate: two T x C buffers for the
-    chunk's scores and exponentials, plus the running state (m, l and the T x D_v accumulator)."""
-    return batch * dtype_bytes * (2 * T * chunk_size + T * (D_v + 2))
-
-
 def compare(sizes=(256, 1024, 4096, 16384), *, T: int = 64, D: int = 32,
             chunk_size: int | None = 256, repeat: int = 5, seed: int = 0,
             tol: float = 1e-4) -> dict:

@@ -33,7 +33,7 @@ def _start_cost(repeat: int) -> dict:
     sandbox's set-up alone (launcher + bwrap running ``true``, and the launcher alone)."""
     import nbformat
 
-    from attention_lab.exercises.checks import cases_for, encoded_inputs
+    from attention_lab.exercises.judging import cases_for, encoded_inputs
     from attention_lab.exercises.registry import EXERCISES as REG
     from attention_lab.grading import sandbox as S
     from attention_lab.grading.namespaces import NamespaceSandbox, trial_command

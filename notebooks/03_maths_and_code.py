@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from attention_lab import additive_scores, attend, plots, softmax, widgets
 from attention_lab.attention import within_value_range
-from attention_lab.cost import attention_flops, score_matrix_bytes, score_matrix_elements
+from attention_lab.analysis.cost import attention_flops, score_matrix_bytes, score_matrix_elements
 from attention_lab.examples import HULL_VALUES, HULL_WEIGHTS, additive_example, running_example
 from attention_lab.predict import reveal
 from attention_lab.softmax import fill_softmax, round_to_dtype, safe_fill

@@ -35,9 +35,11 @@ def ok_context_vector(weights, values):
     return weights @ values
 
 
-def ok_within_value_range(context, values):
-    lo, hi = values.min(axis=0), values.max(axis=0)
-    return bool(np.all((context >= lo - 1e-9) & (context <= hi + 1e-9)))
+def ok_in_convex_hull(context, values):
+    A = np.vstack([values.T, np.ones(len(values))])  # (D_v + 1, S)
+    b = np.append(context, 1.0)
+    w = np.linalg.lstsq(A, b, rcond=None)[0]
+    return bool(np.all(w >= -1e-9) and np.allclose(A @ w, b, rtol=0, atol=1e-9))
 
 
 def ok_test_query_dependence(attend):
@@ -67,9 +69,20 @@ def ok_masked_softmax(scores, mask):
     return _softmax(np.where(mask, scores, -np.inf))
 
 
+def _mask_ok(w, mask) -> bool:
+    masked = ~np.broadcast_to(mask, w.shape)
+    return bool(np.all(w[masked] == 0) and np.allclose(w.sum(axis=-1), 1.0))
+
+
+def ok_test_masked_softmax(masked_softmax):
+    scores = np.array([[0.5, 2.0, -1.0, 3.0], [-4.0, -5.0, 1.0, 0.0]])
+    mask = np.array([[True, False, True, True], [True, True, False, False]])
+    return _mask_ok(np.asarray(masked_softmax(scores, mask), dtype=float), mask)
+
+
 def ok_local_attention(query, keys, values, centre, half_width):
     S = keys.shape[0]
-    inside = np.abs(np.arange(S) - centre) <= half_width
+    inside = np.abs(np.arange(1, S + 1) - centre) <= half_width
     if not inside.any():
         return np.zeros(S), np.zeros(values.shape[1])
     w = _softmax(np.where(inside, keys @ query, -np.inf))
@@ -82,15 +95,40 @@ def ok_stable_softmax(scores):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def ok_masked_softmax_safe(scores, mask):
-    s = np.asarray(scores, dtype=np.float64)
-    mask = np.broadcast_to(mask, s.shape)
-    filled = np.where(mask, s, -np.inf)
-    any_ok = mask.any(axis=-1, keepdims=True)
-    m = np.where(any_ok, filled.max(axis=-1, keepdims=True), 0.0)
-    e = np.where(mask, np.exp(filled - m), 0.0)
-    total = e.sum(axis=-1, keepdims=True)
-    return np.where(any_ok, e / np.where(any_ok, total, 1.0), 0.0)
+def safe(policy):
+    """A masked softmax following ``policy`` ("zeros", "nan", "raise") on all-masked rows."""
+    def masked_softmax_safe(scores, mask):
+        s = np.asarray(scores, dtype=np.float64)
+        mask = np.broadcast_to(mask, s.shape)
+        any_ok = mask.any(axis=-1, keepdims=True)
+        if policy == "raise" and not any_ok.all():
+            raise ValueError("a row has no eligible key")
+        filled = np.where(mask, s, -np.inf)
+        m = np.where(any_ok, filled.max(axis=-1, keepdims=True), 0.0)
+        e = np.where(mask, np.exp(filled - m), 0.0)
+        total = e.sum(axis=-1, keepdims=True)
+        w = np.where(any_ok, e / np.where(any_ok, total, 1.0), 0.0)
+        return np.where(any_ok, w, np.nan) if policy == "nan" else w
+    return masked_softmax_safe
+
+
+def policy_test(policy):
+    """A student's test of an all-masked-row policy: one empty row beside an ordinary one."""
+    def test_all_masked_policy(masked_softmax):
+        scores = np.array([[1.0, -2.0, 0.5], [0.3, 0.1, -0.4]])
+        mask = np.array([[True, False, True], [False, False, False]])
+        try:
+            w = np.asarray(masked_softmax(scores, mask), dtype=float)
+        except ValueError:
+            return policy == "raise" and _mask_ok(
+                np.asarray(masked_softmax(scores[:1], mask[:1]), dtype=float), mask[:1])
+        if policy == "raise" or not _mask_ok(w[:1], mask[:1]):
+            return False
+        return bool(np.isnan(w[1]).all()) if policy == "nan" else bool(np.all(w[1] == 0))
+    return test_all_masked_policy
+
+
+ok_masked_softmax_safe = safe("zeros")
 
 
 def ok_dot_attention(Q, K, V):
@@ -125,12 +163,14 @@ def ok_multiply_adds(T, S, D_k, D_v):
     return T * S * D_k + T * S * D_v
 
 
-def ok_replace_and_measure(query, keys, values, control):
-    w = _softmax(keys @ query)
-    pos = int(np.argmax(w))
+def ok_replace_and_measure(scores, values, control, readout):
+    w = _softmax(scores)
+    j = int(np.argmax(w))
     new = values.copy()
-    new[pos] = control
-    return pos, float(np.linalg.norm(w @ new - w @ values))
+    new[j] = control
+    before, after = w @ values, w @ new
+    return j + 1, float(np.linalg.norm(after - before)), \
+        float(0.5 * np.abs(readout(after) - readout(before)).sum())
 
 
 def ok_attention_entropy(weights):
@@ -140,10 +180,12 @@ def ok_attention_entropy(weights):
 
 
 CORRECT = {
-    "1.1": ok_parts(), "1.2": ok_context_vector, "1.3": ok_within_value_range,
+    "1.1": ok_parts(), "1.2": ok_context_vector, "1.3": ok_in_convex_hull,
     "1.4": ok_test_query_dependence, "2.1": ok_dot_scores, "2.2": OK_BY_HAND,
-    "2.4": ok_softmax_temperature, "2.5": ok_padding_mask, "2.6": ok_masked_softmax,
-    "2.7": ok_local_attention, "3.1": ok_stable_softmax, "3.2": ok_masked_softmax_safe,
+    "2.4": ok_softmax_temperature, "2.5": ok_padding_mask,
+    "2.6": (ok_masked_softmax, ok_test_masked_softmax),
+    "2.7": ok_local_attention, "3.1": ok_stable_softmax,
+    "3.2": ("zeros", ok_masked_softmax_safe, policy_test("zeros")),
     "3.3": (ok_dot_attention, ok_bilinear_attention), "3.4": ok_additive_attention,
     "3.5": ok_batched_attention, "4.1": ok_score_matrix_size, "4.2": ok_multiply_adds,
     "4.3": ok_replace_and_measure, "4.6": ok_attention_entropy,
@@ -193,25 +235,25 @@ def _additive(e, values):
     return w, w @ values
 
 
-def _window(query, keys, values, centre, half_width, strict=False):
+def _window(query, keys, values, centre, half_width, strict=False, first=1, scale=1.0):
     S = keys.shape[0]
-    d = np.abs(np.arange(S) - centre)
+    d = np.abs(np.arange(first, first + S) - centre)
     inside = d < half_width if strict else d <= half_width
     if not inside.any():
         return np.zeros(S), np.zeros(values.shape[1])
-    w = _softmax(np.where(inside, keys @ query, -np.inf))
+    w = _softmax(np.where(inside, scale * (keys @ query), -np.inf))
     return w, w @ values
 
 
 def _window_after(query, keys, values, centre, half_width):
     S = keys.shape[0]
-    inside = np.abs(np.arange(S) - centre) <= half_width
+    inside = np.abs(np.arange(1, S + 1) - centre) <= half_width
     w = _softmax(keys @ query) * inside
     return w, w @ values
 
 
 def _window_sliced(query, keys, values, centre, half_width):
-    lo, hi = max(centre - half_width, 0), min(centre + half_width + 1, keys.shape[0])
+    lo, hi = max(centre - 1 - half_width, 0), min(centre + half_width, keys.shape[0])
     w = _softmax(keys[lo:hi] @ query)
     return w, w @ values[lo:hi]
 
@@ -232,33 +274,79 @@ def _batched_axis_T(Q, K, V):
     return w, w @ V
 
 
-def _replace_in_place(query, keys, values, control):
-    w = _softmax(keys @ query)
-    pos = int(np.argmax(w))
-    before = w @ values
-    values[pos] = control
-    return pos, float(np.linalg.norm(w @ values - before))
+def _replacer(*, copy=True, argmin=False, base=1, squared=False, tvd="half"):
+    """replace_and_measure with one realistic slip."""
+    def replace_and_measure(scores, values, control, readout):
+        w = _softmax(scores)
+        j = int(np.argmin(w) if argmin else np.argmax(w))
+        new = values.copy() if copy else values
+        before = w @ values
+        new[j] = control
+        after = w @ new
+        change = float(np.linalg.norm(after - before))
+        p, q = readout(before), readout(after)
+        out = {"half": 0.5 * np.abs(p - q).sum(), "sum": np.abs(p - q).sum(),
+               "euclid": np.linalg.norm(p - q), "context": change}[tvd]
+        return j + base, change ** 2 if squared else change, float(out)
+    return replace_and_measure
 
 
-def _replace_key(query, keys, values, control):
-    w = _softmax(keys @ query)
-    pos = int(np.argmax(w))
-    k2 = keys.copy()
-    k2[pos] = control[: keys.shape[1]] if len(control) >= keys.shape[1] else keys[pos]
-    return pos, float(np.linalg.norm(_softmax(k2 @ query) @ values - w @ values))
+def _naive_masked(scores, mask):
+    return _naive(np.where(mask, scores, -np.inf))
 
 
-def _replace_argmin(query, keys, values, control):
-    w = _softmax(keys @ query)
-    pos = int(np.argmin(w))
-    new = values.copy()
-    new[pos] = control
-    return pos, float(np.linalg.norm(w @ new - w @ values))
+def _zeroed_scores(scores, mask):
+    """Masked scores set to 0 (scores * mask), shifted by the row's maximum, renormalised."""
+    s = scores * mask
+    e = np.exp(s - s.max(axis=-1, keepdims=True)) * mask
+    return e / e.sum(axis=-1, keepdims=True)
 
 
-def _replace_squared(query, keys, values, control):
-    pos, change = ok_replace_and_measure(query, keys, values, control)
-    return pos, change ** 2
+def _test_allclose(masked_softmax):
+    """A test of masking that compares masked weights with allclose: 1e-13 passes as 0."""
+    scores = np.array([[0.5, 2.0, -1.0, 3.0]])
+    mask = np.array([[True, False, True, True]])
+    w = np.asarray(masked_softmax(scores, mask), dtype=float)
+    return bool(np.allclose(w[~mask], 0) and np.allclose(w.sum(-1), 1))
+
+
+def _test_zeros_only(masked_softmax):
+    """A test that checks the masked weights but not the sums."""
+    scores = np.array([[0.5, 2.0, -1.0, 3.0]])
+    mask = np.array([[True, False, True, True]])
+    return bool(np.all(np.asarray(masked_softmax(scores, mask))[~mask] == 0))
+
+
+def _test_uncaught(masked_softmax):
+    """A test of the all-masked row that lets an implementation's exception escape."""
+    w = masked_softmax(np.array([[1.0, 2.0], [0.0, 0.0]]),
+                       np.array([[True, True], [False, False]]))
+    return bool(np.all(np.asarray(w)[1] == 0))
+
+
+def _scipy_like_entropy(weights):
+    """Renormalises each row first, as scipy.stats.entropy does: 0/0 on an all-zero row."""
+    w = np.asarray(weights, dtype=float)
+    p = w / w.sum(axis=-1, keepdims=True)
+    return -(p * np.log(np.where(p > 0, p, 1.0))).sum(axis=-1)
+
+
+def _range_only(context, values):
+    lo, hi = values.min(axis=0), values.max(axis=0)
+    return bool(np.all((context >= lo - 1e-9) & (context <= hi + 1e-9)))
+
+
+def _hull_no_residual(context, values):
+    A = np.vstack([values.T, np.ones(len(values))])
+    w = np.linalg.lstsq(A, np.append(context, 1.0), rcond=None)[0]
+    return bool(np.all(w >= -1e-9))
+
+
+def _hull_strict(context, values):
+    A = np.vstack([values.T, np.ones(len(values))])
+    b = np.append(context, 1.0)
+    w = np.linalg.lstsq(A, b, rcond=None)[0]
+    return bool(np.all(w > 0) and np.allclose(A @ w, b, atol=1e-9))
 
 
 WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
@@ -276,11 +364,10 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
          ("NaN", "all-zero weights")),
     ],
     "1.3": [
-        (lambda context, values: bool(np.all((context > values.min(0))
-                                             & (context < values.max(0)))), "fail",
-         ("returned False for a context that lies inside", "boundary")),
-        (lambda context, values: bool(values.min(0)[0] <= context[0] <= values.max(0)[0]), "fail",
-         ("returned True for a context outside", "coordinate 1 only")),
+        (_range_only, "fail", ("returned True for a context outside the hull", "range",
+                               "necessary, not sufficient", "outside the triangle")),
+        (_hull_no_residual, "fail", ("off the line or plane", "give back the context")),
+        (_hull_strict, "fail", ("on the hull's boundary", "vertex")),
         (lambda context, values: (context >= values.min(0)) & (context <= values.max(0)), "fail",
          ("array of shape", "all()")),
     ],
@@ -318,7 +405,7 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         (lambda lengths, S: np.arange(S) >= np.asarray(lengths)[:, None], "fail",
          ("inverted", "True = eligible")),
         (lambda lengths, S: np.arange(S) <= np.asarray(lengths)[:, None], "fail",
-         ("position j = length is marked eligible",)),
+         ("one position too many is eligible", "positions 1..n"),),
         (lambda lengths, S: np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]],
                                      dtype=bool), "fail", ("shape (3, 5)", "one sequence")),
         (lambda lengths, S: np.arange(max(lengths)) < np.asarray(lengths)[:, None], "fail",
@@ -327,12 +414,23 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
          ("dtype int64", "booleans")),
     ],
     "2.6": [
-        (lambda scores, mask: _softmax(scores) * mask, "fail",
+        ((lambda scores, mask: _softmax(scores) * mask, ok_test_masked_softmax), "fail",
          ("masked after the softmax without renormalising",)),
-        (lambda scores, mask: _softmax(np.where(mask, scores, -100.0)), "fail",
-         ("not exactly 0", "finite fill")),
-        (lambda scores, mask: _softmax(np.where(mask, -np.inf, scores)), "fail",
-         ("sit on the masked keys", "True means eligible")),
+        ((lambda scores, mask: _softmax(np.where(mask, scores, -100.0)), ok_test_masked_softmax),
+         "fail", ("not exactly 0", "finite fill")),
+        ((lambda scores, mask: _softmax(np.where(mask, -np.inf, scores)), ok_test_masked_softmax),
+         "fail", ("sit on the masked keys", "True means eligible")),
+        ((_zeroed_scores, ok_test_masked_softmax), "fail",
+         ("far below zero", "scores * mask", "-inf", "float16 eligible scores far below zero")),
+        ((_naive_masked, ok_test_masked_softmax), "fail", ("far below zero", "no shift")),
+        ((ok_masked_softmax, _test_allclose), "fail",
+         ("your test accepted", "-30", "not allclose")),
+        ((ok_masked_softmax, _test_zeros_only), "fail",
+         ("your test accepted", "without renormalising", "sum to 1")),
+        ((ok_masked_softmax, lambda masked_softmax: True), "fail",
+         ("your test accepted", "ignores the mask")),
+        ((ok_masked_softmax, lambda masked_softmax: policy_test("zeros")(masked_softmax)),
+         "fail", ("your test rejected", "exercise 11")),
     ],
     "2.7": [
         (lambda query, keys, values, centre, half_width: _window(query, keys, values, centre,
@@ -342,6 +440,12 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
                                                                        half_width),
          "fail", ("after the softmax without renormalising",)),
         (_window_sliced, "fail", ("only the window's keys",)),
+        (lambda query, keys, values, centre, half_width: _window(query, keys, values, centre,
+                                                                 half_width, first=0),
+         "fail", ("one position to the right", "numbered 1..S")),
+        (lambda query, keys, values, centre, half_width: _window(
+            query, keys, values, centre, half_width, scale=1 / math.sqrt(keys.shape[1])),
+         "fail", ("sqrt(D_k)", "unscaled")),
     ],
     "3.1": [
         (lambda scores: _naive(scores), "fail", ("NaN", "logits of +1e4", "overflows")),
@@ -349,14 +453,35 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
          ("NaN in row 2", "each row's own maximum")),
         (lambda scores: _softmax(scores, axis=0) if np.ndim(scores) > 1 else _softmax(scores),
          "fail", ("axis 0",)),
+        (lambda scores: _softmax(scores, axis=None), "fail",
+         ("whole array", "axis=None", "scipy.special.softmax")),
     ],
     "3.2": [
-        (lambda scores, mask: _softmax(np.where(mask, scores, -np.inf)), "fail",
-         ("NaN", "no eligible key", "-inf fill")),
-        (lambda scores, mask: _softmax(np.where(mask, scores, np.finfo(np.float64).min)),
-         "fail", ("uniform", "policy is zeros")),
-        (_minus_1e9_in_dtype, "fail", ("uniform", "float16", "65504")),
-        (lambda scores, mask: _softmax(scores) * mask, "fail", ("without renormalising",)),
+        (("zeros", lambda scores, mask: _softmax(np.where(mask, scores, -np.inf)),
+          policy_test("zeros")), "fail", ("NaN", "no eligible key", "-inf fill")),
+        (("zeros", lambda scores, mask: _softmax(np.where(mask, scores, np.finfo(np.float64).min)),
+          policy_test("zeros")), "fail", ("uniform", "policy is 'zeros'")),
+        (("zeros", _minus_1e9_in_dtype, policy_test("zeros")), "fail",
+         ("uniform", "float16", "65504")),
+        (("zeros", lambda scores, mask: _softmax(scores) * mask, policy_test("zeros")), "fail",
+         ("without renormalising",)),
+        (("zeros", lambda scores, mask: np.where(np.broadcast_to(mask, np.shape(scores)).any(
+            -1, keepdims=True), _zeroed_scores(scores, mask), 0.0), policy_test("zeros")),
+         "fail", ("far below zero", "scores * mask")),
+        ((..., ok_masked_softmax_safe, policy_test("zeros")), "fail",
+         ("all_masked_policy is still `...`", "'zeros', 'nan' or 'raise'")),
+        (("uniform", ok_masked_softmax_safe, policy_test("zeros")), "fail",
+         ("all_masked_policy is 'uniform'",)),
+        (("nan", ok_masked_softmax_safe, policy_test("nan")), "fail",
+         ("your policy is 'nan'", "agree")),
+        (("raise", ok_masked_softmax_safe, policy_test("raise")), "fail",
+         ("your policy is 'raise'", "raise a ValueError")),
+        (("zeros", ok_masked_softmax_safe, lambda masked_softmax: True), "fail",
+         ("your test accepted", "NaN")),
+        (("zeros", ok_masked_softmax_safe, policy_test("nan")), "fail",
+         ("your test rejected", "all zeros")),
+        (("raise", safe("raise"), _test_uncaught), "fail",
+         ("your test accepted", "`test_all_masked_policy` raised ValueError")),
     ],
     "3.3": [
         ((ok_dot_attention, lambda Q, K, V, W: _bil(Q @ W.T @ K.T, V)), "fail",
@@ -381,6 +506,9 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
     ],
     "3.5": [
         (lambda Q, K, V: _batched_axis(Q, K, V, 1), "fail", ("target axis", "one query")),
+        (lambda Q, K, V: (lambda w: (w, w @ V))(_softmax(Q @ np.swapaxes(K, -1, -2)
+                                                         / np.sqrt(Q.shape[-1]))), "fail",
+         ("sqrt(D_k)", "scaled_dot_product_attention", "unscaled")),
         (lambda Q, K, V: _batched_axis(Q, K, V, 0), "fail", ("batch axis",)),
         (lambda Q, K, V: _batched_axis_T(Q, K, V), "error", ("raised ValueError",)),
     ],
@@ -399,10 +527,13 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         (lambda T, S, D_k, D_v: T * S * D_k * D_v, "fail", ("multiplied D_k and D_v",)),
     ],
     "4.3": [
-        (_replace_in_place, "fail", ("changed its input `values` in place",)),
-        (_replace_key, "fail", ("replaced the key",)),
-        (_replace_argmin, "fail", ("smallest weight",)),
-        (_replace_squared, "fail", ("squared distance",)),
+        (_replacer(copy=False), "fail", ("changed its input `values` in place",)),
+        (_replacer(argmin=True), "fail", ("smallest weight",)),
+        (_replacer(base=0), "fail", ("one too low", "numbered 1..S")),
+        (_replacer(squared=True), "fail", ("squared distance",)),
+        (_replacer(tvd="sum"), "fail", ("twice the total variation distance",)),
+        (_replacer(tvd="euclid"), "fail", ("Euclidean distance of the two output",)),
+        (_replacer(tvd="context"), "fail", ("equals the context's change",)),
     ],
     "4.6": [
         (lambda weights: -(np.asarray(weights) * np.log(weights)).sum(axis=-1), "fail",
@@ -413,5 +544,7 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         (lambda weights: -(np.asarray(weights) * np.log(np.where(np.asarray(weights) > 0, weights,
                                                                  1))).sum(axis=0), "fail",
          ("shape",)),
+        (_scipy_like_entropy, "fail", ("NaN only for the row whose weights are all 0",
+                                       "scipy.stats.entropy", "row's total")),
     ],
 }

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attention_lab import attend
-from attention_lab.audit import AuditReport, audit
+from attention_lab.analysis.audit import AuditReport, audit
 
 
 @pytest.fixture()
@@ -56,7 +56,9 @@ def ignores_mask(Q, K, V, mask):
 
 
 def test_the_package_call_passes_and_report_is_readable(qkv):
-    r = audit(None, *qkv, lengths=LENGTHS)
+    from attention_lab.tensor import attention
+
+    r = audit(attention, *qkv, lengths=LENGTHS, fill=float("-inf"))
     assert isinstance(r, AuditReport)
     assert r.ok and not r.flags, str(r)
     text = str(r)
@@ -98,7 +100,7 @@ def test_nan_producing_fill_is_flagged(qkv):
     assert "nan_fill" in r16.flags  # probed
     # declared fill in a float16 call: flagged before anything runs
     Q, K, V = (x.half() for x in qkv)
-    r = audit(lambda q, k, v, m: correct(q.float(), k.float(), v.float(), m), Q, K, V,
+    r = audit(lambda q, k, v, mask: correct(q.float(), k.float(), v.float(), mask), Q, K, V,
               lengths=LENGTHS, fill=-1e9)
     assert "fill_overflows" in r.flags
 
@@ -117,8 +119,7 @@ def test_non_finite_output_on_given_inputs(qkv):
 
 def test_numpy_reference_can_be_audited(qkv):
     Q, K, V = (x.double().numpy() for x in qkv)
-    r = audit(lambda q, k, v, m: attend(q, k, v, mask=m), Q, K, V,
-              lengths=LENGTHS.numpy())
+    r = audit(attend, Q, K, V, lengths=LENGTHS.numpy())
     assert not r.flags, str(r)
     assert r["materialisation"].value.startswith("unknown")  # numpy: no torch tensors tracked
 
@@ -140,22 +141,40 @@ def test_streaming_is_reported_as_not_materialised():
 
 def test_bad_return_value_is_explained(qkv):
     with pytest.raises(TypeError, match="must return"):
-        audit(lambda q, k, v, m: 42, *qkv)
+        audit(lambda q, k, v, mask: 42, *qkv)
     with pytest.raises(TypeError, match="audit needs K"):
-        audit(None, qkv[0])
+        audit(correct, qkv[0], None, None)
+    with pytest.raises(TypeError, match="fn must be an attention callable"):
+        audit(None, *qkv)
+
+
+def test_any_attention_callable_with_declared_sources(qkv):
+    """SDPA returns the context only and names its mask attn_mask: audited as it is, with the
+    declared sources in the report."""
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    sources = {"query": "decoder states", "key": "encoder states", "value": "encoder states"}
+    r = audit(sdpa, *qkv, lengths=LENGTHS, mask_arg="attn_mask", scale=3 ** -0.5,
+              score="scaled dot", sources=sources)
+    assert "source: decoder states (declared)" in str(r)
+    assert r["normalisation axis"].status == "warn"  # no weights to check
+    assert "zeros" in r["all-masked rows"].value and not r.findings[1:]
 
 
 def test_audit_of_the_trained_model():
     from attention_lab import toy
+    from attention_lab.toy.audit import audit_model, describe
 
     model = toy.load()
-    r = audit(model, source=["abcde", "abcdefghijkl"])
+    r = audit_model(model, source=["abcde", "abcdefghijkl"])
     assert not r.flags, str(r)
     assert "additive" in r["score function"].value
     assert "decoder GRU state" in r["query"].value
     assert r["query"].value.startswith("shape (2, 12, 64)")
     # steps after a source's end have no eligible key: 12 - 5 = 7 all-masked rows
     assert "7 all-masked row(s)" in r["mask"].value
-    rw = audit(model, source="abcdefghij", window=(1, 1))
+    rw = audit_model(model, source="abcdefghij", window=(1, 1))
     assert "local window" in rw["rules"].value
     assert not rw.flags
+    enc = toy.load(values="encoder")
+    assert "encoder states" in describe(enc)["value"] and "embeddings" in describe(model)["value"]
+    assert "encoder states" in audit_model(enc, source="cafe")["values"].value

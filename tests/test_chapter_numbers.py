@@ -77,5 +77,5 @@ def test_torch_shapes_from_seed_19():
 
 
 def test_score_matrix_count_exercise():
-    assert al.cost.score_matrix_elements(8, 64, 512, heads=4) == 1_048_576
-    assert al.cost.score_matrix_shape(8, 64, 512, heads=4) == (8, 4, 64, 512)
+    assert al.analysis.cost.score_matrix_elements(8, 64, 512, heads=4) == 1_048_576
+    assert al.analysis.cost.score_matrix_shape(8, 64, 512, heads=4) == (8, 4, 64, 512)

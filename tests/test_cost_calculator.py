@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attention_lab.cost import AttentionCost, multiply_adds
+from attention_lab.analysis.cost import AttentionCost, multiply_adds
 
 
 def test_chapter_exercise_numbers():

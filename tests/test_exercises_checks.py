@@ -13,7 +13,8 @@ import pytest
 
 import _exercise_answers as A
 from attention_lab.exercises import EXERCISES, IDS, check, get, hint, reset, status
-from attention_lab.exercises.checks import SPECS, cases_for
+from attention_lab.exercises.judging import cases_for
+from attention_lab.exercises.specs import SPECS
 from attention_lab.exercises.student import evaluate
 
 COMPUTATIONAL = [i for i in IDS if EXERCISES[i].kind != "written"]
@@ -78,6 +79,18 @@ def test_wrong_answer_is_rejected_with_the_specific_reason(ex_id, k):
         assert "Minimal failing case:" in v.message
 
 
+@pytest.mark.parametrize("policy", ["zeros", "nan", "raise"])
+def test_every_declared_all_masked_policy_can_pass(policy):
+    """3.2: the implementation is checked against the policy the answer declares, and the
+    student's test must accept exactly the implementation that follows it."""
+    v = evaluate(get("3.2"), (policy, A.safe(policy), A.policy_test(policy)))
+    assert v.status == "pass", v.message
+    other = {"zeros": "nan", "nan": "raise", "raise": "zeros"}[policy]
+    v = evaluate(get("3.2"), (policy, A.safe(other), A.policy_test(policy)))
+    assert v.status in ("fail", "error") and f"policy {policy!r}" in v.message.replace(
+        "policy is", "policy"), v.message
+
+
 def test_feedback_never_prints_the_reference_answer():
     # 2.2: the hand-computed weights
     v = evaluate(get("2.2"), [0.6, 0.3, 0.2])
@@ -94,7 +107,9 @@ def test_feedback_never_prints_the_reference_answer():
     assert " ".join(f"{x:g}" for x in ref[:2]) not in v.message
     assert "0.062" not in v.message and "0.539" not in v.message
     # 2.6: masked weights of the chapter's example are never printed as the expected answer
-    v = evaluate(get("2.6"), lambda scores, mask: A._softmax(scores) * mask)
+    v = evaluate(get("2.6"), (lambda scores, mask: A._softmax(scores) * mask,
+                              A.ok_test_masked_softmax))
+    assert v.status == "fail"
     assert "0.179" not in v.message and "0.528" not in v.message
     # 4.1: the chapter's count is not revealed when a student gets it wrong
     v = evaluate(get("4.1"), lambda b, t, s, h: ((b, t, s), b * t * s))
@@ -330,7 +345,7 @@ def test_student_time_limits_can_be_set_from_the_environment():
 def test_messages_count_positions_and_rows_from_1_with_numpys_index_beside():
     """Issue 13's one indexing convention: a message that names a position or a row counts from
     1, as the notebooks do, and gives numpy's index (from 0) beside it."""
-    from attention_lab.exercises.checks import Reject, check_weights
+    from attention_lab.exercises.judging import Reject, check_weights
 
     ref = np.array([0.5, 0.5, 0.0, 0.0])
     mask = np.array([True, True, False, False])

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_lab import explain
+from attention_lab.analysis import explain
 from attention_lab.softmax import softmax
 
 
@@ -165,17 +165,30 @@ def model():
     return toy.load()
 
 
-def test_toy_readout_step_reproduces_the_model(model):
+@pytest.mark.parametrize("values", ["embedding", "encoder"])
+def test_toy_readout_step_reproduces_the_model(values):
+    """For both kinds of values (symbol embeddings, encoder states), a ReadoutStep's weights and
+    output equal what the model computed; step_of is one of them, numbered from 1."""
+    from attention_lab import toy
     from attention_lab.toy import experiments as ex
 
+    model = toy.load(values=values)
     tok, ln = ex.study_set(model, 4)
     d = ex.decode_forced(model, tok, ln)
+    vals = ex.source_values(model, tok, ln)
+    assert vals.shape == (4, 12, model.config.value_width)
     for b, t in [(0, 0), (1, 2), (3, 4)]:
-        step = ex.readout_step(model, d, tok, b, t)
+        step = ex.readout_step(model, d, vals, b, t)
         S = int(ln[b])
         assert np.allclose(step.weights, d.weights[b, t, :S], atol=1e-5)
+        assert np.allclose(step.weights @ step.values, d.contexts[b, t], atol=1e-5)
         probs = torch.softmax(torch.from_numpy(d.logits[b, t]).double(), -1).numpy()
         assert np.allclose(step.probs, probs, atol=1e-5)
+        assert np.allclose(step.readout(step.weights @ step.values), probs, atol=1e-5)  # (D_v,)
+    step = ex.step_of(model, "abcdefgh", 1)
+    assert step.scores.shape == (8,) and int(np.argmax(step.weights)) == 7  # position 8: 'h'
+    with pytest.raises(ValueError, match="step must lie in 1..8"):
+        ex.step_of(model, "abcdefgh", 0)
 
 
 def test_toy_gradients_match_one_step_at_a_time(model):
@@ -207,7 +220,8 @@ def test_toy_explanation_table_shapes_and_ranges(model):
     tab = ex.explanation_table(model, tok, ln, n_permutations=20)
     n = int(ln.sum())
     assert all(len(v) == n for v in tab.values())
-    for k in ("perm_median", "uniform", "replace"):
+    for k in ("perm_median", "uniform", "replace", "loo_top"):
         assert ((tab[k] >= 0) & (tab[k] <= 1 + 1e-12)).all()
+    assert tab["loo_top_changed"].dtype == bool
     assert ((tab["max_weight"] > 0) & (tab["max_weight"] <= 1)).all()
     assert np.nanmax(np.abs(tab["tau_loo"])) <= 1

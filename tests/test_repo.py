@@ -96,7 +96,8 @@ def test_import_is_lazy_and_fast():
 
 def test_core_modules_do_not_import_heavy_libraries_at_top_level():
     heavy = re.compile(r"^(import|from) (torch|matplotlib|ipywidgets)\b", re.M)
-    core = ["__init__", "_validate", "examples", "scores", "softmax", "masks", "attention", "cost"]
+    core = ["__init__", "_validate", "examples", "scores", "softmax", "masks", "attention",
+            "analysis/__init__", "analysis/cost", "analysis/audit", "analysis/explain"]
     for name in core:
         src = (ROOT / "attention_lab" / f"{name}.py").read_text()
         assert not heavy.search(src), f"attention_lab/{name}.py imports a heavy library at top level"
@@ -134,3 +135,16 @@ def test_cli_lists_commands():
     bad = subprocess.run([sys.executable, "-m", "attention_lab", "frobnicate"],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
+
+
+def test_bench_runs_from_the_checkout_and_says_so_elsewhere(tmp_path, monkeypatch, capsys):
+    """From any folder, an editable install finds its checkout's benchmarks; an install without
+    a checkout gets a one-line reason and exit code 2."""
+    out = subprocess.run([sys.executable, "-m", "attention_lab", "bench", "--help"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0 and "python -m benchmarks.run" in out.stdout, out.stderr
+    from attention_lab import _bench
+
+    monkeypatch.setattr(_bench, "CHECKOUT", tmp_path)
+    assert _bench.main(["--quick"]) == 2
+    assert "need a checkout of the attention-lab repository" in capsys.readouterr().err

@@ -59,9 +59,13 @@ def test_encode_rejects_bad_sources(text, msg):
 
 # --- shipped weights --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("score", ["additive", "dot"])
-def test_shipped_weights_reproduce_recorded_heldout_accuracy(score):
-    m = toy.load(score=score)
+SHIPPED = [("additive", "embedding"), ("dot", "embedding"), ("additive", "encoder")]
+
+
+@pytest.mark.parametrize("score,values", SHIPPED)
+def test_shipped_weights_reproduce_recorded_heldout_accuracy(score, values):
+    m = toy.load(score=score, values=values)
+    assert (m.config.score, m.config.values) == (score, values)
     meta = m.metadata
     rec = meta["metrics"]["heldout"]
     tc = meta["train"]
@@ -75,15 +79,49 @@ def test_shipped_weights_reproduce_recorded_heldout_accuracy(score):
 
 
 def test_shipped_files_are_small_and_carry_provenance():
-    for score in ("additive", "dot"):
-        pt = store.shipped(score)
+    for score, values in SHIPPED:
+        pt = store.shipped(score, values)
         assert pt.stat().st_size < 2 * 1024 ** 2
         meta = json.loads(pt.with_suffix(".json").read_text())
         assert meta["config"]["score"] == score
+        assert meta["config"].get("values", "embedding") == values
         assert meta["seed"] == meta["train"]["seed"]
         assert set(meta["versions"]) >= {"python", "torch", "numpy", "attention_lab"}
         assert meta["sha256"] == store.sha256(pt)
         assert meta["train_seconds"] > 0
+
+
+def test_the_contrast_models_values_are_its_encoder_states():
+    """values="encoder": the values are the BiGRU's states (width 2 x hidden), so a value knows
+    its neighbours; the embedding models' config files keep their old form (no "values" key), so
+    retraining them reproduces the shipped files byte for byte."""
+    enc = toy.load(values="encoder")
+    tokens, lengths = data.heldout_set(4, 12, 3, 12)
+    with torch.no_grad():
+        _, values, states = enc.encode(torch.as_tensor(tokens), torch.as_tensor(lengths))
+    assert values.shape == (4, 12, 128) and torch.equal(values, states)
+    assert enc.reverse("abcdefgh") == "hgfedcba"
+    assert "values" not in ToyConfig().to_dict()
+    assert ToyConfig(values="encoder").to_dict()["values"] == "encoder"
+    assert ToyConfig.from_dict(ToyConfig().to_dict()) == ToyConfig()
+    assert ToyConfig(values="encoder").name == "reversal_additive_encoder"
+    with pytest.raises(ValueError, match="values must be one of"):
+        ToyConfig(values="keys")
+    with pytest.raises(toy.WeightsError, match="no shipped model with score='dot'"):
+        store.shipped("dot", "encoder")
+
+
+def test_perfect_retrieval_cannot_fix_poor_values(model):
+    """Notebook 04, section 2: with the value at the true position handed to the readout, the
+    model's own values give every symbol; values with symbols merged in pairs about half; one
+    value for all about one in twelve. Only for a model whose values are the embeddings."""
+    from attention_lab.toy import experiments as ex
+
+    acc = ex.perfect_retrieval(model, *ex.study_set(model, n=60))
+    own, pairs, same = acc.values()
+    assert own == 1.0 and 0.35 < pairs < 0.65 and same < 0.2
+    with pytest.raises(ValueError, match="values are the symbol embeddings"):
+        ex.perfect_retrieval(toy.load(values="encoder"), *ex.study_set(model, n=2))
 
 
 def test_pyproject_ships_the_weights():
@@ -175,6 +213,8 @@ def test_cli_rejects_bad_arguments(tmp_path):
     assert main(["--steps", "0", "--out", str(tmp_path), "--no-progress"]) == 2
     with pytest.raises(SystemExit):
         main(["--score", "cosine"])
+    with pytest.raises(SystemExit):
+        main(["--values", "keys"])
 
 
 # --- loading errors ---------------------------------------------------------------------------

@@ -7,7 +7,8 @@ Students::
     hint("2.1")                   # one more hint per call
     status()                      # a table of this notebook's exercises
 
-The registry (:mod:`.registry`), the checks and their reference cases (:mod:`.checks`) and the
+The registry (:mod:`.registry`), the judge (:mod:`.judging`), the checks and their reference
+cases (:mod:`.specs`, one module per level) and the
 exercise notebooks' authoring tool (:mod:`.authoring`) live here too. Hand-in and batch grading
 are :mod:`attention_lab.grading` (``python -m attention_lab submit NOTEBOOK``, ``python -m
 attention_lab grade SUBMISSIONS_DIR --out OUT_DIR``).

@@ -7,13 +7,15 @@ written), so every id has exactly one kind:
 ``function``  the student writes a function; the check calls it on fixed edge cases and seeded
               random cases and compares with the package's reference implementation
 ``value``     the student writes down a value (a number list, a dict of arrays)
-``test``      the student writes a test function; the check runs it against correct and broken
-              attention implementations
+``test``      the student writes a test function (for 2.6 and 3.2 also the implementation it
+              tests, and for 3.2 a declared policy); the check runs the test against correct and
+              broken implementations and checks the implementation as a ``function``
 ``written``   a structured text answer; shown with a rubric after the attempt and graded
               ``needs_instructor`` (never passed automatically)
 
-This module holds only metadata (no numpy), so the command line and the grader can list
-exercises cheaply.
+Positions in every task and hint are numbered 1..S (position j is array index j - 1), as in the
+notebooks. This module holds only metadata (no numpy), so the command line and the grader can
+list exercises cheaply.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Exercise:
     hints: tuple[str, ...] = ()
     fields: tuple[tuple[str, str], ...] = ()  # written: (field name, what to write)
     rubric: tuple[str, ...] = ()  # written: what a full answer contains
+    declared: tuple[str, ...] = ()  # answer parts that declare a value instead of a function
     points: int = 1
 
     @property
@@ -75,6 +78,11 @@ class Exercise:
     @property
     def answer_label(self) -> str:
         return ", ".join(self.answer_names)
+
+    @property
+    def function_names(self) -> tuple[str, ...]:
+        """The answer's functions (its declared values left out)."""
+        return tuple(n for n in self.answer_names if n not in self.declared)
 
 
 _E: list[Exercise] = []
@@ -99,15 +107,19 @@ _add("1.2", 6, "Context vector from weights and values", "function", "context_ve
      hints=("The context has one entry per value coordinate: D_v entries, not S.",
             "Scale row i of values by weights[i], then add the rows up (a sum, not a mean).",
             "A matrix product does both steps at once; mind which side the weights go on."))
-_add("1.3", 7, "Is the context inside the values' range?", "function", "within_value_range",
-     "within_value_range(context, values): True when every coordinate of context lies between "
-     "the smallest and the largest value of that coordinate over the S values (inclusive, with a "
-     "tolerance of 1e-9), else False. A necessary condition for lying in the convex hull.",
-     hints=("Take the minimum and maximum of values over the S rows (axis 0): one bound per "
-            "coordinate.",
-            "A context equal to one of the values (one-hot weights) lies on the boundary and counts "
-            "as inside: use <= and >=, with a small tolerance.",
-            "Every coordinate must be in range: combine the per-coordinate tests with all()."))
+_add("1.3", 7, "Is the context inside the convex hull of the values?", "function",
+     "in_convex_hull",
+     "in_convex_hull(context, values): True when context is a convex combination of the S values "
+     "(weights w_i >= 0 with sum 1 and sum_i w_i v_i = context, with a tolerance of 1e-9), else "
+     "False. values (S, D_v) holds at most D_v + 1 values in general position (like the "
+     "chapter's three values in 2-D), so the weights, if they exist, are unique.",
+     hints=("A point of the hull is sum_i w_i v_i with every w_i >= 0 and sum_i w_i = 1: find the "
+            "weights that reproduce the context, then look at their signs.",
+            "Stack the values' coordinates and a row of ones: [V^T; 1] w = [c; 1]. "
+            "np.linalg.lstsq solves it.",
+            "Inside means every weight >= -1e-9 AND the weights really give back the context (a "
+            "point off the values' line or plane has a least-squares solution too). Being "
+            "inside every coordinate's range is not enough."))
 _add("1.4", 18, "A test that catches query-independent retrieval", "test",
      "test_query_dependence",
      "test_query_dependence(attend): attend(query, keys, values) returns a context vector. Return "
@@ -147,34 +159,45 @@ _add("2.3", 4, "Why a constant shift leaves softmax unchanged", "written", "shif
              "changing the temperature) does change the weights"))
 _add("2.4", 5, "Softmax with a temperature", "function", "softmax_temperature",
      "softmax_temperature(scores, temperature): scores (..., S) -> weights (..., S), softmax of "
-     "scores / temperature over the last axis. Compare the chapter's temperatures 0.5, 1, 2.",
+     "scores / temperature over the last axis. Then compare the chapter's temperatures 0.5, 1 "
+     "and 2 yourself in the cell below the check.",
      hints=("The temperature divides the scores before the exponential.",
             "Normalise over the last axis (the keys): sum(axis=-1, keepdims=True).",
-            "Small temperatures sharpen the weights, large ones flatten them; temperature 1 is the "
-            "plain softmax."))
+            "For the comparison: look at the largest weight and at the order of the weights at "
+            "each temperature."))
 _add("2.5", 9, "Padding mask from lengths", "function", "padding_mask",
      "padding_mask(lengths, S): lengths (B,) integers -> bool mask (B, S) with True = eligible: "
-     "position j of sequence b is eligible when j < lengths[b]. The chapter's batch has lengths "
-     "5, 3 and 1.",
-     hints=("Compare the positions 0..S-1 with each length: np.arange(S) against lengths.",
+     "sequence b has the real positions 1..lengths[b] (the columns 0..lengths[b] - 1). The "
+     "chapter's batch has lengths 5, 3 and 1.",
+     hints=("Compare the column numbers 0..S-1 with each length: np.arange(S) against lengths.",
             "Broadcasting: lengths[:, None] has shape (B, 1), np.arange(S) shape (S,).",
             "True means 'may be attended to' (the convention of PyTorch's scaled_dot_product_"
             "attention); the mask always has S columns, even when no length reaches S."))
-_add("2.6", 10, "Masked keys get exactly zero weight", "function", "masked_softmax",
+_add("2.6", 10, "Test that masked keys get exactly zero weight", "test",
+     ("masked_softmax", "test_masked_softmax"),
      "masked_softmax(scores, mask): scores (..., S), bool mask broadcastable to scores, True = "
-     "eligible -> weights (..., S). Masked keys get weight exactly 0 and each row's eligible "
-     "weights sum to 1 (every row here has at least one eligible key).",
-     hints=("Mask before the softmax: replace masked scores by -np.inf (np.where).",
-            "exp(-inf) is exactly 0, so masked keys drop out of the sum.",
-            "Zeroing weights after the softmax leaves the eligible weights summing to less than 1 "
-            "unless you renormalise."))
+     "eligible -> weights (..., S) in which masked keys get exactly 0 and each row's eligible "
+     "weights sum to 1 (every row has an eligible key). test_masked_softmax(masked_softmax) -> "
+     "bool: True when the implementation it is given does that, False otherwise; the check runs "
+     "it on correct and broken implementations. Pass both: check('2.6', (masked_softmax, "
+     "test_masked_softmax)).",
+     hints=("Mask before the softmax: replace masked scores by -np.inf (np.where); exp(-inf) is "
+            "exactly 0, so masked keys drop out of the sum.",
+            "Your test: choose scores and a mask (several rows, some masked keys, negative scores "
+            "too), call the implementation, and check two things: masked weights == 0 exactly "
+            "(not allclose: 1e-13 is not 0) and every row's sum close to 1.",
+            "Zeroing weights after the softmax leaves the eligible weights summing to less than 1; "
+            "a finite fill such as -30 leaves masked weights tiny but not zero. A good test "
+            "rejects both."))
 _add("2.7", 15, "Global versus a local window", "function", "local_attention",
      "local_attention(query, keys, values, centre, half_width) -> (weights (S,), context (D_v,)): "
-     "dot-product attention restricted to the keys j with |j - centre| <= half_width. If the "
-     "window holds no key, return zero weights and a zero context.",
+     "unscaled dot-product attention restricted to the positions j with |j - centre| <= "
+     "half_width, where positions and centre are numbered 1..S (position j is row j - 1 of "
+     "keys). If the window holds no position, return zero weights and a zero context.",
      hints=("Build a boolean window mask over all S positions, then do masked attention.",
-            "The window is inclusive: |j - centre| == half_width is inside. Slicing keys near the "
-            "edges (negative starts) is a trap: a mask avoids it.",
+            "Positions count from 1: compare np.arange(1, S + 1) with the centre. The window is "
+            "inclusive: |j - centre| == half_width is inside. Slicing keys near the edges "
+            "(negative starts) is a trap: a mask avoids it.",
             "Return a weight for every key (0 outside the window), not just the window's weights."))
 
 # ---------------------------------------------------------------- level 3: maths & code
@@ -184,14 +207,23 @@ _add("3.1", 8, "A stable softmax", "function", "stable_softmax",
      hints=("Subtract the maximum before exponentiating: the result does not change (exercise 2.3).",
             "Subtract each row's own maximum: scores.max(axis=-1, keepdims=True).",
             "After the shift every exponent is <= 0, so nothing overflows and the largest term is 1."))
-_add("3.2", 11, "The all-masked row", "function", "masked_softmax_safe",
-     "masked_softmax_safe(scores, mask): like masked_softmax, but a row whose keys are all masked "
-     "returns all zeros (the 'zeros' policy of PyTorch's SDPA): no NaN and no uniform weights, in "
-     "float64, float32 and float16.",
-     hints=("With a -inf fill an all-masked row is exp(-inf)/sum = 0/0 = NaN.",
-            "A finite fill such as -1e9 turns the masked keys into equally likely keys (uniform "
-            "weights), and -1e9 is not even representable in float16 (it becomes -inf).",
-            "Detect rows with no eligible key (mask.any(axis=-1)) and set their weights to 0."))
+_add("3.2", 11, "Define and test the all-masked row", "test",
+     ("all_masked_policy", "masked_softmax_safe", "test_all_masked_policy"),
+     "all_masked_policy: what a row without an eligible key returns, 'zeros' (PyTorch's SDPA), "
+     "'nan' or 'raise' (a ValueError). masked_softmax_safe(scores, mask): like masked_softmax, "
+     "following that policy on all-masked rows, in float64, float32 and float16. "
+     "test_all_masked_policy(masked_softmax) -> bool: True when the implementation it is given "
+     "follows your policy on an all-masked row and masks the other rows correctly. Pass all "
+     "three: check('3.2', (all_masked_policy, masked_softmax_safe, test_all_masked_policy)).",
+     hints=("With a -inf fill an all-masked row is exp(-inf)/sum = 0/0 = NaN; a finite fill such "
+            "as -1e9 makes the masked keys equally likely (uniform weights), and -1e9 is not even "
+            "representable in float16 (it becomes -inf). Neither is a policy.",
+            "Detect rows with no eligible key (mask.any(axis=-1)) and give them what your policy "
+            "says; keep the maximum of the eligible keys only for the other rows.",
+            "Your test: a batch with an all-masked row and an ordinary row; check the all-masked "
+            "row against your policy (for 'raise', catch the ValueError) and the ordinary row as "
+            "in exercise 10."),
+     declared=("all_masked_policy",))
 _add("3.3", 12, "Dot-product and bilinear attention", "function",
      ("dot_attention", "bilinear_attention"),
      "dot_attention(Q, K, V) and bilinear_attention(Q, K, V, W): Q (T, D_q), K (S, D_k), "
@@ -247,23 +279,27 @@ _add("4.2", 17, "The arithmetic of global cross-attention", "function", "multipl
      hints=("Each of the T x S scores is a dot product of length D_k.",
             "Each of the T contexts sums S value rows of width D_v.",
             "Count multiply-adds (one per product-and-add), not FLOPs (which count 2)."))
-_add("4.3", 19, "Replace a high-weight value and measure", "function", "replace_and_measure",
-     "replace_and_measure(query, keys, values, control) -> (position, change): find the source "
-     "position with the largest dot-product attention weight, replace its *value* by the control "
-     "vector, and return that position and the Euclidean norm of the change in the context. Leave "
-     "the caller's arrays unchanged.",
-     hints=("The weights are a softmax of keys @ query; the position is their argmax.",
+_add("4.3", 19, "Replace a high-weight value and measure the output", "function",
+     "replace_and_measure",
+     "replace_and_measure(scores, values, control, readout) -> (position, context_change, "
+     "output_change): find the position (1..S) with the largest softmax weight of the scores, "
+     "replace its *value* by the control vector, and return that position, the Euclidean norm of "
+     "the change of the context, and the total variation distance 1/2 sum |p - q| between the "
+     "output distributions readout(context) before and after. Leave the caller's arrays "
+     "unchanged.",
+     hints=("The weights are a softmax of the scores; the position is their argmax + 1.",
             "Copy values before replacing a row, so the caller's array (and the baseline) stay "
-            "intact.",
-            "Only the value changes: the keys, and therefore the weights, stay the same."))
+            "intact. Only the value changes: the weights stay the same.",
+            "readout(context) returns the output probabilities; pass it the context before and "
+            "the context after, then take half the sum of the absolute differences."))
 _add("4.4", 19, "What the intervention does and does not establish", "written",
      "intervention_claims",
      "State what the replacement experiment of 4.3 establishes, and what it does not.",
      fields=(("establishes", "what the measured change supports"),
              ("does_not_establish", "what it cannot show, and why"),
              ("better_design", "how you would strengthen the evidence")),
-     rubric=("it measures the effect of this one value on this context (or output) for this "
-             "input, control and model: a causal statement about one intervention",
+     rubric=("it measures the effect of this one value on this context and this output for "
+             "this input, control and model: a causal statement about one intervention",
              "the result depends on the control value chosen; a different control can give a "
              "different change",
              "it does not show that the weight explains the model's behaviour in general: other "
@@ -303,8 +339,10 @@ _add("4.6", 21, "Attention entropy", "function", "attention_entropy",
             "Sum over the last axis; uniform weights over n keys give log(n)."))
 _add("4.7", 21, "Interpreting entropy across source lengths", "written",
      "entropy_interpretation",
-     "Compare attention-weight entropy across short and long source sequences and interpret the "
-     "comparison cautiously.",
+     "Compare attention-weight entropy across short and long sources (the notebook's cell: 200 "
+     "random sources of S = 5 and of S = 50 keys, one query each, entries of queries and keys "
+     "independent standard normal in D_k = 3 dimensions, unscaled dot-product scores) and "
+     "interpret the comparison cautiously.",
      fields=(("comparison", "what you computed and what you saw"),
              ("caution", "why raw entropies of different lengths are not directly comparable, and "
               "what they do not tell you")),
@@ -347,10 +385,3 @@ def get(exercise_id) -> Exercise:
 
 def by_level(level: int) -> list[Exercise]:
     return [ex for ex in EXERCISES.values() if ex.level == level]
-
-
-def by_chapter() -> dict[int, list[Exercise]]:
-    out: dict[int, list[Exercise]] = {}
-    for ex in EXERCISES.values():
-        out.setdefault(ex.chapter, []).append(ex)
-    return dict(sorted(out.items()))

@@ -10,10 +10,11 @@ from __future__ import annotations
 import html
 import json
 import os
+from pathlib import Path
 
 from ..grading import probe as _probe
-from .checks import (REFERENCE_MODULES, STUDENT_SEED, Verdict, cases_for, decode_record,
-                     encoded_inputs, judge)
+from .judging import (REFERENCE_MODULES, STUDENT_SEED, Verdict, cases_for, decode_record,
+                      encoded_inputs, judge)
 from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
 
 #: seconds per call of a student's function, and for all calls of one check
@@ -160,6 +161,8 @@ def _reference_files() -> frozenset:
             continue
         if spec is not None and spec.origin:
             files.add(spec.origin)
+        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+            files.update(str(f) for f in Path(folder).glob("*.py"))  # a package's modules
     return frozenset(files)
 
 
@@ -193,9 +196,10 @@ def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
         return res
     try:
         if answer is _probe.MISSING:
+            answer_text = (ex.answer_label if len(ex.answer_names) == 1
+                           else f"({ex.answer_label})")
             verdict = Verdict("not_attempted", f"pass your answer too: check({ex.id!r}, "
-                                               f"{ex.answer_label if ex.kind != 'function' or len(ex.answer_names) == 1 else '(' + ex.answer_label + ')'})",
-                              "not attempted")
+                                               f"{answer_text})", "not attempted")
         else:
             verdict = evaluate(ex, answer, seed=seed)
     except BaseException as exc:  # never let a check raise into the notebook

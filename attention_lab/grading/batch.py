@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 
 from .. import _cli
-from ..exercises.checks import BadRecord, Verdict, cases_for, decode_record, encoded_inputs, judge
+from ..exercises.judging import BadRecord, Verdict, cases_for, decode_record, encoded_inputs, judge
 from ..exercises.registry import EXERCISES, IDS
 from . import assignments, students, written
 from .report import ExerciseGrade, Report, SubmissionGrade, summary_table, write_report

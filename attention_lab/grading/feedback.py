@@ -5,7 +5,7 @@
 shows, for the submission that counts, each exercise's status in words (a symbol and a colour
 too, never colour alone) and the message ``check()`` shows, the written answers with their rubric
 and, once merged, the instructor's score and comment. It never shows a reference answer or one of
-the grader's own random cases (:mod:`attention_lab.exercises.checks` leaves their inputs out of
+the grader's own random cases (:mod:`attention_lab.exercises.judging` leaves their inputs out of
 the messages). The page is rendered from the template ``templates/feedback.html`` (Jinja2, every
 value escaped), opens offline (no script, font, image or link outside the page), and is the same
 for the same grades (no time stamp), so regrading with the same seed rewrites identical files.

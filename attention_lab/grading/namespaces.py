@@ -109,7 +109,7 @@ def view_modules() -> list[str]:
     package modules it imports, never one of the implementations answers are checked against."""
     import ast
 
-    from ..exercises.checks import REFERENCE_MODULES
+    from ..exercises.judging import REFERENCE_MODULES
 
     real, todo, found = package_dir(), ["examples"], []
     while todo:

@@ -9,6 +9,9 @@ reads only the outputs it records (no pickle) and judges them in its own process
 
 Records are JSON: arrays become ``{"__ndarray__": {"dtype", "shape", "data"}}`` with NaN and
 infinities spelled as strings; exceptions, time-outs and unsupported objects have their own tags.
+Inputs may name an implementation for a student's test to examine (``{"__impl__": code}``) or a
+readout layer for a student's function to call (``{"__readout__": {arrays}}``); the kernel turns
+them into callables (:func:`make_impl`, :func:`make_readout`), the grader into markers.
 """
 
 from __future__ import annotations
@@ -42,10 +45,6 @@ class _Missing:
 
 MISSING = _Missing()
 _PROBE_GLOBALS = globals()
-
-
-class EncodeError(Exception):
-    pass
 
 
 # ------------------------------------------------------------------ encoding
@@ -163,13 +162,28 @@ class TooLarge:
 
 
 class Impl:
-    """An attention implementation handed to a student's test (exercise 1.4), by code letter."""
+    """An implementation handed to a student's test (checks 1.4, 2.6, 3.2), by code letter."""
 
     def __init__(self, code: str):
         self.code = code
 
     def __repr__(self) -> str:
         return f"Impl({self.code!r})"
+
+
+READOUT_PARAMS = ("h", "W_c", "b_c", "W_o", "b_o")
+
+
+class Readout:
+    """A readout layer handed to a student's function (check 4.3): its parameters (numpy arrays
+    named as :data:`READOUT_PARAMS`); :func:`make_readout` makes the callable."""
+
+    def __init__(self, params: dict):
+        self.params = params
+
+    def __repr__(self) -> str:
+        h, W_o = self.params["h"], self.params["W_o"]
+        return f"Readout(decoder state of width {h.shape[0]}, {W_o.shape[0]} output symbols)"
 
 
 def _decode_array(spec) -> np.ndarray:
@@ -265,24 +279,29 @@ def decode(data, depth: int = 0, *, impls: bool = False):
         if not isinstance(body, str) or body not in IMPL_CODES:
             raise ValueError("unknown implementation code")
         return make_impl(body) if impls else Impl(body)
+    if tag == "__readout__":
+        if not isinstance(body, dict) or sorted(body) != sorted(READOUT_PARAMS):
+            raise ValueError("malformed readout")
+        params = {k: _decode_array(v.get("__ndarray__") if isinstance(v, dict) else None)
+                  for k, v in body.items()}
+        return make_readout(params) if impls else Readout(params)
     raise ValueError(f"unknown tag {tag[:40]!r}")
 
 
-# ------------------------------------------------------------------ attention implementations
-#: Implementations handed to a student's query-dependence test (exercise 1.4). Neutral codes;
-#: which of them a correct test must accept is decided by the grader, not here.
-IMPL_CODES = ("A", "B", "C", "D", "E", "F")
+# ------------------------------------------------------------------ implementations for tests
+#: Implementations handed to a student's test: ``attend(query, keys, values) -> context`` (codes
+#: A-F, check 1.4) and ``masked_softmax(scores, mask) -> weights`` (codes G-O, checks 2.6 and
+#: 3.2). Neutral codes; which of them a correct test must accept is decided by the grader, not here.
+IMPL_CODES = tuple("ABCDEFGHIJKLMNO")
 
 
-def _softmax(e):
-    e = e - np.max(e)
+def _softmax(e, axis=-1):
+    e = e - np.max(e, axis=axis, keepdims=True)
     w = np.exp(e)
-    return w / w.sum()
+    return w / w.sum(axis=axis, keepdims=True)
 
 
-def make_impl(code: str):
-    """``attend(query, keys, values) -> context`` for one of ``IMPL_CODES``."""
-
+def _attend(code: str):
     def attend(query, keys, values):
         q = np.asarray(query, dtype=float)
         K = np.asarray(keys, dtype=float)
@@ -308,9 +327,57 @@ def make_impl(code: str):
             return V[0].copy()
         return _softmax(e) @ V
 
-    attend.__name__ = "attend"
-    attend.__qualname__ = "attend"
     return attend
+
+
+def _masked_softmax(code: str):
+    def masked_softmax(scores, mask):
+        s = np.asarray(scores, dtype=float)
+        m = np.broadcast_to(np.asarray(mask, dtype=bool), s.shape)
+        empty = ~m.any(axis=-1, keepdims=True)                    # rows without an eligible key
+        with np.errstate(all="ignore"):
+            if code in ("G", "H", "I"):                            # -inf fill
+                if code == "I" and empty.any():
+                    raise ValueError("a row has no eligible key (policy: raise)")
+                w = _softmax(np.where(m, s, -np.inf))             # NaN in empty rows
+                return np.where(empty, 0.0, w) if code == "G" else w
+            if code == "J":                                        # mask after the softmax
+                return _softmax(s) * m
+            if code == "K":                                        # a finite fill of -30
+                return _softmax(np.where(m, s, -30.0))
+            if code == "L":                                        # masked scores set to 0
+                return _softmax(s * m)
+            if code == "M":                                        # the mask ignored
+                return _softmax(s)
+            if code == "N":                                        # the dtype's finfo.min
+                return _softmax(np.where(m, s, np.finfo(s.dtype).min))
+            return _softmax(np.where(m, -np.inf, s))               # "O": the mask inverted
+
+    return masked_softmax
+
+
+def make_impl(code: str):
+    """The callable of one of :data:`IMPL_CODES`, named as a student's test receives it."""
+    fn = _attend(code) if code in "ABCDEF" else _masked_softmax(code)
+    fn.__qualname__ = fn.__name__
+    return fn
+
+
+def make_readout(params: dict):
+    """``readout(context) -> probabilities``: the toy model's layers after the context, with its
+    decoder state ``h`` held fixed: ``softmax(W_o tanh(W_c [h; c] + b_c) + b_o)``. ``context`` is
+    one (D_v,) or several (N, D_v); the result (C,) or (N, C)."""
+    h, W_c, b_c, W_o, b_o = (np.asarray(params[k], dtype=float) for k in READOUT_PARAMS)
+
+    def readout(context):
+        c = np.asarray(context, dtype=float)
+        if c.shape[-1:] != (W_c.shape[1] - h.shape[0],):
+            raise ValueError(f"readout takes a context of width {W_c.shape[1] - h.shape[0]}, "
+                             f"got shape {c.shape}")
+        hc = np.concatenate([np.broadcast_to(h, c.shape[:-1] + h.shape), c], axis=-1)
+        return _softmax(np.tanh(hc @ W_c.T + b_c) @ W_o.T + b_o)
+
+    return readout
 
 
 # ------------------------------------------------------------------ calling student code
@@ -487,8 +554,10 @@ def probe(kind: str, obj, inputs: list, *, n_functions: int = 1, call_seconds: f
 
     Written and value answers are recorded as they are; functions are called on every case
     (stopping after a time-out, and skipping a function whose first call raised
-    ``NotImplementedError``: it is still the stub). ``watch``: source files whose functions an
-    answer must not call (each call's record names those it entered).
+    ``NotImplementedError``: it is still the stub). In an answer of several parts, a part that no
+    case calls is a declaration (check 3.2's policy): it is recorded as a value, under
+    ``"values"``. ``watch``: source files whose functions an answer must not call (each call's
+    record names those it entered).
     """
     if obj is MISSING:
         return {"kind": "missing"}
@@ -505,9 +574,11 @@ def probe(kind: str, obj, inputs: list, *, n_functions: int = 1, call_seconds: f
         fns = list(obj)
     else:
         fns = [obj]
+    called = {int(inp.get("fn", 0)) for inp in inputs} if n_functions > 1 else {0}
     for i, fn in enumerate(fns):
-        if not callable(fn):
+        if i in called and not callable(fn):
             return {"kind": "notcallable", "index": i, "value": encode(fn)}
+    values = {str(i): encode(fn) for i, fn in enumerate(fns) if i not in called}
     calls: list = []
     stubbed: set[int] = set()
     seen: set[int] = set()
@@ -533,7 +604,7 @@ def probe(kind: str, obj, inputs: list, *, n_functions: int = 1, call_seconds: f
             break
         if first and rec.get("raised", {}).get("type") == "NotImplementedError":
             stubbed.add(which)
-    return {"kind": "calls", "calls": calls}
+    return {"kind": "calls", "calls": calls, **({"values": values} if values else {})}
 
 
 # ------------------------------------------------------------------ the grader's harness

@@ -4,13 +4,15 @@
     model = toy.load()                # the shipped, trained model (additive scores)
     model.reverse("abcdef")           # -> "fedcba"
     d = model.decode(tokens, lengths) # weights (B, T, S), tokens, logits ...
+    toy.load(score="dot"), toy.load(values="encoder")   # the two other shipped models
 
 Modules: :mod:`.data` (task, vocabulary, held-out split), :mod:`.model` (the network, decoding,
 evaluation), :mod:`.train` (``python -m attention_lab train``), :mod:`.store` (save / load with
-checks), :mod:`.explorer` and :mod:`.figures` (the model explorer). The names below load their
-module on first use: torch is imported by ``toy.load``, ``toy.ReversalModel`` ..., not by
-``import attention_lab.toy.explorer`` (the lecture demo's kernels show the model explorer with the
-demo's shared model and never import torch).
+checks), :mod:`.experiments` (notebook 04's measurements), :mod:`.audit` (the model's declared
+sources and audit), :mod:`.explorer` and :mod:`.figures` (the model explorer, the notebook's
+figures). The names below load their module on first use: torch is imported by ``toy.load``,
+``toy.ReversalModel`` ..., not by ``import attention_lab.toy.explorer`` (the lecture demo's kernels
+show the model explorer with the demo's shared model and never import torch).
 """
 
 from __future__ import annotations

@@ -2,9 +2,13 @@
 
 * :func:`alignment_report`: attention against the true alignment (output t -> source S-1-t).
 * :func:`entropy_by_length`: entropy of the attention rows grouped by source length.
-* :func:`readout_step`: one decoder step of the model as an :class:`~attention_lab.explain.
-  ReadoutStep` (its query, scores, values and the layers after the context, held fixed).
-* :func:`explanation_table`: every intervention of :mod:`attention_lab.explain` on many steps.
+* :func:`perfect_retrieval`: the readout fed the value at the true position (retrieval made
+  perfect) with the model's own values and with values that lost detail.
+* :func:`readout_step`, :func:`step_of`: one decoder step of the model as an
+  :class:`~attention_lab.analysis.explain.ReadoutStep` (its scores, values and the layers after
+  the context, with its query held fixed).
+* :func:`explanation_table`: every intervention of :mod:`attention_lab.analysis.explain` on many
+  steps; :func:`summarise` its headline numbers.
 
 Steps are studied with the correct previous outputs fed to the decoder (teacher forcing), so that
 every step asks the question the task defines.
@@ -15,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import explain
-from ..softmax import entropy
+from ..analysis import explain
+from ..softmax import entropy, softmax
 from . import data
 from .model import Decoded, ReversalModel, one_thread
 
@@ -49,6 +53,10 @@ def alignment_report(model: ReversalModel, tokens, lengths) -> dict:
         "exact_sequence_accuracy": float(((d.tokens == targets) | ~valid).all(1).mean()),
         # argmax on a wrong position that holds the same symbol: right output, "wrong" attention
         "misaligned_but_same_symbol": int(((argmax != truth) & same_symbol & valid).sum()),
+        # the right symbol although the true position got less than a tenth of the weight: the
+        # information came from somewhere the weights do not point to
+        "right_with_little_weight_on_truth": int(((d.tokens == targets) & (on_truth < 0.1)
+                                                  & valid).sum()),
         "n_steps": int(valid.sum()),
         "decoded": d,
     }
@@ -71,35 +79,92 @@ def entropy_by_length(model: ReversalModel, tokens, lengths) -> dict:
     return {k: np.array(v) for k, v in out.items()} | {"max_len": L}
 
 
+def source_values(model: ReversalModel, tokens, lengths) -> np.ndarray:
+    """The values (B, L, D_v) the model attends over: symbol embeddings or encoder states."""
+    with torch.no_grad():
+        _, values, _ = model.encode(torch.as_tensor(np.asarray(tokens)),
+                                    torch.as_tensor(np.asarray(lengths)))
+    return values.double().numpy()
+
+
 def control_value(model: ReversalModel) -> np.ndarray:
-    """The control value: the mean embedding of all symbols (no particular symbol)."""
-    return model.src_emb.weight[1:].detach().double().mean(0).numpy()
+    """The control value (D_v,): the mean value over every position of 200 fixed held-out
+    sources, so no particular symbol and no particular position."""
+    tokens, lengths = study_set(model, n=200, seed=3)
+    values = source_values(model, tokens, lengths)                      # (B, L, D_v)
+    valid = np.arange(model.config.max_len)[None, :] < lengths[:, None]  # (B, L)
+    return values[valid].mean(0)
 
 
-def readout_step(model: ReversalModel, d: Decoded, tokens, b: int, t: int) -> explain.ReadoutStep:
-    """Step t of sequence b of a decoding ``d`` of ``tokens`` (B, L) as a ReadoutStep: its scores,
-    its values (the source symbols' embeddings), its mask, and the layers after the context with
-    the decoder state held fixed."""
+@one_thread
+def perfect_retrieval(model: ReversalModel, tokens, lengths) -> dict:
+    """Symbol accuracy when retrieval is perfect: every step's context is the value at its true
+    position (weight 1 there, the correct previous symbols fed back), with the model's own
+    values and with values that lost detail (the embedding table's symbols merged in pairs, a/b,
+    c/d, ...; every symbol given the same value). Needs ``values="embedding"``."""
+    if model.config.values != "embedding":
+        raise ValueError("perfect_retrieval needs a model whose values are the symbol embeddings")
+    if model.config.n_symbols % 2:
+        raise ValueError(f"perfect_retrieval merges the symbols in pairs: n_symbols must be even, "
+                         f"got {model.config.n_symbols}")
+    tokens, lengths = np.asarray(tokens), np.asarray(lengths)
+    d = decode_forced(model, tokens, lengths)
+    L, n = model.config.max_len, model.config.n_symbols
+    valid = np.arange(L)[None, :] < lengths[:, None]                    # (B, T)
+    truth = np.clip(lengths[:, None] - 1 - np.arange(L)[None, :], 0, L - 1)
+    symbol = np.take_along_axis(tokens, truth, axis=1)                  # (B, T) what to output
+    table = model.src_emb.weight.detach()                               # (n + 1, emb)
+    pairs = table.clone()
+    pairs[1:] = table[1:].reshape(n // 2, 2, -1).mean(1).repeat_interleave(2, dim=0)
+    same = table.clone()
+    same[1:] = table[1:].mean(0)
+    h = torch.from_numpy(d.queries)                                     # (B, T, hidden)
+    out = {}
+    for name, tab in (("the model's own values", table), ("a/b, c/d, ... merged", pairs),
+                      ("every symbol the same value", same)):
+        with torch.no_grad():
+            logits = model.readout(h, tab[torch.from_numpy(symbol)])    # (B, T, n_symbols)
+        right = (logits.argmax(-1).numpy() + 1 == symbol) & valid
+        out[name] = float(right.sum() / valid.sum())
+    return out
+
+
+def readout_step(model: ReversalModel, d: Decoded, values, b: int, t: int) -> explain.ReadoutStep:
+    """Step t of sequence b of a decoding ``d`` as a ReadoutStep: its scores, its values (``values``
+    (B, L, D_v) from :func:`source_values`), its mask, and the layers after the context with the
+    decoder state held fixed. Its readout maps one context (D_v,) or several (N, D_v) to output
+    probabilities (C,) or (N, C)."""
     S = int(d.lengths[b])
-    h = torch.from_numpy(d.queries[b, t]).float()
-    src = torch.as_tensor(np.asarray(tokens)[b, :S])
-    values = model.src_emb(src).detach().double().numpy()
+    h = torch.from_numpy(d.queries[b, t]).float()                       # (hidden,)
 
     def readout(contexts):
+        c = torch.as_tensor(np.asarray(contexts), dtype=torch.float32)  # (D_v,) or (N, D_v)
         with torch.no_grad():
-            c = torch.as_tensor(np.asarray(contexts), dtype=torch.float32)
-            logits = model.readout(h.expand(c.shape[0], -1), c)
-            return torch.softmax(logits.double(), dim=-1).numpy()
+            logits = model.readout(h.expand(*c.shape[:-1], -1), c)      # (..., C)
+        return torch.softmax(logits.double(), dim=-1).numpy()
 
-    return explain.ReadoutStep(scores=d.scores[b, t, :S].astype(float), values=values,
+    return explain.ReadoutStep(scores=d.scores[b, t, :S].astype(float), values=values[b, :S],
                                mask=d.mask[b, t, :S], readout=readout)
+
+
+def step_of(model: ReversalModel, source: str, step: int) -> explain.ReadoutStep:
+    """Output step ``step`` (1..S) of reversing ``source``, with the correct previous symbols fed
+    back, as a ReadoutStep: its scores (S,), values (S, D_v), mask and readout (context ->
+    output probabilities over the symbols). The exercise notebook's way into the model."""
+    c = model.config
+    toks = data.encode(source, c.n_symbols, c.max_len, c.min_len)
+    if not 1 <= step <= len(toks):
+        raise ValueError(f"step must lie in 1..{len(toks)} for the source {source!r}, got {step}")
+    tokens, lengths = data.pad_batch([toks], c.max_len)
+    d = decode_forced(model, tokens, lengths)
+    return readout_step(model, d, source_values(model, tokens, lengths), 0, step - 1)
 
 
 @one_thread
 def gradients_of_sequence(model: ReversalModel, tokens, lengths, b: int) -> np.ndarray:
     """Gradient importance (S, S) for sequence b: row t holds, for each source position j, the
     norm of the gradient of the log-probability of step t's correct symbol with respect to
-    position j's embedding (which feeds both the encoder, hence the keys, and the value).
+    position j's embedding (which feeds the encoder, hence the keys, and the values).
 
     One forward and one backward pass: the sequence is copied S times and copy t contributes only
     its step t to the summed objective, so each copy's gradient is its own step's gradient.
@@ -108,8 +173,7 @@ def gradients_of_sequence(model: ReversalModel, tokens, lengths, b: int) -> np.n
     tok = torch.as_tensor(np.asarray(tokens)[b:b + 1]).expand(S, -1).contiguous()
     ln = torch.as_tensor(np.asarray(lengths)[b:b + 1]).expand(S).contiguous()
     targets = torch.from_numpy(data.reverse_targets(tok.numpy(), ln.numpy()))
-    emb = model.src_emb(tok).detach()
-    rows = []
+    emb = model.src_emb(tok).detach()                                    # (S, L, emb)
     with torch.enable_grad():
         e = emb[:, :S].clone().requires_grad_(True)
         logits = model(tok, ln, targets, embedded=torch.cat([e, emb[:, S:]], dim=1))
@@ -117,8 +181,7 @@ def gradients_of_sequence(model: ReversalModel, tokens, lengths, b: int) -> np.n
         steps = torch.arange(S)
         picked = logp[steps, steps, targets[steps, steps] - 1]
         (g,) = torch.autograd.grad(picked.sum(), e)
-    rows = g.norm(dim=-1).double().numpy()  # (copy t, position j)
-    return rows
+    return g.norm(dim=-1).double().numpy()                               # (copy t, position j)
 
 
 @one_thread
@@ -126,19 +189,22 @@ def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: 
                       seed: int = 0, gradients: bool = True) -> dict:
     """Every intervention on every valid step of the given sequences; arrays with one entry per
     step (sequence b, step t): the maximum weight, the median permutation TVD, the TVDs of the
-    uniform baseline and of replacing the top value by the control value (and whether they
-    change the predicted symbol), Kendall tau of leave-one-out and gradient importance against
-    the weights, and whether each importance's top position is the attention's."""
+    uniform baseline, of replacing the top value by the control value and of leaving the top
+    position out (and whether each changes the predicted symbol), Kendall tau of leave-one-out
+    and gradient importance against the weights, and whether each importance's top position is
+    the attention's."""
     tokens, lengths = np.asarray(tokens), np.asarray(lengths)
     d = decode_forced(model, tokens, lengths)
+    values = source_values(model, tokens, lengths)
     control = control_value(model)
     cols = {k: [] for k in ("b", "t", "length", "max_weight", "perm_median", "uniform",
-                            "replace", "replace_changed", "uniform_changed", "tau_loo", "tau_gradient",
-                            "top1_loo", "top1_gradient")}
+                            "replace", "replace_changed", "uniform_changed", "loo_top",
+                            "loo_top_changed", "tau_loo", "tau_gradient", "top1_loo",
+                            "top1_gradient")}
     for b in range(len(tokens)):
         grads = gradients_of_sequence(model, tokens, lengths, b) if gradients else None
         for t in range(int(lengths[b])):
-            step = readout_step(model, d, tokens, b, t)
+            step = readout_step(model, d, values, b, t)
             grad = None if grads is None else grads[t]
             r = explain.explain_step(step, control, n_permutations=n_permutations,
                                      seed=seed + 1000 * b + t, gradient=grad)
@@ -152,6 +218,13 @@ def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: 
             cols["replace"].append(r.replace.tvd)
             cols["replace_changed"].append(r.replace.prediction_changed)
             cols["uniform_changed"].append(r.uniform.prediction_changed)
+            top = int(np.argmax(w))
+            left_out = step.mask.copy()
+            left_out[top] = False
+            without_top = step.outputs(softmax(step.scores, mask=left_out))
+            cols["loo_top"].append(float(r.loo[top]))
+            cols["loo_top_changed"].append(int(np.argmax(without_top)) != int(np.argmax(
+                step.probs)))
             cols["tau_loo"].append(r.tau_loo)
             cols["top1_loo"].append(int(np.argmax(w)) == int(np.nanargmax(r.loo)))
             cols["tau_gradient"].append(np.nan if grad is None else r.tau_gradient)

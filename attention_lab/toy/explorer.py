@@ -5,13 +5,17 @@ watch the trained model's decoded output and attention change.
     ex                              # displays the controls and the figure
     ex.controls["source"].value = "abcdefghij"
     ex.controls["window"].value = True      # restrict attention to |j - centre| <= half_width
-    ex.state.output, ex.state.correct       # what the figure shows (also ex.state["output"])
+    ex.state.output, ex.state.correct       # what the figure shows
+
+Positions are numbered 1..S in everything a student reads (the controls, the figure's ticks, the
+readout), as in notebooks 01-03; the state's arrays are indexed from 0 as numpy arrays are.
 
 It is an :class:`attention_lab.widgets.Explorer` like the explorers of notebooks 01-03: the same
 ``.controls``, frozen ``.state`` (computed by the model), ``.plot`` / ``.figure`` (a
 :class:`~attention_lab.toy.figures.ModelFigure`, updated in place), canvas and inline fallback,
-``reset()`` / ``hold()`` / ``set()``, tasks and ``presentation=True``. A source the model cannot
-read is reported in the figure's title and the readout; the figure keeps the last decoding.
+``reset()`` / ``hold()`` / ``set()``, tasks (:data:`ModelExplorer.TASKS`) and
+``presentation=True``. A source the model cannot read is reported in the figure's title and the
+readout; the figure keeps the last decoding.
 """
 
 from __future__ import annotations
@@ -23,22 +27,36 @@ import ipywidgets as W
 import numpy as np
 
 from ..softmax import entropy
-from ..widgets.base import Explorer, frozen_state
+from ..widgets.base import Explorer, Task, frozen_state
 from . import data
 from .figures import ModelFigure
 
 #: Sources offered in the drop-down (any other string of known symbols can be typed).
 EXAMPLES = ("abcdefghij", "abc", "badge", "lkjihgfedcba", "aabbccddee", "fedcbafedcba",
             "cafe", "hijack")
-#: The window case of the chapter's exercise 15: at its defaults the window (positions 0..2)
-#: hides the source positions that the first seven output steps need.
-FAILURE_CASE = {"source": "abcdefghij", "window": True, "centre": 1, "half_width": 1}
+#: The window case of the chapter's exercise 15: the window (positions 1..3) hides the source
+#: positions that the first seven output steps need.
+FAILURE_CASE = {"source": "abcdefghij", "window": True, "centre": 2, "half_width": 1}
+
+
+def smallest_covering_half_width(S: int) -> int:
+    """The smallest half-width of a window |j - centre| <= h that holds all S positions."""
+    return S // 2
+
+
+def _decodes_ten_with_smallest_window(s) -> bool:
+    return (len(s.source) == 10 and s.window is not None and s.exact
+            and s.window[1] <= smallest_covering_half_width(10))
+
+
+def _breaks_while_aligned(s) -> bool:
+    return not s.error and s.window is None and not s.exact and bool(s.aligned.all())
 
 
 @frozen_state
 class ModelState:
-    """One decoding of the current source, T = S steps (numpy arrays, 0-based positions).
-    ``state["output"]`` reads ``state.output``."""
+    """One decoding of the current source, T = S steps. Arrays are indexed from 0 (numpy);
+    ``window`` and ``window_bounds`` are positions 1..S, as the controls and the figure show."""
 
     source: str
     tokens: list
@@ -47,33 +65,37 @@ class ModelState:
     scores: np.ndarray          # (T, S) before temperature and masks
     weights: np.ndarray         # (T, S)
     context: np.ndarray         # (T, D_v) what each step read
-    truth: np.ndarray           # (T,) the true alignment S-1-t
+    truth: np.ndarray           # (T,) the true alignment: index S-1-t (position S+1-t, 1-based)
     correct: np.ndarray         # (T,) bool
     aligned: np.ndarray         # (T,) bool: the weight peaks on the true position
     eligible: np.ndarray        # (S,) bool: inside the window (all True without one)
     entropy: np.ndarray         # (T,)
-    window: tuple | None        # (centre, half_width) or None
-    window_bounds: tuple        # first and last eligible position (first > last: empty)
+    window: tuple | None        # (centre, half_width) as on the controls, or None
+    window_bounds: tuple        # first and last eligible position, 1..S (first > last: empty)
     temperature: float
     exact: bool
     title: str
     error: str                  # why the typed source cannot be decoded ("" when it can)
-
-    def __getitem__(self, name: str):
-        return getattr(self, name)
 
 
 class ModelExplorer(Explorer):
     """Controls + figure + the trained model; see the module docstring.
 
     Controls: ``source`` (type or choose 3-12 symbols), ``temperature`` (0.1-10, log), ``window``
-    (on / off), ``centre`` and ``half_width`` (the window, 0-based positions).
+    (on / off), ``centre`` (position 1..12) and ``half_width`` (the window keeps the positions j
+    with |j - centre| <= half_width).
     """
 
     title = "Trained model: where each output step looks in the source"
+    TASKS = (
+        Task("With the local window on, reverse a 10-symbol source correctly using the smallest "
+             "half-width that can work.", _decodes_ten_with_smallest_window),
+        Task("Without the window, raise the temperature until the output breaks although every "
+             "step's largest weight still sits on its true position.", _breaks_while_aligned),
+    )
 
     def __init__(self, model=None, *, source: str = "abcdefghij", temperature: float = 1.0,
-                 window: bool = False, centre: int = 1, half_width: int = 1, **options):
+                 window: bool = False, centre: int = 2, half_width: int = 1, **options):
         from .store import load
 
         self.model = load() if model is None else model
@@ -99,7 +121,7 @@ class ModelExplorer(Explorer):
                                             step=0.05, description="temperature",
                                             readout_format=".2f"),
             "window": W.Checkbox(value=v["window"], description="local window"),
-            "centre": W.IntSlider(value=v["centre"], min=0, max=c.max_len - 1,
+            "centre": W.IntSlider(value=v["centre"], min=1, max=c.max_len,
                                   description="window centre"),
             "half_width": W.IntSlider(value=v["half_width"], min=0, max=c.max_len - 1,
                                       description="half-width"),
@@ -135,15 +157,16 @@ class ModelExplorer(Explorer):
         S = len(toks)
         window = (v["centre"], v["half_width"]) if v["window"] else None
         tokens, lengths = data.pad_batch([toks], c.max_len)
-        d = self.model.decode(tokens, lengths, temperature=v["temperature"], window=window)
+        d = self.model.decode(tokens, lengths, temperature=v["temperature"],       # 0-based centre
+                              window=None if window is None else (window[0] - 1, window[1]))
         weights = d.weights[0, :S, :S].astype(float)                 # (T, S), T = S
         output = data.decode(d.tokens[0, :S], c.n_symbols)
         expected = text[::-1]
         correct = np.array([o == e for o, e in zip(output, expected)])
         truth = S - 1 - np.arange(S)
         eligible = d.mask[0, 0, :S].copy()
-        idx = np.flatnonzero(eligible)
-        bounds = (int(idx[0]), int(idx[-1])) if idx.size else (S, S - 1)
+        idx = np.flatnonzero(eligible) + 1                                   # positions 1..S
+        bounds = (int(idx[0]), int(idx[-1])) if idx.size else (S + 1, S)
         aligned = weights.argmax(-1) == truth
         title = (f"decoded {output}, expected {expected}: {int(correct.sum())}/{S} right\n"
                  f"weight peaks on the true position in {int(aligned.sum())}/{S} steps")
@@ -160,9 +183,10 @@ class ModelExplorer(Explorer):
             exact=bool(correct.all()), title=title, error="")
 
     def _show(self, s: ModelState) -> None:
+        bounds = None if s.window is None else (s.window_bounds[0] - 1, s.window_bounds[1] - 1)
         self.plot.update(weights=s.weights, source=s.source, output=s.output,
                          expected=s.expected, truth=s.truth, correct=s.correct,
-                         window_bounds=None if s.window is None else s.window_bounds,
+                         window_bounds=bounds,
                          title=s.title, error=bool(s.error))
         self.readout.value = self._readout_html(s)
 
@@ -185,7 +209,8 @@ class ModelExplorer(Explorer):
 
     # --- public -------------------------------------------------------------------------------
     def show_failure_case(self) -> None:
-        """Set the controls to the window case of exercise 15 (relevant positions outside)."""
+        """Set the controls to the window case of exercise 15 (relevant positions outside):
+        :data:`FAILURE_CASE`."""
         self.set(**FAILURE_CASE)
 
     def describe(self) -> str:

@@ -4,8 +4,8 @@
   attention heatmap of one decoded source, the true alignment, the local window, decoded vs
   expected symbols). Built once; :meth:`ModelFigure.update` changes its artists in place.
 * :func:`alignment_grid`: heatmaps of several decodings against the true alignment.
-* :func:`entropy_plot`, :func:`permutation_plot`, :func:`tau_plot`, :func:`streaming_plot`: the
-  research notebook's result figures.
+* :func:`entropy_plot`, :func:`permutation_plot`, :func:`tau_plot`, :func:`score_scale_plot`,
+  :func:`streaming_plot`: the research notebook's result figures.
 
 Colours: the package's one weight scale for weights (:data:`attention_lab.plots.CMAP`, 0 to 1,
 darker = larger, colour-blind safe); the alignment marks and wrong outputs in orange, right outputs
@@ -62,7 +62,7 @@ class ModelFigure(LivePlot):
         self.colorbar.ax.tick_params(labelsize=z["tick"])
         (self.truth,) = ax.plot([], [], linestyle="none", marker="s", markersize=z["marker"],
                                 markerfacecolor="none", markeredgecolor=ORANGE,
-                                markeredgewidth=2.0, label="true alignment (S-1-t)")
+                                markeredgewidth=2.0, label="true alignment (position S+1-t)")
         self.left = Rectangle((-0.5, -0.5), 0, L, facecolor=GREY, alpha=0.55, hatch="//",
                               edgecolor="white", visible=False)
         self.right = Rectangle((-0.5, -0.5), 0, L, facecolor=GREY, alpha=0.55, hatch="//",
@@ -71,7 +71,7 @@ class ModelFigure(LivePlot):
                                  edgecolor="white", label="outside the local window")
         ax.add_patch(self.left)
         ax.add_patch(self.right)
-        ax.set_xlabel("source position j (symbol)", fontsize=z["font"])
+        ax.set_xlabel("source position j = 1..S (symbol)", fontsize=z["font"])
         ax.set_ylabel("output step t: decoded (expected), \u2717 = wrong", fontsize=z["font"])
         self.title = add_fast_text(ax, 0.012, 0.988, "", transform=self.figure.transFigure,
                                    ha="left", va="top", fontsize=z["title"])
@@ -89,9 +89,6 @@ class ModelFigure(LivePlot):
         fig = LayeredFigure(figsize=self._sizes["figsize"], dpi=100, layout="constrained",
                             cache=cache)
         FigureCanvasAgg(fig)
-        # notebook 04 (written when the explorer's .figure was this object) shows
-        # explorer.figure.fig: the figure answers to that name too
-        fig.fig = fig
         return fig
 
     def update(self, *, weights, source, output, expected, truth, correct, window_bounds, title,
@@ -102,9 +99,10 @@ class ModelFigure(LivePlot):
             stay blank).
         source (str), output (str), expected (str): the source symbols (x tick labels), the
             decoded and the expected output (y tick labels, wrong steps bold orange with a cross).
-        truth (T,): the true alignment S-1-t, marked with orange squares.
+        truth (T,): the true alignment, column S-1-t of row t (positions are labelled 1..S),
+            marked with orange squares.
         correct (T,) bool: per step, whether the decoded symbol is right.
-        window_bounds (first, last) or None: the first and last eligible source position of a
+        window_bounds (first, last) or None: the first and last eligible column (0-based) of a
             local window (first > last: an empty window), shading what lies outside; None: no
             window.
         title (str): up to three lines above the axes, orange when ``error`` is true.
@@ -123,10 +121,10 @@ class ModelFigure(LivePlot):
                 a._set_position(position, which="both")
             ax.set_xlim(-0.5, S - 0.5)
             ax.set_ylim(T - 0.5, -0.5)
-            ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(source)],
+            ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(source, 1)],
                           fontsize=self.tick_size)
             ylabels = [f"{t}: {o} ({e})" + ("" if ok else " \u2717") for t, (o, e, ok) in
-                       enumerate(zip(output, expected, correct))]
+                       enumerate(zip(output, expected, correct), 1)]
             ax.set_yticks(range(T), ylabels, fontsize=self.tick_size)
             for tick, ok in zip(ax.get_yticklabels(), correct):
                 tick.set_color(BLUE if ok else ORANGE)
@@ -242,4 +240,27 @@ def streaming_plot(sizes, seconds: dict, memory: dict) -> Figure:
     a.set_ylabel("latency (ms)")
     b.set_ylabel("peak tensor memory (MiB)")
     b.set_yscale("log")
+    return fig
+
+
+def score_scale_plot(d_k, variance, largest, largest_scaled) -> Figure:
+    """Left: the variance of q . k against D_k (log-log) beside the line D_k; right: the mean
+    largest softmax weight against D_k, unscaled and scaled by 1/sqrt(D_k)."""
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
+    a, b = fig.subplots(1, 2)
+    d_k = np.asarray(d_k, dtype=float)
+    a.plot(d_k, variance, "o-", color=BLUE, label="measured var(q . k)")
+    a.plot(d_k, d_k, "--", color=GREY, label="D_k")
+    a.set_xscale("log", base=2)
+    a.set_yscale("log", base=2)
+    a.set_xlabel("key width D_k")
+    a.set_ylabel("variance of the score")
+    a.legend(frameon=False)
+    b.plot(d_k, largest, "o-", color=ORANGE, label="unscaled q . k")
+    b.plot(d_k, largest_scaled, "s-", color=TEAL, label="q . k / sqrt(D_k)")
+    b.set_xscale("log", base=2)
+    b.set_ylim(0, 1.02)
+    b.set_xlabel("key width D_k")
+    b.set_ylabel("mean largest weight (16 keys)")
+    b.legend(frameon=False)
     return fig

@@ -5,11 +5,14 @@ Who plays which role (the chapter's query / key / value split made concrete):
 * **keys**: a bidirectional GRU reads the source (packed, so padding never enters it); its state at
   position j, projected by ``W_k``, is key ``k_j``. The backward direction lets a key know how far
   its position is from the end of the sequence, which is what reversal needs.
-* **values**: the embedding of the source symbol at position j, unprojected (the same table the
-  encoder reads). A value carries its own symbol and nothing else, so the only way for the decoder
-  to output the right symbol is to put its weight on the right position: the true alignment
-  (output step t -> source position S-1-t) is the only solution, and the attention maps can be
-  scored against it.
+* **values** (``values="embedding"``, the shipped models): the embedding of the source symbol at
+  position j, unprojected (the same table the encoder reads). A value carries its own symbol and
+  nothing else, so the only way for the decoder to output the right symbol is to put its weight on
+  the right position: the true alignment (output step t -> source position S-1-t) is the only
+  solution, and the attention maps can be scored against it.
+  ``values="encoder"`` (the contrast model): the bidirectional GRU's state at position j, a
+  *contextual* value that also carries what the encoder read around j, so neighbouring values are
+  partly redundant (the setting of Jain & Wallace's text classifiers).
 * **queries**: a GRU decoder starts from a learned state and reads the previous output symbol; its
   state ``h_t`` is the query of step t.
 * **scores**: ``score="additive"`` (Bahdanau): ``e_tj = v^T tanh(W_q h_t + W_k enc_j)``;
@@ -35,10 +38,14 @@ from torch import nn
 
 from .. import _validate
 from .. import tensor as T
-from .._threads import one_thread, single_thread  # noqa: F401  (re-exported for the toy modules)
+from .._threads import one_thread
 from . import data
 
 SCORES = ("additive", "dot")
+VALUES = ("embedding", "encoder")
+#: config fields added after the first shipped models, with their defaults: written to a weights
+#: file only when they differ, so retraining a model of before reproduces its file byte for byte
+LATER_FIELDS = {"values": "embedding"}
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class ToyConfig:
     """Everything that defines the model's architecture and its task."""
 
     score: str = "additive"
+    values: str = "embedding"
     n_symbols: int = 12
     min_len: int = 3
     max_len: int = 12
@@ -56,6 +64,8 @@ class ToyConfig:
     def __post_init__(self):
         if self.score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
+        if self.values not in VALUES:
+            raise ValueError(f"values must be one of {VALUES}, got {self.values!r}")
         for name in ("n_symbols", "min_len", "max_len", "emb", "hidden", "attn"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -65,7 +75,22 @@ class ToyConfig:
         data.symbols(self.n_symbols)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        for name, default in LATER_FIELDS.items():
+            if d[name] == default:
+                del d[name]
+        return d
+
+    @property
+    def value_width(self) -> int:
+        """D_v: the symbol embedding's width, or the encoder state's (2 x hidden)."""
+        return self.emb if self.values == "embedding" else 2 * self.hidden
+
+    @property
+    def name(self) -> str:
+        """``reversal_<score>`` (``_encoder`` added for contextual values): the weights' file
+        name."""
+        return f"reversal_{self.score}" + ("" if self.values == "embedding" else "_encoder")
 
     @classmethod
     def from_dict(cls, d: dict) -> ToyConfig:
@@ -118,15 +143,15 @@ class ReversalModel(nn.Module):
         self.tgt_emb = nn.Embedding(c.n_symbols + 1, c.emb)  # id 0 = start of output
         self.h0 = nn.Parameter(torch.zeros(c.hidden))
         self.decoder = nn.GRU(c.emb, c.hidden, batch_first=True)
-        self.W_c = nn.Linear(c.hidden + c.emb, c.hidden)
+        self.W_c = nn.Linear(c.hidden + c.value_width, c.hidden)
         self.W_o = nn.Linear(c.hidden, c.n_symbols)
 
     # --- the pieces -----------------------------------------------------------------------
     def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, embedded=None):
-        """-> keys (B, L, attn), values (B, L, emb), encoder states (B, L, 2*hidden).
+        """-> keys (B, L, attn), values (B, L, D_v), encoder states (B, L, 2*hidden).
 
         ``embedded`` (B, L, emb) replaces the source embeddings (for gradients with respect to
-        them); they feed both the encoder (keys) and the values.
+        them); they feed the encoder (hence the keys) and the values.
         """
         emb = self.src_emb(tokens) if embedded is None else embedded
         packed = nn.utils.rnn.pack_padded_sequence(emb, lengths.cpu(), batch_first=True,
@@ -134,23 +159,26 @@ class ReversalModel(nn.Module):
         out, _ = self.encoder(packed)
         enc, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True,
                                                   total_length=tokens.shape[1])
-        return self.W_k(enc), emb, enc
+        values = emb if self.config.values == "embedding" else enc
+        return self.W_k(enc), values, enc
 
     def attend(self, h, keys, values, mask, temperature: float = 1.0):
-        """Attention of queries ``h`` (B, T, hidden) over ``keys`` (B, S, attn) / ``values``
-        (B, S, emb) with ``mask`` (B, T, S) -> (weights (B, T, S), context (B, T, emb),
-        scores (B, T, S))."""
-        q = self.W_q(h)
+        """Attention of queries ``h`` (B, T, hidden) over ``keys`` (B, S, attn) and ``values``
+        (B, S, D_v) with ``mask`` (B, T, S), True = eligible -> weights (B, T, S), context
+        (B, T, D_v), scores (B, T, S) before the temperature and the mask."""
+        q = self.W_q(h)                                                          # (B, T, attn)
         if self.config.score == "dot":
+            scores = torch.matmul(q, keys.transpose(-2, -1))                     # (B, T, S)
             res = T.attention(q, keys, values, mask=mask, temperature=temperature)
-            scores = torch.matmul(q, keys.transpose(-2, -1))
             return res.weights, res.context, scores
-        scores = self.v(torch.tanh(q[:, :, None, :] + keys[:, None, :, :])).squeeze(-1)
-        weights = masked_softmax(scores, mask, temperature)
-        return weights, torch.matmul(weights, values), scores
+        hidden = torch.tanh(q[:, :, None, :] + keys[:, None, :, :])              # (B, T, S, attn)
+        scores = self.v(hidden).squeeze(-1)                                      # (B, T, S)
+        weights = masked_softmax(scores, mask, temperature)                      # (B, T, S)
+        return weights, torch.matmul(weights, values), scores                    # ..., (B, T, D_v)
 
     def readout(self, h: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        """Output logits (..., n_symbols) from the decoder state and the context."""
+        """Output logits (..., n_symbols) from the decoder state h (..., hidden) and the context
+        (..., D_v): Luong's attentional state ``tanh(W_c [h; c])``, then ``W_o``."""
         return self.W_o(torch.tanh(self.W_c(torch.cat([h, context], dim=-1))))
 
     # --- training ---------------------------------------------------------------------------
@@ -207,7 +235,7 @@ class ReversalModel(nn.Module):
         out_w = torch.zeros(B, L, L)
         out_s = torch.zeros(B, L, L)
         out_q = torch.zeros(B, L, self.config.hidden)
-        out_c = torch.zeros(B, L, self.config.emb)
+        out_c = torch.zeros(B, L, self.config.value_width)
         force_t = None if force is None else torch.as_tensor(np.asarray(force), dtype=torch.long)
         for t in range(steps):
             y, h = self.decoder(self.tgt_emb(prev)[:, None, :], h)

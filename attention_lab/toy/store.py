@@ -2,9 +2,10 @@
 
 A model is two files side by side:
 
-* ``reversal_<score>.pt``: ``torch.save`` of ``{"format", "config", "state_dict"}`` (tensors and
-  plain Python values only, so it loads with ``torch.load(weights_only=True)``: no code is run);
-* ``reversal_<score>.json``: the config, the training settings and seed, the library versions, the
+* ``reversal_<score>.pt`` (``reversal_<score>_encoder.pt`` for contextual values): ``torch.save``
+  of ``{"format", "config", "state_dict"}`` (tensors and plain Python values only, so it loads
+  with ``torch.load(weights_only=True)``: no code is run);
+* the ``.json`` beside it: the config, the training settings and seed, the library versions, the
   metrics on the held-out set, the training time and loss curve summary, and the SHA-256 of the
   ``.pt`` file.
 
@@ -80,13 +81,16 @@ def save(model, path, *, train_config: dict, record: dict) -> Path:
     return path
 
 
-def shipped(score: str = "additive") -> Path:
-    """Path of the weights shipped in the package for ``score`` ("additive" or "dot")."""
-    from .model import SCORES
+def shipped(score: str = "additive", values: str = "embedding") -> Path:
+    """Path of the weights shipped in the package: ``score`` "additive" or "dot", ``values``
+    "embedding" or "encoder" (shipped for additive scores only: the contrast model)."""
+    from .model import ToyConfig
 
-    if score not in SCORES:
-        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
-    return WEIGHTS_DIR / f"reversal_{score}.pt"
+    path = WEIGHTS_DIR / f"{ToyConfig(score=score, values=values).name}.pt"
+    if not path.exists():
+        raise WeightsError(f"no shipped model with score={score!r} and values={values!r}; "
+                           f"shipped: {sorted(p.stem for p in WEIGHTS_DIR.glob('*.pt'))}")
+    return path
 
 
 def read_metadata(path) -> dict:
@@ -106,10 +110,12 @@ def read_metadata(path) -> dict:
     return meta
 
 
-def load(path=None, *, score: str = "additive", check_hash: bool = True):
+def load(path=None, *, score: str = "additive", values: str = "embedding",
+         check_hash: bool = True):
     """Load a trained :class:`~attention_lab.toy.model.ReversalModel` (in eval mode).
 
-    ``path`` defaults to the weights shipped in the package for ``score``. The model carries the
+    ``path`` defaults to the weights shipped in the package for ``score`` and ``values`` (see
+    :func:`shipped`). The model carries the
     metadata as ``model.metadata``. Raises :class:`WeightsError` with the reason when the files
     are missing, corrupt or do not match.
     """
@@ -117,7 +123,7 @@ def load(path=None, *, score: str = "additive", check_hash: bool = True):
 
     from .model import ReversalModel, ToyConfig
 
-    path = shipped(score) if path is None else Path(path)
+    path = shipped(score, values) if path is None else Path(path)
     if path.suffix == ".json":
         path = path.with_suffix(".pt")
     if not path.exists():

@@ -2,6 +2,7 @@
 
     python -m attention_lab train                         # additive scores -> ./toy_model/
     python -m attention_lab train --score dot --out runs/  # the dot-product variant
+    python -m attention_lab train --values encoder        # contextual values (the contrast model)
     python -m attention_lab train --ship                  # overwrite the weights in the package
 
 The run is seeded (``--seed``) and single-threaded by default (``--threads 1``): float results of
@@ -10,9 +11,9 @@ machine with the same library versions. Denormal floats are flushed to zero (tin
 convergence otherwise slow a CPU down many times over).
 
 At the end the model is evaluated on the held-out set (sequences the training sampler never
-draws, see :mod:`attention_lab.toy.data`) and written as ``reversal_<score>.pt`` with a
-``reversal_<score>.json`` beside it: config, seed, training settings, library versions, metrics
-and the SHA-256 of the weights file.
+draws, see :mod:`attention_lab.toy.data`) and written as ``reversal_<score>.pt`` (with
+``_encoder`` before ``.pt`` for contextual values) with a ``.json`` beside it: config, seed,
+training settings, library versions, metrics and the SHA-256 of the weights file.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 import torch
 
 from . import data
-from .model import SCORES, ReversalModel, ToyConfig, evaluate
+from .model import SCORES, VALUES, ReversalModel, ToyConfig, evaluate
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m attention_lab train", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--score", choices=SCORES, default="additive", help="score function")
+    p.add_argument("--values", choices=VALUES, default="embedding",
+                   help="what the values are: the symbol embeddings (default) or the encoder's "
+                        "contextual states")
     p.add_argument("--out", type=Path, default=Path("toy_model"),
-                   help="folder for reversal_<score>.pt/.json (default: ./toy_model)")
+                   help="folder for the .pt/.json files (default: ./toy_model)")
     p.add_argument("--ship", action="store_true",
                    help="write into the package's weights folder (maintainers)")
     d = TrainConfig()
@@ -137,17 +141,17 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     tc = TrainConfig(seed=args.seed, steps=args.steps, batch=args.batch, lr=args.lr,
                      threads=args.threads)
-    cfg = ToyConfig(score=args.score)
+    cfg = ToyConfig(score=args.score, values=args.values)
     try:
         model, record = train(cfg, tc, progress=not args.no_progress)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     folder = store.WEIGHTS_DIR if args.ship else args.out
-    path = store.save(model, folder / f"reversal_{cfg.score}.pt", train_config=asdict(tc),
+    path = store.save(model, folder / f"{cfg.name}.pt", train_config=asdict(tc),
                       record=record)
     m = record["heldout"]
-    print(f"trained {cfg.score} model in {record['train_seconds']:.1f} s "
+    print(f"trained {cfg.name} in {record['train_seconds']:.1f} s "
           f"({tc.steps} steps, final loss {record['losses'][-1]:.4f})")
     print(f"held-out ({m['n_sequences']} sequences never seen in training): exact-sequence "
           f"accuracy {m['exact_sequence_accuracy']:.2%}, alignment accuracy "

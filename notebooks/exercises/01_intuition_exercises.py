@@ -67,23 +67,27 @@ def context_vector(weights, values):
 check("1.2", context_vector)
 
 # %% [markdown]
-# ## Exercise 7 (check 1.3): does the context stay inside the values?
+# ## Exercise 7 (check 1.3): is the context inside the convex hull of the values?
 #
-# With non-negative weights that sum to one, the context is a convex mixture of the values,
-# so each of its coordinates lies between the smallest and the largest value of that
-# coordinate. Write `within_value_range(context, values)` that returns `True` exactly when
-# this holds for every coordinate (bounds included, with a tolerance of `1e-9`). This
-# coordinate test is necessary for lying in the convex hull, and it is the quick debugging
-# test the chapter suggests: a "weighted average" outside it means a bug.
+# With non-negative weights that sum to one, the context is a convex mixture of the values: it
+# lies in their *convex hull* (for the chapter's three 2-D values, the triangle they span).
+# Write `in_convex_hull(context, values)` that returns `True` exactly when `context` is such a
+# mixture: weights `w_i >= 0` with `sum_i w_i = 1` and `sum_i w_i v_i = context`, with a
+# tolerance of `1e-9`. The values are at most `D_v + 1` points in general position (three
+# values in 2-D, for example), so if such weights exist they are unique.
+#
+# A quicker test compares each coordinate with the values' smallest and largest: a context
+# outside that range is certainly outside the hull. Is the converse true? The check includes a
+# point inside both ranges of the chapter's triangle that is not inside the triangle.
 
 # %%
-def within_value_range(context, values):
-    """True when min(values[:, d]) <= context[d] <= max(values[:, d]) for every d."""
+def in_convex_hull(context, values):
+    """True when context is a convex combination of the rows of values (tolerance 1e-9)."""
     raise NotImplementedError  # replace this line with your code
 
 
 # %%
-check("1.3", within_value_range)
+check("1.3", in_convex_hull)
 
 # %% [markdown]
 # ## Exercise 18 (check 1.4): a test that one query retrieves a different context than another

@@ -14,8 +14,9 @@
 # lists where you stand. Exercise 4 is a written answer: it is recorded for your instructor and
 # the check shows a rubric to compare against.
 #
-# Replace each `raise NotImplementedError` (or `...`, or empty string) with your answer, run
-# the cell, then the check. Hand in with
+# Positions are numbered 1..S, as in the level notebooks: position `j` is row `j - 1` of an
+# array. Replace each `raise NotImplementedError` (or `...`, or empty string) with your answer,
+# run the cell, then the check. Hand in with
 # `python -m attention_lab submit 02_mechanics_exercises.ipynb`.
 
 # %%
@@ -78,9 +79,7 @@ check("2.3", shift_invariance)
 # ## Exercise 5 (check 2.4): temperature
 #
 # Write `softmax_temperature(scores, temperature)`: the softmax of `scores / temperature`
-# over the last axis, for a vector `(S,)` or rows `(..., S)`. When it passes, the check prints
-# your weights for the chapter's dot scores at temperatures 0.5, 1 and 2 so you can compare
-# how concentrated they are.
+# over the last axis, for a vector `(S,)` or rows `(..., S)`.
 
 # %%
 def softmax_temperature(scores, temperature):
@@ -92,12 +91,24 @@ def softmax_temperature(scores, temperature):
 check("2.4", softmax_temperature)
 
 # %% [markdown]
+# Now compare. Use your function on the chapter's dot scores `chapter_scores` at the
+# temperatures 0.5, 1 and 2: print the weights, the largest weight and the order of the
+# positions from the largest weight down. What changes with the temperature, and what does not?
+
+# %%
+chapter_scores = np.dot(ex.keys, ex.query)  # one dot product per key, as in exercise 2
+# your comparison: for each temperature 0.5, 1 and 2, the weights, the largest weight and the order
+
+# %% [markdown]
+
+# %% [markdown]
 # ## Exercise 9 (check 2.5): a padding mask from lengths
 #
 # A batch holds sequences of different lengths padded to `S` positions. Write
 # `padding_mask(lengths, S)` returning a boolean array `(B, S)` with **True = eligible**:
-# position `j` of sequence `b` is real when `j < lengths[b]`. For the chapter's lengths
-# 5, 3 and 1 with `S = 5`, the first row is all True and the last has a single True.
+# sequence `b` has the real positions `1..lengths[b]`, the columns `0..lengths[b] - 1` of its
+# row. For the chapter's lengths 5, 3 and 1 with `S = 5`, the first row is all True and the
+# last has a single True.
 
 # %%
 def padding_mask(lengths, S):
@@ -109,12 +120,18 @@ def padding_mask(lengths, S):
 check("2.5", padding_mask)
 
 # %% [markdown]
-# ## Exercise 10 (check 2.6): masked keys receive exactly zero weight
+# ## Exercise 10 (check 2.6): test that masked keys receive exactly zero weight
 #
-# Write `masked_softmax(scores, mask)`: `scores` has shape `(..., S)`, `mask` is boolean and
-# broadcasts to it (True = eligible). Masked keys must get weight **exactly** 0 and each row's
-# eligible weights must sum to 1. Every row here has at least one eligible key (exercise 11 in
-# level 3 deals with rows that have none).
+# Two parts. First the implementation: `masked_softmax(scores, mask)`, where `scores` has shape
+# `(..., S)` and `mask` is boolean and broadcasts to it (True = eligible). Masked keys must get
+# weight **exactly** 0 and each row's eligible weights must sum to 1. Every row has at least one
+# eligible key (exercise 11 in level 3 deals with rows that have none).
+#
+# Then the test: `test_masked_softmax(masked_softmax)` receives *an* implementation and returns
+# `True` when it gives masked keys exactly zero weight and makes every row sum to 1, `False`
+# otherwise. Choose your own scores and mask. The check runs your test on correct
+# implementations and on broken ones (weights zeroed after the softmax, a finite fill, ...): it
+# must tell them apart.
 
 # %%
 def masked_softmax(scores, mask):
@@ -122,21 +139,27 @@ def masked_softmax(scores, mask):
     raise NotImplementedError  # replace this line with your code
 
 
+def test_masked_softmax(masked_softmax):
+    """True when masked_softmax gives masked keys exactly 0 and rows that sum to 1."""
+    raise NotImplementedError  # replace this line with your code
+
+
 # %%
-check("2.6", masked_softmax)
+check("2.6", (masked_softmax, test_masked_softmax))
 
 # %% [markdown]
 # ## Exercise 15 (check 2.7): global attention against a local window
 #
-# Write `local_attention(query, keys, values, centre, half_width)`: dot-product attention in
-# which only the keys with `|j - centre| <= half_width` are eligible. Return `(weights,
-# context)` with one weight per key (0 outside the window). If no key lies in the window,
-# return zero weights and a zero context. When it passes, the check compares your window with
-# global attention on a query whose best key lies outside the window.
+# Write `local_attention(query, keys, values, centre, half_width)`: unscaled dot-product
+# attention in which only the positions `j` with `|j - centre| <= half_width` are eligible.
+# Positions and `centre` are numbered 1..S (position `j` is row `j - 1` of `keys`). Return
+# `(weights, context)` with one weight per key (0 outside the window). If no position lies in
+# the window, return zero weights and a zero context. When it passes, the check compares your
+# window with global attention on a query whose best key lies outside the window.
 
 # %%
 def local_attention(query, keys, values, centre, half_width):
-    """Attention restricted to a window of keys around centre: returns (weights, context)."""
+    """Attention restricted to the positions 1..S within half_width of centre."""
     raise NotImplementedError  # replace this line with your code
 
 

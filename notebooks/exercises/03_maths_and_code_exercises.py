@@ -41,22 +41,40 @@ def stable_softmax(scores):
 check("3.1", stable_softmax)
 
 # %% [markdown]
-# ## Exercise 11 (check 3.2): the all-masked row
+# ## Exercise 11 (check 3.2): define and test the all-masked row
 #
-# `softmax([-inf, -inf, ...])` is undefined, so a row whose keys are all masked needs a declared
-# policy. Use the one of PyTorch's `scaled_dot_product_attention`: such a row gets **all-zero
-# weights**. Write `masked_softmax_safe(scores, mask)` (shapes as in exercise 10, True =
-# eligible) that follows it in float64, float32 and float16: no NaN, no uniform weights, masked
-# keys exactly 0, other rows summing to 1.
+# `softmax([-inf, -inf, ...])` is undefined: a row whose keys are all masked needs a *declared*
+# policy. Three are common: `"zeros"` (all-zero weights and a zero context, what PyTorch's
+# `scaled_dot_product_attention` returns), `"nan"` (NaN weights, so that the caller notices) and
+# `"raise"` (a `ValueError`). A finite fill such as `-1e9` is not a policy: it spreads the weight
+# uniformly over keys that must get none, and in float16 it is not even representable.
+#
+# Three parts:
+#
+# 1. **define**: set `all_masked_policy` to `"zeros"`, `"nan"` or `"raise"`;
+# 2. **implement**: `masked_softmax_safe(scores, mask)` (shapes as in exercise 10, True =
+#    eligible) follows your policy on rows without an eligible key, in float64, float32 and
+#    float16, and masks every other row as in exercise 10;
+# 3. **test**: `test_all_masked_policy(masked_softmax)` returns `True` when the implementation
+#    it is given follows your policy on an all-masked row *and* masks an ordinary row correctly.
+#    The check runs it on implementations with each policy and on broken ones.
 
 # %%
+all_masked_policy = ...  # "zeros", "nan" or "raise"
+
+
 def masked_softmax_safe(scores, mask):
-    """Masked softmax over the last axis; rows without an eligible key return zeros."""
+    """Masked softmax over the last axis; rows without an eligible key follow the policy."""
+    raise NotImplementedError  # replace this line with your code
+
+
+def test_all_masked_policy(masked_softmax):
+    """True when masked_softmax follows all_masked_policy and masks ordinary rows correctly."""
     raise NotImplementedError  # replace this line with your code
 
 
 # %%
-check("3.2", masked_softmax_safe)
+check("3.2", (all_masked_policy, masked_softmax_safe, test_all_masked_policy))
 
 # %% [markdown]
 # ## Exercise 12 (check 3.3): dot-product and bilinear attention

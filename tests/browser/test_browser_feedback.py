@@ -14,7 +14,7 @@ import harness as H
 if H.browser_unavailable_reason() and not H.browser_required():
     pytest.skip(H.browser_unavailable_reason(), allow_module_level=True)
 
-from attention_lab.exercises.checks import _fmt, cases_for  # noqa: E402
+from attention_lab.exercises.judging import cases_for, fmt  # noqa: E402
 from attention_lab.exercises.registry import EXERCISES  # noqa: E402
 from attention_lab.exercises.student import evaluate  # noqa: E402
 from attention_lab.grading.assignments import ASSIGNMENTS  # noqa: E402
@@ -35,6 +35,15 @@ def masked_after_softmax(scores, mask):
 FIXED = {c.args[1].shape for c in cases_for(EXERCISES["2.1"], SEED) if not c.hidden}
 
 
+def test_masked_softmax(masked_softmax):
+    scores, mask = np.array([[0.5, 2.0, -1.0]]), np.array([[True, False, True]])
+    w = masked_softmax(scores, mask)
+    return bool(np.all(w[~mask] == 0) and np.allclose(w.sum(-1), 1))
+
+
+test_masked_softmax.__test__ = False  # the student's test of 2.6, not one of pytest's
+
+
 def fixed_only(query, keys):
     """Right on the public edge cases, wrong on the grader's own random ones."""
     return keys @ query if keys.shape in FIXED else keys @ query + 1
@@ -43,7 +52,7 @@ def fixed_only(query, keys):
 ANSWERS = {"2.1": fixed_only, "2.2": [0.659, 0.242, 0.099],
            "2.3": {"derivation": HOSTILE, "consequence": "subtract the maximum"},
            "2.4": lambda scores, temperature: (_ for _ in ()).throw(ValueError("oops")),
-           "2.6": masked_after_softmax}
+           "2.6": (masked_after_softmax, test_masked_softmax)}
 
 
 @pytest.fixture(scope="module")
@@ -114,10 +123,10 @@ def test_a_student_reads_their_feedback_offline(browser_page, page_file):
     assert "without renormalising" in text and "raised ValueError" in text
     assert "one of the grader's own random cases" in text
     for case in cases_for(EXERCISES["2.1"], SEED):
-        expected = _fmt(case.args[1] @ case.args[0])
+        expected = fmt(case.args[1] @ case.args[0])
         assert expected not in text
         if case.hidden:
-            assert all(_fmt(a) not in text for a in case.args)
+            assert all(fmt(a) not in text for a in case.args)
     assert 'hint("2.1")' in text
 
     # the written answer is text, the rubric and the instructor's word are there
@@ -126,7 +135,7 @@ def test_a_student_reads_their_feedback_offline(browser_page, page_file):
     assert EXERCISES["2.3"].rubric[0] in text
 
     # the summary links lead to the exercise, from the keyboard
-    link = page.get_by_role("link", name="2.6 Masked keys get exactly zero weight")
+    link = page.get_by_role("link", name="2.6 Test that masked keys get exactly zero weight")
     link.focus()
     page.keyboard.press("Enter")
     page.wait_for_function("location.hash === '#ex-2-6'")

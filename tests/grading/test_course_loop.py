@@ -65,7 +65,7 @@ def set_answer(nb, name: str, source: str) -> None:
 LEVEL2 = {"2.1": ["dot_scores"], "2.2": ["softmax_by_hand"], "2.3": ["shift_invariance"],
           "2.4": ["softmax_temperature"], "2.5": ["padding_mask"], "2.6": ["masked_softmax"],
           "2.7": ["local_attention"]}
-LEVEL1 = {"1.1": ["parts"], "1.2": ["context_vector"], "1.3": ["within_value_range"],
+LEVEL1 = {"1.1": ["parts"], "1.2": ["context_vector"], "1.3": ["in_convex_hull"],
           "1.4": ["test_query_dependence"]}
 
 
@@ -110,7 +110,9 @@ def course(tmp_path_factory):
     answer_cells(nb, {"2.1": LEVEL2["2.1"]})
     set_answer(nb, "masked_softmax", "def masked_softmax(scores, mask):\n"
                                      "    e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n"
-                                     "    return e / e.sum(axis=-1, keepdims=True) * mask")
+                                     "    return e / e.sum(axis=-1, keepdims=True) * mask\n\n"
+                                     "def test_masked_softmax(masked_softmax):\n"
+                                     "    return True")
     set_answer(nb, "shift_invariance", 'shift_invariance = {"derivation": "exp(e + c) = '
                                        'exp(c) exp(e), and exp(c) cancels", "consequence": ""}')
     hand_in("Bob Ng", nb, path, subs)

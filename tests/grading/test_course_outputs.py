@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_lab.exercises.checks import STUDENT_SEED, _fmt, cases_for
+from attention_lab.exercises.judging import STUDENT_SEED, cases_for, fmt
 from attention_lab.exercises.registry import EXERCISES
 from attention_lab.exercises.student import evaluate
 from attention_lab.grading import batch, feedback, gradebook, written
@@ -282,14 +282,14 @@ def test_feedback_shows_what_check_shows_and_never_a_reference_or_a_hidden_case(
     for case in cases_for(EXERCISES["2.1"], SEED):
         if case.hidden:  # neither the inputs nor the expected output of a hidden case
             for value in (*case.args, case.args[1] @ case.args[0]):
-                assert _fmt(value) not in page
+                assert fmt(value) not in page
     assert 'hint("2.1")' in page.replace("&#34;", '"')
 
     wrong = feedback.render(report_of(grade_of("eve", "02_mechanics",
                                                {"2.1": scaled_dot})).counted()[0])
     first = cases_for(EXERCISES["2.1"], SEED)[0]
-    assert "Minimal failing case" in wrong and _fmt(first.args[0]) in wrong  # inputs: public
-    assert _fmt(first.args[1] @ first.args[0]) not in wrong  # the reference output: never
+    assert "Minimal failing case" in wrong and fmt(first.args[0]) in wrong  # inputs: public
+    assert fmt(first.args[1] @ first.args[0]) not in wrong  # the reference output: never
     solution = (ROOT / "notebooks/exercises/solutions/02_mechanics_exercises_solutions.py")
     assert "keys @ query" in solution.read_text() and "keys @ query" not in wrong
 

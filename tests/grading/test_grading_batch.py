@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from attention_lab.exercises.checks import BadRecord, decode_record
+from attention_lab.exercises.judging import BadRecord, decode_record
 from attention_lab.exercises.registry import EXERCISES, IDS
 from attention_lab.grading import batch
 from attention_lab.grading import report as R
@@ -38,6 +38,14 @@ SOL2 = NB / "solutions" / "02_mechanics_exercises_solutions.ipynb"
 STU2 = NB / "02_mechanics_exercises.ipynb"
 LEVEL2_AUTO = ["2.1", "2.2", "2.4", "2.5", "2.6", "2.7"]
 MARK = "777.25"  # an argument no other process on the machine uses
+#: exercise 10 (check 2.6) asks for masked_softmax and a test of it, in one cell
+TEST_MASKED = """
+    def test_masked_softmax(masked_softmax):
+        scores = np.array([[0.5, 2.0, -1.0, 3.0]])
+        mask = np.array([[True, False, True, True]])
+        w = masked_softmax(scores, mask)
+        return bool(np.all(w[~mask] == 0) and np.allclose(w.sum(-1), 1))
+"""
 
 
 def _isolated() -> bool:
@@ -96,7 +104,7 @@ def graded(tmp_path_factory):
         def masked_softmax(scores, mask):
             e = np.exp(scores - scores.max(axis=-1, keepdims=True))
             return e / e.sum(axis=-1, keepdims=True) * mask
-    """)
+    """ + TEST_MASKED)
     replace_answer(wrong, "softmax_temperature", """
         def softmax_temperature(scores, temperature):
             return np.exp(scores / temperature) / (
@@ -116,7 +124,7 @@ def graded(tmp_path_factory):
                     pass
                 except BaseException:
                     pass
-    """)
+    """ + TEST_MASKED)
     write("loop.ipynb", loop)
 
     crash = load(SOL2)
@@ -184,7 +192,7 @@ def graded(tmp_path_factory):
             s = np.where(mask, scores, -np.inf)
             e = np.exp(s - s.max(axis=-1, keepdims=True))
             return e / e.sum(axis=-1, keepdims=True)
-    """)
+    """ + TEST_MASKED)
     tampered.cells = [c for c in tampered.cells if 'check("2.6"' not in c.source]
     insert_after(tampered, "dot_scores", """
         import glob
@@ -199,7 +207,7 @@ def graded(tmp_path_factory):
             print("✔ pass")
         ae.check = check
         try:  # not there in the grader's kernel
-            import attention_lab.exercises.checks as ck
+            import attention_lab.exercises.judging as ck
             import attention_lab.grading.probe as pr
             ck.judge = lambda *a, **k: ck.Verdict("pass", "", "pass")
             pr.probe = lambda *a, **k: {"kind": "value", "value": 1.0}

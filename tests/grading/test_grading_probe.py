@@ -138,10 +138,60 @@ def test_attention_implementations_for_the_query_test():
     V = np.array([[1.0, 0.0], [0.0, 1.0]])
     q1, q2 = np.array([2.0, 0.0]), np.array([0.0, 2.0])
     differs = {c: not np.allclose(probe.make_impl(c)(q1, K, V), probe.make_impl(c)(q2, K, V))
-               for c in probe.IMPL_CODES}
+               for c in "ABCDEF"}
     assert differs == {"A": True, "B": False, "C": False, "D": True, "E": True, "F": False}
     with pytest.raises(ValueError, match="takes query"):
         probe.make_impl("A")(np.ones(3), K, V)
+
+
+def test_masked_softmax_implementations_for_the_masking_tests():
+    """G-O: what each does with an ordinary row (masked key 3) and with an all-masked row."""
+    scores = np.array([[-1.0, 2.0, 0.5, 3.0], [0.2, 0.1, 0.0, -0.3]])
+    mask = np.array([[True, True, True, False], [False, False, False, False]])
+    exact = np.exp(scores[0, :3] - 2.0) / np.exp(scores[0, :3] - 2.0).sum()
+    rows = {}
+    for c in "GHIJKLMNO":
+        fn = probe.make_impl(c)
+        assert fn.__name__ == "masked_softmax"
+        try:
+            rows[c] = fn(scores, mask)
+        except ValueError:
+            rows[c] = "raise"
+    assert rows["I"] == "raise" and np.allclose(probe.make_impl("I")(scores[:1], mask[:1])[0, :3],
+                                                exact)
+    for c in "GHN":  # correct on the ordinary row, exact zeros at the masked key
+        assert np.allclose(rows[c][0, :3], exact) and rows[c][0, 3] == 0
+    assert (rows["G"][1] == 0).all() and np.isnan(rows["H"][1]).all()
+    assert np.allclose(rows["N"][1], 0.25)
+    assert rows["J"][0, 3] == 0 and rows["J"][0].sum() < 0.9  # not renormalised
+    assert 0 < rows["K"][0, 3] < 1e-12  # tiny, not zero
+    assert rows["L"][0, 3] > 0 and rows["M"][0, 3] > 0.5 and rows["O"][0, 3] == 1.0
+
+
+def test_readout_is_data_for_the_grader_and_a_callable_in_the_kernel():
+    rng = np.random.default_rng(0)
+    params = {"h": rng.normal(size=2), "W_c": rng.normal(size=(3, 5)), "b_c": rng.normal(size=3),
+              "W_o": rng.normal(size=(4, 3)), "b_o": rng.normal(size=4)}
+    encoded = {"__readout__": {k: probe.encode(v) for k, v in params.items()}}
+    marker = probe.decode(encoded)
+    assert isinstance(marker, probe.Readout) and "4 output symbols" in repr(marker)
+    readout = probe.decode(encoded, impls=True)
+    p = readout(np.ones(3))
+    assert p.shape == (4,) and np.isclose(p.sum(), 1) and readout(np.ones((2, 3))).shape == (2, 4)
+    logits = params["W_o"] @ np.tanh(params["W_c"] @ np.r_[params["h"], np.ones(3)]
+                                      + params["b_c"]) + params["b_o"]
+    assert np.allclose(p, np.exp(logits) / np.exp(logits).sum())
+    with pytest.raises(ValueError, match="context of width 3"):
+        readout(np.ones(4))
+    with pytest.raises(ValueError, match="malformed readout"):
+        probe.decode({"__readout__": {"h": probe.encode(np.ones(2))}})
+
+
+def test_a_part_no_case_calls_is_recorded_as_a_declared_value():
+    inputs = [{"args": [probe.encode(np.ones(2))], "fn": 1}]
+    rec = probe.probe("test", ("zeros", lambda x: x.sum()), inputs, n_functions=2)
+    assert rec["values"] == {"0": "zeros"} and rec["calls"][0]["out"] == 2.0
+    assert probe.probe("test", ("zeros", 3), inputs, n_functions=2)["kind"] == "notcallable"
 
 
 def test_harness_writes_the_lines_the_grader_reads(tmp_path):

@@ -9,7 +9,7 @@ import sys
 import nbformat
 import pytest
 
-from attention_lab.exercises.checks import cases_for, encoded_inputs
+from attention_lab.exercises.judging import cases_for, encoded_inputs
 from attention_lab.exercises.registry import EXERCISES, IDS
 from attention_lab.grading.probe import _line as _line_for_tests
 from attention_lab.grading.runner import (Limits, defined_names, only_feedback, read_results,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_lab.exercises.checks import REFERENCE_MODULES
+from attention_lab.exercises.judging import REFERENCE_MODULES
 from attention_lab.grading import launch
 from attention_lab.grading import namespaces as N
 from attention_lab.grading import sandbox as S

@@ -197,7 +197,7 @@ def test_model_explorer_classes_readout_and_layout():
                                 "true position in 10/10 steps</p>")
     ex.show_failure_case()
     assert "0/10 right" in ex.readout.value or "/10 right" in ex.readout.value
-    assert "window 0..2" in ex.readout.value
+    assert "window 1..3" in ex.readout.value  # positions 1..S
     ex.controls["source"].value = "xyz!"
     assert ex.readout.value.startswith("<p>cannot decode &#x27;xyz!&#x27;")
     assert "the figure still shows the source abcdefghij" in ex.readout.value

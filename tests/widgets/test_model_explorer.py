@@ -1,5 +1,6 @@
 """The model explorer (an Explorer like the others): controls drive the model, the figure updates
-in place, never prints; its state is frozen and reads like the dict it used to be."""
+in place, never prints; its state is frozen; positions are numbered 1..S wherever a student reads
+them."""
 
 from __future__ import annotations
 
@@ -25,15 +26,15 @@ def ex(model):
 
 def test_starts_with_a_correct_reversal(ex):
     s = ex.state
-    assert s["source"] == "abcdefghij" and s["output"] == "jihgfedcba" and s["exact"]
-    assert s["weights"].shape == (10, 10)
-    assert np.allclose(s["weights"].sum(-1), 1, atol=1e-5)
-    assert np.array_equal(s["truth"], 9 - np.arange(10))
+    assert s.source == "abcdefghij" and s.output == "jihgfedcba" and s.exact
+    assert s.weights.shape == (10, 10)
+    assert np.allclose(s.weights.sum(-1), 1, atol=1e-5)
+    assert np.array_equal(s.truth, 9 - np.arange(10))
     shown = ex.plot.image.get_array()
-    assert np.allclose(shown[:10, :10], s["weights"])
+    assert np.allclose(shown[:10, :10], s.weights)
     assert shown.mask[10:, :].all() and shown.mask[:, 10:].all()  # unused cells hidden
     x, y = ex.plot.truth.get_data()
-    assert np.array_equal(x, s["truth"]) and np.array_equal(y, np.arange(10))
+    assert np.array_equal(x, s.truth) and np.array_equal(y, np.arange(10))
     assert not ex.plot.left.get_visible() and not ex.plot.right.get_visible()
     assert "10/10 right" in ex.plot.title.get_text()
 
@@ -41,30 +42,32 @@ def test_starts_with_a_correct_reversal(ex):
 def test_typing_a_source_updates_state_and_artists_in_place(ex, capsys):
     fig, image, truth = ex.figure, ex.plot.image, ex.plot.truth
     ex.controls["source"].value = "badge"
-    assert ex.state["source"] == "badge" and ex.state["expected"] == "egdab"
-    assert ex.state["weights"].shape == (5, 5)
+    assert ex.state.source == "badge" and ex.state.expected == "egdab"
+    assert ex.state.weights.shape == (5, 5)
     assert ex.figure is fig and ex.plot.image is image and ex.plot.truth is truth
     assert ex.plot.ax.get_xlim() == (-0.5, 4.5)
     assert [t.get_text() for t in ex.plot.ax.get_xticklabels()] == \
-        ["0\nb", "1\na", "2\nd", "3\ng", "4\ne"]
-    assert ex.state["output"] in ex.plot.title.get_text()
+        ["1\nb", "2\na", "3\nd", "4\ng", "5\ne"]
+    assert ex.plot.ax.get_yticklabels()[0].get_text() == "1: e (e)"
+    assert ex.state.output in ex.plot.title.get_text()
     assert capsys.readouterr().out == ""
 
 
 def test_window_failure_case_shows_the_failure(ex):
     ex.show_failure_case()
     s = ex.state
-    assert s["window"] == (FAILURE_CASE["centre"], FAILURE_CASE["half_width"])
-    assert s["eligible"].tolist() == [True] * 3 + [False] * 7
+    assert s.window == (FAILURE_CASE["centre"], FAILURE_CASE["half_width"])
+    assert s.eligible.tolist() == [True] * 3 + [False] * 7
     # attention can only land in the window ...
-    assert np.allclose(s["weights"][:, 3:], 0)
+    assert np.allclose(s.weights[:, 3:], 0)
     # ... so the steps that need positions 9..3 all fail
-    assert not s["correct"][:7].any()
-    assert not s["exact"]
+    assert not s.correct[:7].any()
+    assert not s.exact
     assert ex.plot.right.get_visible() and not ex.plot.left.get_visible()
     assert ex.plot.right.get_x() == pytest.approx(2.5)
     assert ex.plot.right.get_width() == pytest.approx(7)
-    assert "7 step(s) need a position outside it" in ex.plot.title.get_text()
+    assert s.window_bounds == (1, 3)
+    assert "window 1..3: 7 step(s) need a position outside it" in ex.plot.title.get_text()
     labels = ex.plot.ax.get_yticklabels()
     assert "\u2717" in labels[0].get_text() and labels[0].get_color() != labels[9].get_color()
 
@@ -73,29 +76,29 @@ def test_empty_window_gives_zero_attention_not_nan(ex):
     ex.controls["window"].value = True
     ex.controls["centre"].value = 11
     ex.controls["source"].value = "abc"  # the window 10..12 holds no source position
-    assert np.all(ex.state["weights"] == 0) and np.isfinite(ex.state["weights"]).all()
+    assert np.all(ex.state.weights == 0) and np.isfinite(ex.state.weights).all()
     assert "empty window" in ex.plot.title.get_text()
     assert ex.plot.left.get_visible()
 
 
 def test_temperature_flattens_attention(ex):
-    h1 = ex.state["entropy"].mean()
+    h1 = ex.state.entropy.mean()
     ex.controls["temperature"].value = 10.0
-    assert ex.state["entropy"].mean() > h1 + 0.5
+    assert ex.state.entropy.mean() > h1 + 0.5
     ex.controls["temperature"].value = 0.1
-    assert ex.state["entropy"].mean() < h1
+    assert ex.state.entropy.mean() < h1
 
 
 def test_bad_source_is_reported_in_the_figure_and_keeps_last_state(ex, capsys):
-    before = ex.state["weights"].copy()
+    before = ex.state.weights.copy()
     ex.controls["source"].value = "hello"
-    assert "'o'" in ex.state["error"] or "contains" in ex.state["error"]
+    assert "'o'" in ex.state.error or "contains" in ex.state.error
     assert ex.plot.title.get_text().startswith("cannot decode")
-    assert np.array_equal(ex.state["weights"], before)
+    assert np.array_equal(ex.state.weights, before)
     ex.controls["source"].value = "ab"  # too short
-    assert "length 2" in ex.state["error"]
+    assert "length 2" in ex.state.error
     ex.controls["source"].value = "cab"
-    assert ex.state["error"] == "" and ex.state["output"] == "bac"
+    assert ex.state.error == "" and ex.state.output == "bac"
     assert capsys.readouterr().out == ""
 
 
@@ -106,7 +109,7 @@ def test_reset_restores_every_control(ex):
     ex.controls["source"].value = "cafe"
     ex.reset()
     assert {k: w.value for k, w in ex.controls.items()} == start
-    assert ex.state["output"] == "jihgfedcba"
+    assert ex.state.output == "jihgfedcba"
     assert not ex.plot.right.get_visible()
 
 
@@ -155,20 +158,21 @@ def test_display_text_is_a_short_description(ex):
 
 def test_typed_capitals_are_read_as_symbols(ex):
     ex.controls["source"].value = " CAFE "
-    assert ex.state["error"] == "" and ex.state["source"] == "cafe"
+    assert ex.state.error == "" and ex.state.source == "cafe"
 
 
-def test_the_state_is_frozen_and_reads_like_a_dict(ex):
-    """Notebook 04 reads ``state["output"]`` (the explorer once kept a dict); the state is the
-    Explorer base's frozen dataclass, with the base's scores, weights and context."""
+def test_the_state_is_frozen(ex):
+    """The state is the Explorer base's frozen dataclass, with the base's scores, weights and
+    context; the dict-style access and the figure's .fig alias of the old explorer are gone."""
     import dataclasses
 
     from attention_lab.widgets import Explorer
 
     assert isinstance(ex, Explorer)
-    assert ex.figure.fig is ex.figure  # notebook 04 shows explorer.figure.fig
+    assert not hasattr(ex.figure, "fig")
     s = ex.state
-    assert s["output"] is s.output and s["weights"] is s.weights
+    with pytest.raises(TypeError):
+        s["output"]
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.output = "x"
     assert s.scores.shape == s.weights.shape == (10, 10)
@@ -176,12 +180,25 @@ def test_the_state_is_frozen_and_reads_like_a_dict(ex):
     assert set(s.as_dict()) >= {"source", "output", "weights", "scores", "context", "window"}
 
 
+def test_the_window_counts_positions_from_1(ex):
+    """The centre slider runs 1..12 and the window keeps the positions j with |j - centre| <=
+    half_width, j = 1..S: centre 1 with half-width 0 keeps the first position only."""
+    c = ex.controls["centre"]
+    assert (c.min, c.max) == (1, 12)
+    ex.set(window=True, centre=1, half_width=0)
+    assert ex.state.eligible.tolist() == [True] + [False] * 9
+    assert ex.state.window_bounds == (1, 1)
+    assert "window 1..1" in ex.readout.value
+    ex.set(centre=10, half_width=1)
+    assert ex.state.eligible.tolist() == [False] * 8 + [True] * 2
+
+
 def test_failure_case_decodes_once_and_the_reset_button_works(ex, monkeypatch):
     calls = []
     decode = ex.model.decode
     monkeypatch.setattr(ex.model, "decode", lambda *a, **k: calls.append(1) or decode(*a, **k))
     ex.show_failure_case()
-    assert len(calls) == 1 and ex.state.window == (1, 1)
+    assert len(calls) == 1 and ex.state.window == (2, 1)
     ex.reset_button.click()
     assert ex.state.window is None and ex.state.exact
 

@@ -47,6 +47,10 @@ SOLUTIONS = {
                        {"softmax": "naive", "length": 5, "scale": 1.0}),
     ("hull", 0): ({"w1": 0.0, "w2": 0.0, "w3": 0.5}, {"w1": 0.1, "w2": 0.0, "w3": 0.5}),
     ("hull", 1): ({"w1": 0.5, "w2": 0.5, "w3": 0.0}, {"w1": 0.6, "w2": 0.3, "w3": 0.0}),
+    ("model", 0): ({"source": "abcdefghij", "window": True, "centre": 5, "half_width": 5},
+                   {"source": "abcdefghij", "window": True, "centre": 5, "half_width": 4}),
+    ("model", 1): ({"source": "abcdefghij", "temperature": 5.0},
+                   {"source": "abcdefghij", "temperature": 10.0}),
 }
 
 
@@ -239,15 +243,32 @@ def test_a_broken_predicate_is_shown_not_raised(capsys):
     assert capsys.readouterr().out == ""
 
 
+def test_the_model_explorers_tasks_read_what_the_model_decoded():
+    """Task 1: the smallest covering window (half-width S // 2, positions 1..S) reverses a
+    10-symbol source, one position less does not; task 2: a temperature that breaks the output
+    while every step's largest weight stays on its true position."""
+    from attention_lab.toy.explorer import ModelExplorer, smallest_covering_half_width
+
+    assert [smallest_covering_half_width(S) for S in (3, 9, 10, 12)] == [1, 4, 5, 6]
+    e = ModelExplorer(backend="agg")
+    e.set(window=True, centre=6, half_width=5)  # positions 1..11: covers 1..10 too
+    assert e.state.exact and e.tasks_met[0]
+    e.set(window=False, temperature=5.0)
+    s = e.state
+    assert not s.exact and s.aligned.all() and e.tasks_met == (False, True)
+    e.set(temperature=10.0)  # broken, and no longer aligned: not the lesson
+    assert not e.state.exact and not e.state.aligned.all() and not e.tasks_met[1]
+
+
 def test_the_model_explorer_uses_the_same_tasks():
     from attention_lab.toy.explorer import ModelExplorer
 
-    task = Task("Find a half-width at which a window centred on position 4 still "
+    task = Task("Find a half-width at which a window centred on position 5 still "
                 "decodes 'abcdefghi' correctly.",
-                lambda s: s.window is not None and s.window[0] == 4 and s.exact)
+                lambda s: s.window is not None and s.window[0] == 5 and s.exact)
     e = ModelExplorer(backend="agg", source="abcdefghi", tasks=[task])
     assert e.show_tasks and e.tasks_met == (False,)  # no window yet
-    e.set(window=True, centre=4, half_width=1)
+    e.set(window=True, centre=5, half_width=1)
     assert e.tasks_met == (False,) and not e.state.exact
     e.set(half_width=4)
     assert e.state.exact and e.tasks_met == (True,) and "✓" in e.task_box.value

@@ -14,8 +14,9 @@
 # lists where you stand. Exercise 4 is a written answer: it is recorded for your instructor and
 # the check shows a rubric to compare against.
 #
-# Replace each `raise NotImplementedError` (or `...`, or empty string) with your answer, run
-# the cell, then the check. Hand in with
+# Positions are numbered 1..S, as in the level notebooks: position `j` is row `j - 1` of an
+# array. Replace each `raise NotImplementedError` (or `...`, or empty string) with your answer,
+# run the cell, then the check. Hand in with
 # `python -m attention_lab submit 02_mechanics_exercises.ipynb`.
 # <!-- BEGIN SOLUTION -->
 #
@@ -104,9 +105,7 @@ check("2.3", shift_invariance)
 # ## Exercise 5 (check 2.4): temperature
 #
 # Write `softmax_temperature(scores, temperature)`: the softmax of `scores / temperature`
-# over the last axis, for a vector `(S,)` or rows `(..., S)`. When it passes, the check prints
-# your weights for the chapter's dot scores at temperatures 0.5, 1 and 2 so you can compare
-# how concentrated they are.
+# over the last axis, for a vector `(S,)` or rows `(..., S)`.
 
 # %%
 def softmax_temperature(scores, temperature):
@@ -123,12 +122,37 @@ def softmax_temperature(scores, temperature):
 check("2.4", softmax_temperature)
 
 # %% [markdown]
+# Now compare. Use your function on the chapter's dot scores `chapter_scores` at the
+# temperatures 0.5, 1 and 2: print the weights, the largest weight and the order of the
+# positions from the largest weight down. What changes with the temperature, and what does not?
+
+# %%
+chapter_scores = np.dot(ex.keys, ex.query)  # one dot product per key, as in exercise 2
+# BEGIN SOLUTION
+#> # your comparison: for each temperature 0.5, 1 and 2, the weights, the largest weight and the order
+for temperature in (0.5, 1.0, 2.0):
+    w = softmax_temperature(chapter_scores, temperature)
+    order = np.argsort(-w) + 1  # positions 1..S, largest weight first
+    print(f"temperature {temperature}: weights {np.round(w, 3)}, largest {w.max():.3f}, "
+          f"order of the positions {order}")
+# END SOLUTION
+
+# %% [markdown]
+# <!-- BEGIN SOLUTION -->
+# *Model answer.* The order of the positions is the same at every temperature (dividing all
+# scores by the same positive number keeps their order), but the largest weight falls from 0.54
+# at temperature 0.5 to 0.36 at 1 and 0.28 at 2: a low temperature concentrates the weight on
+# position 2, a high one spreads it towards uniform (0.2 each).
+# <!-- END SOLUTION -->
+
+# %% [markdown]
 # ## Exercise 9 (check 2.5): a padding mask from lengths
 #
 # A batch holds sequences of different lengths padded to `S` positions. Write
 # `padding_mask(lengths, S)` returning a boolean array `(B, S)` with **True = eligible**:
-# position `j` of sequence `b` is real when `j < lengths[b]`. For the chapter's lengths
-# 5, 3 and 1 with `S = 5`, the first row is all True and the last has a single True.
+# sequence `b` has the real positions `1..lengths[b]`, the columns `0..lengths[b] - 1` of its
+# row. For the chapter's lengths 5, 3 and 1 with `S = 5`, the first row is all True and the
+# last has a single True.
 
 # %%
 def padding_mask(lengths, S):
@@ -142,12 +166,18 @@ def padding_mask(lengths, S):
 check("2.5", padding_mask)
 
 # %% [markdown]
-# ## Exercise 10 (check 2.6): masked keys receive exactly zero weight
+# ## Exercise 10 (check 2.6): test that masked keys receive exactly zero weight
 #
-# Write `masked_softmax(scores, mask)`: `scores` has shape `(..., S)`, `mask` is boolean and
-# broadcasts to it (True = eligible). Masked keys must get weight **exactly** 0 and each row's
-# eligible weights must sum to 1. Every row here has at least one eligible key (exercise 11 in
-# level 3 deals with rows that have none).
+# Two parts. First the implementation: `masked_softmax(scores, mask)`, where `scores` has shape
+# `(..., S)` and `mask` is boolean and broadcasts to it (True = eligible). Masked keys must get
+# weight **exactly** 0 and each row's eligible weights must sum to 1. Every row has at least one
+# eligible key (exercise 11 in level 3 deals with rows that have none).
+#
+# Then the test: `test_masked_softmax(masked_softmax)` receives *an* implementation and returns
+# `True` when it gives masked keys exactly zero weight and makes every row sum to 1, `False`
+# otherwise. Choose your own scores and mask. The check runs your test on correct
+# implementations and on broken ones (weights zeroed after the softmax, a finite fill, ...): it
+# must tell them apart.
 
 # %%
 def masked_softmax(scores, mask):
@@ -160,24 +190,37 @@ def masked_softmax(scores, mask):
     # END SOLUTION
 
 
+def test_masked_softmax(masked_softmax):
+    """True when masked_softmax gives masked keys exactly 0 and rows that sum to 1."""
+    # BEGIN SOLUTION
+    scores = np.array([[0.5, 2.0, -1.0, 3.0], [-4.0, -5.0, 1.0, 0.0]])
+    mask = np.array([[True, False, True, True], [True, True, False, False]])
+    w = np.asarray(masked_softmax(scores, mask), dtype=float)
+    exactly_zero = bool(np.all(w[~mask] == 0))  # exactly: 1e-13 is not 0
+    sums_to_one = bool(np.allclose(w.sum(axis=-1), 1.0))
+    return exactly_zero and sums_to_one
+    # END SOLUTION
+
+
 # %%
-check("2.6", masked_softmax)
+check("2.6", (masked_softmax, test_masked_softmax))
 
 # %% [markdown]
 # ## Exercise 15 (check 2.7): global attention against a local window
 #
-# Write `local_attention(query, keys, values, centre, half_width)`: dot-product attention in
-# which only the keys with `|j - centre| <= half_width` are eligible. Return `(weights,
-# context)` with one weight per key (0 outside the window). If no key lies in the window,
-# return zero weights and a zero context. When it passes, the check compares your window with
-# global attention on a query whose best key lies outside the window.
+# Write `local_attention(query, keys, values, centre, half_width)`: unscaled dot-product
+# attention in which only the positions `j` with `|j - centre| <= half_width` are eligible.
+# Positions and `centre` are numbered 1..S (position `j` is row `j - 1` of `keys`). Return
+# `(weights, context)` with one weight per key (0 outside the window). If no position lies in
+# the window, return zero weights and a zero context. When it passes, the check compares your
+# window with global attention on a query whose best key lies outside the window.
 
 # %%
 def local_attention(query, keys, values, centre, half_width):
-    """Attention restricted to a window of keys around centre: returns (weights, context)."""
+    """Attention restricted to the positions 1..S within half_width of centre."""
     # BEGIN SOLUTION
     S = keys.shape[0]
-    inside = np.abs(np.arange(S) - centre) <= half_width
+    inside = np.abs(np.arange(1, S + 1) - centre) <= half_width  # positions 1..S
     if not inside.any():
         return np.zeros(S), np.zeros(values.shape[1])
     scores = np.where(inside, keys @ query, -np.inf)

@@ -52,31 +52,61 @@ def stable_softmax(scores):
 check("3.1", stable_softmax)
 
 # %% [markdown]
-# ## Exercise 11 (check 3.2): the all-masked row
+# ## Exercise 11 (check 3.2): define and test the all-masked row
 #
-# `softmax([-inf, -inf, ...])` is undefined, so a row whose keys are all masked needs a declared
-# policy. Use the one of PyTorch's `scaled_dot_product_attention`: such a row gets **all-zero
-# weights**. Write `masked_softmax_safe(scores, mask)` (shapes as in exercise 10, True =
-# eligible) that follows it in float64, float32 and float16: no NaN, no uniform weights, masked
-# keys exactly 0, other rows summing to 1.
+# `softmax([-inf, -inf, ...])` is undefined: a row whose keys are all masked needs a *declared*
+# policy. Three are common: `"zeros"` (all-zero weights and a zero context, what PyTorch's
+# `scaled_dot_product_attention` returns), `"nan"` (NaN weights, so that the caller notices) and
+# `"raise"` (a `ValueError`). A finite fill such as `-1e9` is not a policy: it spreads the weight
+# uniformly over keys that must get none, and in float16 it is not even representable.
+#
+# Three parts:
+#
+# 1. **define**: set `all_masked_policy` to `"zeros"`, `"nan"` or `"raise"`;
+# 2. **implement**: `masked_softmax_safe(scores, mask)` (shapes as in exercise 10, True =
+#    eligible) follows your policy on rows without an eligible key, in float64, float32 and
+#    float16, and masks every other row as in exercise 10;
+# 3. **test**: `test_all_masked_policy(masked_softmax)` returns `True` when the implementation
+#    it is given follows your policy on an all-masked row *and* masks an ordinary row correctly.
+#    The check runs it on implementations with each policy and on broken ones.
 
 # %%
+# BEGIN SOLUTION
+#> all_masked_policy = ...  # "zeros", "nan" or "raise"
+all_masked_policy = "zeros"
+# END SOLUTION
+
+
 def masked_softmax_safe(scores, mask):
-    """Masked softmax over the last axis; rows without an eligible key return zeros."""
+    """Masked softmax over the last axis; rows without an eligible key follow the policy."""
     # BEGIN SOLUTION
     s = np.asarray(scores, dtype=np.float64)
     mask = np.broadcast_to(mask, s.shape)
     has_key = mask.any(axis=-1, keepdims=True)
     filled = np.where(mask, s, -np.inf)
-    top = np.where(has_key, filled.max(axis=-1, keepdims=True), 0.0)
+    top = np.where(has_key, filled.max(axis=-1, keepdims=True), 0.0)  # eligible keys' maximum
     w = np.where(mask, np.exp(filled - top), 0.0)
     total = np.where(has_key, w.sum(axis=-1, keepdims=True), 1.0)
-    return w / total
+    return w / total  # an all-masked row: 0 / 1 = zeros
+    # END SOLUTION
+
+
+def test_all_masked_policy(masked_softmax):
+    """True when masked_softmax follows all_masked_policy and masks ordinary rows correctly."""
+    # BEGIN SOLUTION
+    scores = np.array([[1.0, -2.0, 0.5], [0.3, 0.1, -0.4]])
+    mask = np.array([[True, False, True], [False, False, False]])  # row 2: no eligible key
+    try:  # an implementation of the "raise" policy raises here
+        w = np.asarray(masked_softmax(scores, mask), dtype=float)
+    except ValueError:  # the row without an eligible key made it raise
+        return False  # raising is not our "zeros" policy
+    ordinary_ok = bool(w[0, 1] == 0 and np.isclose(w[0].sum(), 1.0))
+    return ordinary_ok and bool(np.all(w[1] == 0))
     # END SOLUTION
 
 
 # %%
-check("3.2", masked_softmax_safe)
+check("3.2", (all_masked_policy, masked_softmax_safe, test_all_masked_policy))
 
 # %% [markdown]
 # ## Exercise 12 (check 3.3): dot-product and bilinear attention

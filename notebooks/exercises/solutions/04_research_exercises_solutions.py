@@ -72,29 +72,58 @@ def multiply_adds(T, S, D_k, D_v):
 check("4.2", multiply_adds)
 
 # %% [markdown]
-# ## Exercise 19 (checks 4.3 and 4.4): replace a high-weight value and measure the change
+# ## Exercise 19 (checks 4.3 and 4.4): replace a high-weight value and measure the output
 #
-# Write `replace_and_measure(query, keys, values, control)`: find the source position with the
-# largest dot-product attention weight, replace its **value** (only the value) by the `control`
-# vector, and return `(position, change)`, where `change` is the Euclidean norm of the
-# difference between the new and the old context. Do not modify the arrays you are given.
+# Write `replace_and_measure(scores, values, control, readout)`: find the position (1..S) with
+# the largest softmax weight of `scores`, replace its **value** (only the value: the weights stay
+# as they are) by the `control` vector, and return `(position, context_change, output_change)`:
+# the position, the Euclidean norm of the change of the context, and the change of the *output*,
+# the total variation distance `1/2 sum |p - q|` between the output distributions
+# `readout(context)` before and after. `readout` maps a context `(D_v,)` to the model's output
+# probabilities. Do not modify the arrays you are given.
 
 # %%
-def replace_and_measure(query, keys, values, control):
-    """Intervene on the value at the highest weight; return (position, context change)."""
+def replace_and_measure(scores, values, control, readout):
+    """Intervene on the value at the highest weight: (position 1..S, context change, output
+    change as a total variation distance)."""
     # BEGIN SOLUTION
-    scores = keys @ query
     w = np.exp(scores - scores.max())
     w = w / w.sum()
-    position = int(np.argmax(w))
+    j = int(np.argmax(w))                  # the array index; the position is j + 1
     replaced = values.copy()
-    replaced[position] = control
-    return position, float(np.linalg.norm(w @ replaced - w @ values))
+    replaced[j] = control
+    before, after = w @ values, w @ replaced
+    output_change = 0.5 * np.abs(readout(after) - readout(before)).sum()
+    return j + 1, float(np.linalg.norm(after - before)), float(output_change)
     # END SOLUTION
 
 
 # %%
 check("4.3", replace_and_measure)
+
+# %% [markdown]
+# Now on the trained model of notebook 04, which reverses strings of the symbols `a`..`l`.
+# `step_of(model, source, t)` gives output step `t` of reversing `source` (the correct earlier
+# symbols fed back): its attention scores over the source positions, the values, and the
+# model's readout with the decoder state of that step held fixed. The control value is the mean
+# value over many held-out sources. Two models: one whose values are the symbols' embeddings,
+# and one whose values are its encoder's contextual states.
+
+# %%
+from attention_lab import toy
+from attention_lab.toy.experiments import control_value, step_of
+
+for values in ("embedding", "encoder"):
+    model = toy.load(values=values)
+    step = step_of(model, "abcdefgh", 1)  # step 1 should copy position 8, 'h'
+    try:
+        position, context_change, output_change = replace_and_measure(
+            step.scores, step.values, control_value(model), step.readout)
+    except NotImplementedError:
+        print("write replace_and_measure first")
+        break
+    print(f"values = {values:9}: position {position} replaced, the context moves by "
+          f"{context_change:.2f}, the output by a total variation distance of {output_change:.2f}")
 
 # %% [markdown]
 # Now say what this experiment does and does not establish (written).
@@ -198,8 +227,30 @@ def attention_entropy(weights):
 check("4.6", attention_entropy)
 
 # %% [markdown]
-# Compare entropies for a short and a long source (for example, attention over the chapter's
-# five keys and over fifty random keys) and interpret the comparison cautiously (written).
+# Now compare entropies for a short and a long source. The cell below draws 200 random sources
+# of `S = 5` keys and 200 of `S = 50` keys, with one query each; every entry of the queries and
+# keys is an independent standard normal number, in `D_k = 3` dimensions (the running example's
+# width), and the weights are the softmax of the unscaled dot-product scores. It prints the mean
+# entropy of your `attention_entropy`, the largest possible entropy `log S`, and their ratio.
+# Run it, then interpret the comparison cautiously (written).
+
+# %%
+rng = np.random.default_rng(21)
+D_k, n_sources = 3, 200
+entropies = {}
+for S in (5, 50):
+    keys = rng.normal(size=(n_sources, S, D_k))
+    queries = rng.normal(size=(n_sources, D_k))
+    scores = np.einsum("bsd,bd->bs", keys, queries)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    try:
+        entropies[S] = float(np.mean(attention_entropy(weights)))
+    except NotImplementedError:
+        print("write attention_entropy first")
+        break
+    print(f"S = {S:2d}: mean entropy {entropies[S]:.2f} nats, log S = {np.log(S):.2f}, "
+          f"ratio {entropies[S] / np.log(S):.2f}")
 
 # %%
 # BEGIN SOLUTION
@@ -207,18 +258,21 @@ check("4.6", attention_entropy)
 #>     "comparison": "",  # what you computed and what you saw
 #>     "caution": "",     # why raw entropies of different lengths are not directly comparable
 #> }
+H5, H50 = entropies[5], entropies[50]
 entropy_interpretation = {
     "comparison": (
-        "Softmax weights of random queries over 5 keys had entropies near 1.4 nats (the maximum "
-        "is log 5 = 1.61); over 50 keys near 3.5 nats (maximum log 50 = 3.91). The longer "
-        "source gave the larger entropy."),
+        f"Softmax weights of random queries over 5 random keys had a mean entropy of {H5:.2f} "
+        f"nats (the maximum is log 5 = {np.log(5):.2f}); over 50 keys {H50:.2f} nats (maximum "
+        f"log 50 = {np.log(50):.2f}). The longer source gave the larger entropy, "
+        f"{H50 / np.log(50):.2f} of its maximum against {H5 / np.log(5):.2f} for the short one."),
     "caution": (
         "The maximum entropy grows as log n with the number of eligible keys, so a larger "
         "entropy for a longer source is expected and does not by itself mean more diffuse "
         "attention; divide by log n (counting only eligible keys, not padding) before "
-        "comparing. Entropy measures the concentration of one distribution, not whether the "
-        "right source was used, and differences may come from the inputs or the temperature. "
-        "One model and a few inputs do not make a general finding."),
+        "comparing. These numbers come from random vectors with a fixed scale (D_k = 3, "
+        "unscaled scores): another scale or temperature changes them. Entropy measures the "
+        "concentration of one distribution, not whether the right source was used. Random "
+        "keys are not a trained model: one setting does not make a general finding."),
 }
 # END SOLUTION
 

@@ -113,8 +113,8 @@ class AttentionCost:
             f"scores; the weights need as much again",
             f"multiply-adds       B*H * T*S*(D_k + D_v) = {B * H} x {T * S:,} x "
             f"({self.d_k} + {self.d_v}) = {self.multiply_adds:,}",
-            f"order               O(T S (D_k + D_v)) per batch item and head; "
-            f"storage O(T S)",
+            "order               O(T S (D_k + D_v)) per batch item and head; "
+            "storage O(T S)",
         ]
         if self.chunk is not None:
             label = f"streaming, chunk {self.chunk}"

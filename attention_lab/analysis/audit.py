@@ -1,21 +1,21 @@
-"""The chapter's attention audit as a function: ``audit(...)`` returns a readable report.
+"""The chapter's attention audit as a function: ``audit(fn, Q, K, V, ...)`` returns a report.
 
-    audit(None, Q, K, V, lengths=...)          # the package's torch attention on these inputs
-    audit(my_attention, Q, K, V, mask=...)     # any attention function (a black box)
-    audit(model, source=["abc", "abcdefgh"])   # the trained toy model's attention
+    audit(attention_lab.tensor.attention, Q, K, V, lengths=lengths, fill=float("-inf"))
+    audit(my_attention, Q, K, V, mask=mask, sources={"query": "decoder states", ...})
+    attention_lab.toy.audit.audit_model(model, source=["abc"])   # the trained toy model
 
-A function under audit is called as ``fn(Q, K, V, mask)`` with the combined boolean eligibility
-(True = eligible, broadcast to (..., T, S)) and must return ``(context, weights)``,
-``(context, weights, scores)`` or an object with ``.context`` and ``.weights`` (and optionally
-``.scores``), as numpy arrays or torch tensors.
+``fn`` is any attention callable: it is called as ``fn(Q, K, V, mask=...)`` with the combined
+boolean eligibility (True = eligible, broadcast to (..., T, S)) and returns ``(context,
+weights)``, ``(context, weights, scores)``, an object with ``.context`` and ``.weights`` (and
+optionally ``.scores``), or the context alone, as numpy arrays or torch tensors. What only the
+module's author knows is *declared*: ``sources`` (where the query, keys and values come from,
+projections, sharing, positions, truncation, cache), the score function, scale, fill, dropout.
 
 The report covers the chapter's audit list. Some entries are *measured* on the call (normalisation
 axis, masked mass, all-masked-row behaviour, score range, entropy, non-finite values, output norms,
 whether the context stays inside the range of the values, latency, tensor memory and whether a
-T x S matrix is formed); others can only be *declared* by whoever knows the module (where the query,
-keys and values come from, projections and parameter sharing, dropout, truncation, cache policy),
-and the report says which is which. Problems are flagged with ``[!!]`` (``fail``) or ``[ ?]``
-(``warn``), among them:
+T x S matrix is formed); the declared ones are marked as such. Problems are flagged with ``[!!]``
+(``fail``) or ``[ ?]`` (``warn``), among them:
 
 * ``wrong_axis``: the weights are normalised over the query axis (-2), not over the keys (-1);
 * ``post_softmax_mask``: masked keys have zero weight but the eligible weights do not sum to 1 (the
@@ -30,7 +30,7 @@ and the report says which is which. Problems are flagged with ``[!!]`` (``fail``
 * ``reference_mismatch``: the weights differ from a masked softmax of the scores.
 
 An audit does not establish that the attended positions explain the output: that needs the
-interventions of :mod:`attention_lab.explain`.
+interventions of :mod:`attention_lab.analysis.explain`.
 """
 
 from __future__ import annotations
@@ -123,15 +123,19 @@ def _np(x):
 
 
 def _unpack(out):
+    """(context, weights or None, scores or None) from what an attention callable returned."""
+    if hasattr(out, "context") and hasattr(out, "weights"):  # (before tuples: NamedTuples)
+        return out.context, out.weights, getattr(out, "scores", None)
     if isinstance(out, tuple):
         if len(out) == 2:
             return out[0], out[1], None
         if len(out) == 3:
             return out
-    if hasattr(out, "context") and hasattr(out, "weights"):
-        return out.context, out.weights, getattr(out, "scores", None)
+    if hasattr(out, "shape") and hasattr(out, "dtype"):  # the context alone (e.g. SDPA)
+        return out, None, None
     raise TypeError("the audited function must return (context, weights), (context, weights, "
-                    f"scores) or an object with .context and .weights; got {type(out).__name__}")
+                    "scores), an object with .context and .weights, or the context; got "
+                    f"{type(out).__name__}")
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -156,36 +160,41 @@ def _shape(x) -> str:
     return str(tuple(int(n) for n in x.shape))
 
 
-def audit(target=None, Q=None, K=None, V=None, *, mask=None, lengths=None,
-          is_causal: bool = False, causal_align: str = "upper_left", scale: float = 1.0,
-          temperature: float = 1.0, empty: str = "zeros", score: str = "dot", fill=None,
-          sources: dict | None = None, dropout: str | None = None, repeat: int = 5,
-          title: str | None = None, source=None, window=None, probe: bool = True) -> AuditReport:
-    """Audit an attention call (see the module docstring). Returns an :class:`AuditReport`.
+def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
+          causal_align: str = "upper_left", mask_arg: str = "mask", sources: dict | None = None,
+          score: str = "dot", scale: float = 1.0, temperature: float = 1.0, fill=None,
+          dropout: str | None = None, repeat: int = 5, title: str | None = None,
+          probe: bool = True) -> AuditReport:
+    """Audit one attention call (see the module docstring). Returns an :class:`AuditReport`.
 
-    ``target``: None (the package's :func:`attention_lab.tensor.attention` with ``scale``,
-    ``temperature``, ``empty``), a function ``fn(Q, K, V, mask)``, or a trained
-    :class:`~attention_lab.toy.model.ReversalModel` (then ``source`` is a list of source strings
-    and ``Q``, ``K``, ``V`` are taken from the model; ``window=(centre, half_width)`` and
-    ``temperature`` apply at inference).
+    Chapter, Level 4, *Attention modules need targeted tests*: the audit list, measured where a
+    call can show it and declared where only the module's author knows it.
 
-    Declared information: ``sources`` (dict with keys ``query``, ``key``, ``value``,
-    ``projections``, ``sharing``, ``positions``, ``truncation``, ``cache``), ``score`` (the score
-    function's name), ``fill`` (the fill value the function writes at masked scores, if known),
-    ``dropout``. ``probe=False`` skips the extra call with an all-masked row.
+    ``fn`` is any attention callable, called as ``fn(Q, K, V, mask=<bool eligibility>)`` when it
+    has a parameter named ``mask_arg`` (``"attn_mask"`` for ``torch.nn.functional.
+    scaled_dot_product_attention``), else as ``fn(Q, K, V, <eligibility>)``. It may return
+    ``(context, weights)``, ``(context, weights, scores)``, an object with ``.context`` and
+    ``.weights`` (``attention_lab.tensor.attention``, ``attention_lab.attend``) or the context
+    alone. ``mask``, ``lengths``, ``is_causal`` and
+    ``causal_align`` are combined into that one eligibility, True = eligible, broadcast to
+    ``(..., T, S)``.
+
+    Declared, not measured: ``sources`` (dict with keys ``query``, ``key``, ``value``,
+    ``projections``, ``sharing``, ``positions``, ``truncation``, ``cache``, ``rules``), ``score``
+    (the score function's name), ``scale`` and ``temperature`` (used to recompute dot-product
+    scores when the call returns none), ``fill`` (what the function writes at masked scores, if
+    known), ``dropout``. ``probe=False`` skips the extra call with an all-masked row.
     """
     import torch
 
-    from .toy.model import ReversalModel
+    from .. import tensor as T
 
-    if isinstance(target, ReversalModel):
-        return _audit_model(target, source=source, window=window, temperature=temperature,
-                            repeat=repeat, title=title)
+    if not callable(fn):
+        raise TypeError(f"fn must be an attention callable fn(Q, K, V, {mask_arg}=...), got "
+                        f"{type(fn).__name__}")
     for name, x in (("Q", Q), ("K", K), ("V", V)):
         if x is None:
             raise TypeError(f"audit needs {name} (the inputs of the call to audit)")
-    from . import tensor as T
-
     is_torch = isinstance(Q, torch.Tensor)
     Qt, Kt, Vt = (x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
                   for x in (Q, K, V))
@@ -194,21 +203,14 @@ def audit(target=None, Q=None, K=None, V=None, *, mask=None, lengths=None,
     full_shape = torch.broadcast_shapes(Qt.shape[:-2], Kt.shape[:-2]) + (Qt.shape[-2],
                                                                          Kt.shape[-2])
     m_full = (torch.ones(full_shape, dtype=torch.bool) if m is None else m.expand(full_shape))
-    declared_fill = fill
-    if target is None:
-        fn = _package_call(scale=scale, temperature=temperature, empty=empty)
-        score = "scaled dot" if scale != 1.0 else "dot"
-        declared_fill = -float("inf")  # in its float32/float64 working dtype
-        if title is None:
-            title = "Audit: attention_lab.tensor.attention"
-    else:
-        fn = target
-        if title is None:
-            title = f"Audit: {getattr(target, '__name__', type(target).__name__)}"
+    if title is None:
+        title = f"Audit: {getattr(fn, '__name__', type(fn).__name__)}"
 
-    def call(mask_arg):
-        arg = mask_arg if is_torch else mask_arg.numpy()
-        return fn(Q, K, V, arg)
+    by_name = _takes_keyword(fn, mask_arg)
+
+    def call(mask_value):
+        arg = mask_value if is_torch else mask_value.numpy()
+        return fn(Q, K, V, **{mask_arg: arg}) if by_name else fn(Q, K, V, arg)
 
     declared = dict(sources or {})
     rules = []
@@ -223,25 +225,27 @@ def audit(target=None, Q=None, K=None, V=None, *, mask=None, lengths=None,
         declared.setdefault("positions", f"causal alignment {causal_align} (SDPA's is_causal is "
                                          f"upper_left)")
     return _audit_call(call, Qt, Kt, Vt, m_full, declared=declared, score=score, scale=scale,
-                       temperature=temperature, fill=declared_fill, dropout=dropout,
+                       temperature=temperature, fill=fill, dropout=dropout,
                        repeat=repeat, title=title, probe=probe, same_kv=K is V)
 
 
-def _package_call(*, scale, temperature, empty):
-    from . import tensor as T
+def _takes_keyword(fn, name: str) -> bool:
+    """Whether ``fn`` accepts the keyword argument ``name``."""
+    import inspect
 
-    def package_attention(Q, K, V, mask):
-        r = T.attention(Q, K, V, mask=mask, scale=scale, temperature=temperature, empty=empty)
-        return r.context, r.weights
-    return package_attention
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: try the keyword
+        return True
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, fill, dropout,
-                repeat, title, probe, same_kv=False, extra=None) -> AuditReport:
+                repeat, title, probe, same_kv=False) -> AuditReport:
     import torch
 
-    from ._memory import tensor_memory
-    from .softmax import entropy, fill_overflows, softmax
+    from .._memory import tensor_memory
+    from ..softmax import entropy, fill_overflows, softmax
 
     rep = AuditReport(title)
     T_, S = Q.shape[-2], K.shape[-2]
@@ -424,13 +428,10 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
 
     # ---- explanation -----------------------------------------------------------------------------
     rep.add("Explanation", "interventions", "not run by the audit: attention weights alone do "
-            "not show which inputs explain the output; see attention_lab.explain",
+            "not show which inputs explain the output; see attention_lab.analysis.explain",
             measured=False)
     rep.data.update(context=ctx, weights=w, scores=sc, mask=mask_np, seconds=t_med,
                     peak_tensor_bytes=mem.peak_bytes)
-    if extra:
-        for item in extra:
-            rep.items.append(item)
     return rep
 
 
@@ -474,63 +475,3 @@ def _probe_empty(call, m_full, rep: AuditReport) -> str:
     if np.allclose(row_c, 0) and (row_w is None or np.allclose(row_w, 0)):
         return "zeros: weights 0 and context 0 (probed; SDPA's behaviour, empty='zeros')"
     return "something else: neither zeros, NaN nor uniform (probed)"
-
-
-def _audit_model(model, *, source, window, temperature, repeat, title) -> AuditReport:
-    """Audit the toy model's attention: its real queries (decoder states), keys and values."""
-    import torch
-
-    from .toy import data as tdata
-    from .toy.model import single_thread
-
-    c = model.config
-    if source is None:
-        source = ["abc", "abcdefgh", "lkjihgfedcba"]
-    if isinstance(source, str):
-        source = [source]
-    toks = [tdata.encode(s, c.n_symbols, c.max_len, c.min_len) for s in source]
-    tokens, lengths = tdata.pad_batch(toks, c.max_len)
-    with single_thread():
-        d = model.decode(tokens, lengths, temperature=temperature, window=window,
-                         force=tdata.reverse_targets(tokens, lengths))
-        tk, ln = torch.from_numpy(tokens), torch.from_numpy(lengths)
-        with torch.no_grad():
-            keys, values, _ = model.encode(tk, ln)
-    Q = torch.from_numpy(d.queries)
-    # the eligibility decode used: padding (and the window); the steps after a source's end have
-    # no eligible key (the model gives them zero weights), so they count as all-masked rows
-    mask = torch.from_numpy(d.mask.copy())
-
-    def model_attention(Qx, Kx, Vx, m):
-        with single_thread():
-            w, ctx, s = model.attend(Qx, Kx, Vx, m, temperature)
-        return ctx, w, s
-
-    name = "additive (Bahdanau): v^T tanh(W_q h_t + W_k enc_j)" if c.score == "additive" else \
-        "dot on projections: (W_q h_t) . (W_k enc_j), unscaled"
-    rules = "padding (source lengths)"
-    if window is not None:
-        rules += f", local window |j - {window[0]}| <= {window[1]} at every step"
-    sources = {
-        "query": "decoder GRU state h_t (before W_q)",
-        "key": "W_k x bidirectional GRU encoder states",
-        "value": "source symbol embeddings (unprojected)",
-        "projections": f"W_q ({c.hidden} -> {c.attn}), W_k ({2 * c.hidden} -> {c.attn})"
-                       + (", v (attn -> 1)" if c.score == "additive" else ""),
-        "sharing": "the value table is the encoder's input embedding (shared)",
-        "positions": "0-based; output step t should attend to source S-1-t (reversal)",
-        "truncation": f"sources of length {c.min_len}..{c.max_len}, no truncation",
-        "cache": "keys and values computed once per source and reused at every step",
-        "rules": rules,
-    }
-    if title is None:
-        title = f"Audit: toy reversal model ({c.score} scores), {len(source)} source(s)"
-    from . import tensor as T
-
-    rep = _audit_call(lambda m: model_attention(Q, keys.detach(), values.detach(), m), Q,
-                      keys.detach(), values.detach(), mask,
-                      declared=sources, score=name, scale=1.0, temperature=temperature,
-                      fill=T.mask_fill(torch.float32), dropout="none (no dropout in the model)",
-                      repeat=repeat, title=title, probe=True)
-    rep.data["decoded"] = d
-    return rep

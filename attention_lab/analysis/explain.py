@@ -35,9 +35,9 @@ from typing import Callable
 
 import numpy as np
 
-from . import _validate as V
-from ._validate import shape_str
-from .softmax import softmax
+from .. import _validate as V
+from .._validate import shape_str
+from ..softmax import softmax
 
 
 @dataclass(frozen=True)

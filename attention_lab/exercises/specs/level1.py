@@ -1,0 +1,259 @@
+"""The checks of the level-1 exercise notebook (intuition): 1.1 the parts of the running example,
+1.2 a context vector, 1.3 the convex hull, 1.4 a test of query dependence."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...examples import HULL_VALUES, HULL_WEIGHTS, running_example
+from ...grading.probe import Impl
+from ...softmax import softmax
+from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type,
+                       diagnose, dirichlet, fmt, numeric, rand, to_array, expect_shape,
+                       value_mismatch)
+
+_RX = running_example()
+
+
+# ---------------------------------------------------------------- 1.1 parts of the running example
+class Parts(Spec):
+    FIELDS = ("query", "keys", "values", "scores", "weights", "context")
+
+    def reference(self):
+        r = running_example()
+        s = r.keys @ r.query
+        w = softmax(s)
+        return {"query": r.query, "keys": r.keys, "values": r.values, "scores": s, "weights": w,
+                "context": w @ r.values}
+
+    def wrong(self, name):
+        r = running_example()
+        s = r.keys @ r.query
+        w = softmax(s)
+        e = np.exp(s)
+        return {
+            "query": [],
+            "keys": [(r.values, "it holds the values: keys are what the query is matched against, "
+                               "values are what gets returned"),
+                     (r.keys.T, "it is transposed: one row per source")],
+            "values": [(r.keys, "it holds the keys: keys are matched, values are returned")],
+            "scores": [(r.keys @ (r.W.T @ r.query), "these are the bilinear scores q^T W k; the "
+                        "running example's scores are the plain dot product"),
+                       (s / math.sqrt(3), "these are scaled by 1/sqrt(D_k); the chapter's dot "
+                        "product is unscaled"),
+                       (w, "these are the weights (after softmax); scores come before it")],
+            "weights": [(e, "these are exp(scores) before dividing by their sum"),
+                        (s / s.sum(), "you divided the scores by their sum; softmax "
+                         "exponentiates first"),
+                        (softmax(s, mask=r.valid), "these are the masked weights; the running "
+                         "example's weights use all five keys"),
+                        (s, "these are the scores; the weights are their softmax")],
+            "context": [(w @ r.keys, "it mixes the keys; attention mixes the values"),
+                        (r.values.mean(axis=0), "this is the plain average of the values; the "
+                         "weights decide the mix"),
+                        (w, "these are the weights; the context is their mix of the values")],
+        }[name]
+
+    def judge_value(self, value) -> tuple[str, str]:
+        if not isinstance(value, dict):
+            return "fail", (f"parts is {describe_type(value)}; expected a dict with the keys "
+                            f"{', '.join(self.FIELDS)}")
+        missing = [k for k in self.FIELDS if k not in value]
+        if len(missing) == len(self.FIELDS):
+            return "fail", f"parts has none of the keys {', '.join(self.FIELDS)}"
+        ref = self.reference()
+        problems = []
+        for k in self.FIELDS:
+            if k not in value:
+                problems.append(f"parts[{k!r}] is missing")
+                continue
+            v = value[k]
+            if v is Ellipsis:
+                problems.append(f"parts[{k!r}] is still `...`")
+                continue
+            try:
+                arr = numeric(to_array(v, f"parts[{k!r}]"), f"parts[{k!r}]")
+                if tuple(arr.shape) != ref[k].shape:
+                    hint = ""
+                    for wrong, why in self.wrong(k):
+                        if np.shape(wrong) == arr.shape and close(arr, wrong):
+                            hint = f": {why}"
+                    raise Reject(f"parts[{k!r}] has shape {tuple(arr.shape)} but the running "
+                                 f"example's {k} has shape {ref[k].shape}{hint}")
+                if not close(arr, ref[k]):
+                    for wrong, why in self.wrong(k):
+                        if np.shape(wrong) == arr.shape and close(arr, wrong):
+                            raise Reject(f"parts[{k!r}] is wrong: {why}")
+                    raise Reject(f"parts[{k!r}] = {fmt(arr)} is not the running example's {k}")
+            except Reject as r:
+                problems.append(str(r))
+        if not problems:
+            return "pass", ""
+        more = f" (and {len(problems) - 1} more: " + "; ".join(problems[1:3]) + ")" \
+            if len(problems) > 1 else ""
+        return "fail", problems[0] + more
+
+
+# ---------------------------------------------------------------- 1.2 context vector
+class ContextVector(Spec):
+    def fixed(self):
+        hv, hw = np.array(HULL_VALUES), np.array(HULL_WEIGHTS[0])
+        rng = np.random.default_rng(7)
+        sq = np.round(rng.normal(size=(4, 4)), 2)
+        return [
+            Case("the chapter's convex-hull example: three 2-D values, weights [0.6 0.3 0.1]",
+                 (hw, hv), ("weights", "values")),
+            Case("one-hot weights pick out one value", (np.array([0.0, 1.0, 0.0]), hv),
+                 ("weights", "values")),
+            Case("a single source (S=1)", (np.array([1.0]), np.array([[0.2, -1.0, 3.0]])),
+                 ("weights", "values")),
+            Case("four values of width four (a square values matrix)",
+                 (np.array([0.1, 0.2, 0.3, 0.4]), sq), ("weights", "values")),
+            Case("the running example's five values (D_v = 3) with its softmax weights",
+                 (softmax(_RX.keys @ _RX.query), _RX.values), ("weights", "values")),
+            Case("all-zero weights (an all-masked row): the context is 0",
+                 (np.zeros(3), hv), ("weights", "values")),
+        ]
+
+    def random(self, rng):
+        out = []
+        for _ in range(self.n_random):
+            S, D = int(rng.integers(2, 8)), int(rng.integers(1, 6))
+            out.append(Case(f"random: S={S} values of width D_v={D}",
+                            (dirichlet(rng, S), rand(rng, S, D)), ("weights", "values")))
+        return out
+
+    def compare(self, case, out):
+        w, V = case.args
+        ref = w @ V  # the definition of the context: sum_i w_i v_i
+        arr = numeric(to_array(out))
+        if arr.shape == V.shape and arr.shape != ref.shape:
+            raise Reject(f"your result has shape {arr.shape}, one row per value: you scaled the "
+                         f"values but did not add them up")
+        expect_shape(arr, ref.shape, "your context", "one entry per value coordinate, D_v")
+        if np.isnan(arr.astype(float)).any():
+            note = " (dividing by the sum of the weights fails for all-zero weights; the weights " \
+                   "already sum to 1 or, for an all-masked row, to 0)" if not w.any() else ""
+            raise Reject(f"your context contains NaN{note}")
+        if not close(arr, ref):
+            why = diagnose(case, arr, [
+                (lambda c: (c.args[0][:, None] * c.args[1]).mean(axis=0),
+                 "you took the mean of the weighted values; the context is their sum"),
+                (lambda c: c.args[1] @ c.args[0] if c.args[1].shape[0] == c.args[1].shape[1]
+                 else None, "you computed values @ weights, which mixes the coordinates inside "
+                 "each value; the weights index the S values: weights @ values"),
+                (lambda c: c.args[1].sum(axis=0), "you added the values up without weighting them"),
+                (lambda c: c.args[1].mean(axis=0), "you averaged the values without the weights"),
+            ], ref=ref)
+            raise Reject(why or value_mismatch(arr, ref, what="your context"))
+
+
+# ---------------------------------------------------------------- 1.3 convex hull
+def _hull_case(note, context, values, expect, kind=""):
+    return Case(note, (np.asarray(context, dtype=float), np.asarray(values, dtype=float)),
+                ("context", "values"), data={"expect": expect, "kind": kind})
+
+
+class ConvexHull(Spec):
+    """Membership of the convex hull of S <= D_v + 1 values in general position. Every case's
+    answer is known by construction: inside points are mixtures with weights >= 0 that sum to 1;
+    outside points have a negative barycentric weight or leave the values' affine hull."""
+
+    def fixed(self):
+        hv = np.array(HULL_VALUES)
+        tri3 = np.array([[0.0, 0.0, 0.0], [1.0, 0.2, 0.4], [0.3, 1.0, 0.9]])
+        edge = 0.5 * (hv[1] + hv[2])
+        normal = np.array([hv[2, 1] - hv[1, 1], hv[1, 0] - hv[2, 0]])  # outward, for edge 2-3
+        normal /= np.linalg.norm(normal)
+        return [
+            _hull_case("the chapter's context 1 (weights [0.6 0.3 0.1]), inside the triangle",
+                       np.array(HULL_WEIGHTS[0]) @ hv, hv, True),
+            _hull_case("a context equal to value 2 (one-hot weights): a vertex, on the boundary, "
+                       "which counts as inside", hv[1], hv, True, "boundary"),
+            _hull_case("the midpoint of values 2 and 3: on an edge, which counts as inside", edge,
+                       hv, True, "boundary"),
+            _hull_case("a context inside the coordinate ranges of the values (0..2.6 and 0..2.1) "
+                       "but outside the triangle", [2.0, 1.8], hv, False, "range"),
+            _hull_case("a context 0.01 beyond the edge between values 2 and 3 (inside the "
+                       "coordinate ranges)", edge + 0.01 * normal, hv, False, "range"),
+            _hull_case("a context outside the range in coordinate 1", [1.0, 2.5], hv, False),
+            _hull_case("a single value (S=1) and a context equal to it", [0.3, -0.2, 0.5],
+                       [[0.3, -0.2, 0.5]], True),
+            _hull_case("two values (a segment in 2-D) and a point on it", [0.5, 1.0],
+                       [[0.0, 0.0], [1.0, 2.0]], True),
+            _hull_case("two values (a segment in 2-D) and a point beside it, inside the "
+                       "coordinate ranges", [0.5, 0.5], [[0.0, 0.0], [1.0, 2.0]], False, "plane"),
+            _hull_case("three values in 3-D and a mixture of them (weights [0.2 0.5 0.3])",
+                       np.array([0.2, 0.5, 0.3]) @ tri3, tri3, True),
+            _hull_case("three values in 3-D and a context 0.05 off their plane, inside the "
+                       "coordinate ranges", np.array([0.2, 0.5, 0.3]) @ tri3
+                       + 0.05 * np.array([0.57, 0.11, -0.81]), tri3, False, "plane"),
+            _hull_case("a context 1e-12 beyond the edge between values 2 and 3 (rounding noise, "
+                       "within the 1e-9 tolerance)", edge + 1e-12 * normal, hv, True, "boundary"),
+        ]
+
+    def random(self, rng):
+        out = []
+        for i in range(self.n_random + 1):
+            D = int(rng.integers(2, 5))
+            S = int(rng.integers(2, D + 2))
+            V = rand(rng, S, D)
+            w = 0.05 + dirichlet(rng, S)
+            inside = i % 2 == 0
+            if not inside:  # one barycentric weight below zero: outside the hull
+                w[int(rng.integers(0, S))] = -float(rng.uniform(0.1, 0.5))
+            w /= w.sum()
+            out.append(_hull_case(f"random: S={S} values of width {D}, a context "
+                                  f"{'inside' if inside else 'outside'} their hull", w @ V, V,
+                                  inside))
+        return out
+
+    def compare(self, case, out):
+        got = as_bool(out)
+        expect, kind = case.data["expect"], case.data["kind"]
+        if got == expect:
+            return
+        if expect and kind == "boundary":
+            raise Reject("you returned False for a context on the hull's boundary (a vertex or an "
+                         "edge), which counts as inside: allow each weight down to -1e-9 and "
+                         "compare with a tolerance")
+        if expect:
+            raise Reject("you returned False for a context that is a mixture of the values with "
+                         "weights >= 0 summing to 1, so inside the hull")
+        if kind == "range":
+            raise Reject("you returned True for a context outside the hull although it lies "
+                         "inside every coordinate's range: the coordinate test is necessary, not "
+                         "sufficient; find the weights that reproduce the context and check "
+                         "their signs")
+        if kind == "plane":
+            raise Reject("you returned True for a context that no mixture of the values "
+                         "reproduces (it lies off the line or plane they span): check that your "
+                         "weights really give back the context")
+        raise Reject("you returned True for a context outside the hull (one of its weights is "
+                     "negative, or it leaves the values' range)")
+
+
+# ---------------------------------------------------------------- 1.4 query-dependence test
+IMPL_EXPECT = {"A": True, "B": False, "C": False, "D": True, "E": True, "F": False}
+
+
+class QueryDependence(Spec):
+    def fixed(self):
+        return [Case(IMPL_NOTES[c], (Impl(c),), ("attend",), data={"expect": IMPL_EXPECT[c]})
+                for c in ("A", "B", "C", "D", "E", "F")]
+
+    def compare(self, case, out):
+        got = as_bool(out, "your test's result")
+        if got != case.data["expect"]:
+            if case.data["expect"]:
+                raise Reject(f"your test rejected {IMPL_NOTES[case.args[0].code]}: do your two "
+                             f"queries really differ in a direction the keys can see (different "
+                             f"score patterns, not just a constant shift)?")
+            raise Reject(f"your test accepted {IMPL_NOTES[case.args[0].code]}: it must return "
+                         f"False when two different queries retrieve the same context (a test "
+                         f"that cannot fail proves nothing)")
+
+
+SPECS = {"1.1": Parts(), "1.2": ContextVector(), "1.3": ConvexHull(), "1.4": QueryDependence()}

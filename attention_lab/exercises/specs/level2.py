@@ -1,0 +1,444 @@
+"""The checks of the level-2 exercise notebook (mechanics): 2.1 dot-product scores, 2.2 softmax by
+hand, 2.4 temperature, 2.5 a padding mask, 2.6 masked softmax and a test of it, 2.7 a local
+window. Positions are numbered 1..S in every message, as in the notebooks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...attention import attend
+from ...examples import running_example
+from ...grading.probe import Impl, TooLarge, Unsupported
+from ...masks import local_mask, padding_mask
+from ...scores import dot_scores
+from ...softmax import softmax
+from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_bool, as_tuple, check_weights, close,
+                       describe_type, diagnose, expect_shape, fmt, numeric, rand, softmax_axis,
+                       to_array, value_mismatch)
+
+_RX = running_example()
+
+
+def softmax64(scores, temperature=1.0, **kw):
+    """The reference softmax in float64 (the cases hold float16 and float32 scores too)."""
+    return softmax(np.asarray(scores, dtype=np.float64), temperature=temperature, **kw)
+
+
+# ---------------------------------------------------------------- 2.1 dot scores
+class DotScores(Spec):
+    def fixed(self):
+        rng = np.random.default_rng(11)
+        return [
+            Case("the chapter's query and its first three keys", (_RX.query, _RX.keys[:3]),
+                 ("query", "keys")),
+            Case("one key (S=1)", (_RX.query, _RX.keys[:1]), ("query", "keys")),
+            Case("keys of width D_k=1", (np.array([2.0]), np.array([[1.0], [-0.5], [0.0], [3.0]])),
+                 ("query", "keys")),
+            Case("five keys of width two (S=5, D_k=2)",
+                 (np.array([0.5, -1.0]), np.round(rng.normal(size=(5, 2)), 2)),
+                 ("query", "keys")),
+            Case("two keys of width four (S=2, D_k=4)",
+                 (np.array([1.0, 0.0, -1.0, 2.0]), np.round(rng.normal(size=(2, 4)), 2)),
+                 ("query", "keys")),
+        ]
+
+    def random(self, rng):
+        out = []
+        for _ in range(self.n_random):
+            S, D = int(rng.integers(1, 8)), int(rng.integers(1, 7))
+            out.append(Case(f"random: S={S} keys of width D_k={D}", (rand(rng, D), rand(rng, S, D)),
+                            ("query", "keys")))
+        return out
+
+    def compare(self, case, out):
+        q, K = case.args
+        ref = dot_scores(q, K)
+        arr = numeric(to_array(out, "your scores"), "your scores")
+        if arr.shape == (K.shape[1],) and arr.shape != ref.shape:
+            raise Reject(f"your scores have shape {arr.shape}, one per key coordinate: you summed "
+                         f"over the keys (axis 0) instead of over each key's coordinates")
+        expect_shape(arr, ref.shape, "your scores", "one score per key")
+        if not close(arr, ref):
+            why = diagnose(case, arr, [
+                (lambda c: (c.args[1] @ c.args[0]) / math.sqrt(c.args[1].shape[1]),
+                 "your scores are divided by sqrt(D_k); the chapter's dot product is unscaled "
+                 "(scaling is the separate 'scaled dot product')"),
+                (lambda c: (c.args[1] @ c.args[0]) / (np.linalg.norm(c.args[1], axis=1)
+                                                      * np.linalg.norm(c.args[0])),
+                 "you divided by the norms (cosine similarity); the dot product does not"),
+                (lambda c: (c.args[1] * c.args[0]).sum(axis=0) if c.args[1].shape[0]
+                 == c.args[1].shape[1] else None,
+                 "you summed over the keys (axis 0) instead of over each key's coordinates"),
+                (lambda c: c.args[0] @ c.args[1] if c.args[1].shape[0] == c.args[1].shape[1]
+                 else None, "you computed query @ keys, which combines the keys' columns; each "
+                 "score pairs the query with one key (a row): keys @ query"),
+                (lambda c: softmax(c.args[1] @ c.args[0]),
+                 "these are softmax weights; the scores come before the softmax"),
+                (lambda c: -(c.args[1] @ c.args[0]), "your scores have the wrong sign"),
+            ], ref=ref)
+            raise Reject(why or value_mismatch(arr, ref, what="your scores"))
+
+
+# ---------------------------------------------------------------- 2.2 softmax by hand
+class ByHand(Spec):
+    SCORES = np.array([2.0, 1.0, 0.1])
+
+    def judge_value(self, value) -> tuple[str, str]:
+        if isinstance(value, (dict, str)) or value is None:
+            return "fail", (f"softmax_by_hand is {describe_type(value)}; expected a list of three "
+                            f"numbers")
+        try:
+            arr = numeric(to_array(value, "softmax_by_hand"), "softmax_by_hand")
+        except Reject as r:
+            return "fail", str(r)
+        if arr.shape != (3,):
+            return "fail", (f"softmax_by_hand has shape {tuple(arr.shape)}; expected three "
+                            f"numbers, one weight per score")
+        ref = softmax(self.SCORES)
+        a = arr.astype(np.float64)
+        wrongs = [(np.exp(self.SCORES), "these look like exp(e_i) before dividing by their sum"),
+                  (self.SCORES / self.SCORES.sum(), "you divided the scores by their sum; "
+                   "softmax exponentiates each score first"),
+                  (ref[::-1], "the weights are in reverse order: the largest score (2.0, first) "
+                   "gets the largest weight")]
+        if np.all(np.abs(a - ref) <= 1.1e-3):
+            return "pass", ""
+        for wrong, why in wrongs:
+            if np.all(np.abs(a - wrong) <= 2e-2):
+                return "fail", f"softmax_by_hand = {fmt(a)} is wrong: {why}"
+        total = a.sum()
+        if abs(total - 1) > 3e-3:
+            return "fail", (f"softmax_by_hand = {fmt(a)} sums to {total:.4f}, not 1: the weights "
+                            f"of a softmax always add up to 1")
+        bad = np.abs(a - ref) > 1.1e-3
+        i = int(np.argmax(bad))
+        return "fail", (f"softmax_by_hand = {fmt(a)}: entry {i + 1} (for score "
+                        f"{self.SCORES[i]}) is off by more than rounding to three decimals allows")
+
+
+# ---------------------------------------------------------------- 2.4 temperature
+class Temperature(Spec):
+    def fixed(self):
+        s = _RX.keys @ _RX.query
+        return [
+            Case("the chapter's dot scores at temperature 1", (s, 1.0), ("scores", "temperature")),
+            Case("the chapter's dot scores at temperature 0.5", (s, 0.5),
+                 ("scores", "temperature")),
+            Case("the chapter's dot scores at temperature 2", (s, 2.0), ("scores", "temperature")),
+            Case("scores [1 2 3] at a high temperature (10): nearly uniform",
+                 (np.array([1.0, 2.0, 3.0]), 10.0), ("scores", "temperature")),
+            Case("two rows of scores (2, 4) at temperature 0.7: each row is one distribution",
+                 (np.array([[0.5, -1.0, 2.0, 0.0], [3.0, 1.0, 1.0, -2.0]]), 0.7),
+                 ("scores", "temperature")),
+            Case("a single key (S=1)", (np.array([0.3]), 0.5), ("scores", "temperature")),
+            Case("a 3x3 block of scores at temperature 0.25",
+                 (np.array([[0.1, 0.5, -0.2], [1.0, 0.0, 0.3], [-0.4, 0.2, 0.6]]), 0.25),
+                 ("scores", "temperature")),
+        ]
+
+    def random(self, rng):
+        out = []
+        for i in range(self.n_random):
+            shape = (int(rng.integers(2, 7)),) if i % 2 == 0 else (int(rng.integers(2, 4)),
+                                                                   int(rng.integers(2, 6)))
+            tau = float(np.round(rng.uniform(0.2, 5.0), 2))
+            out.append(Case(f"random: scores of shape {shape} at temperature {tau}",
+                            (rand(rng, *shape), tau), ("scores", "temperature")))
+        return out
+
+    def compare(self, case, out):
+        s, tau = case.args
+        ref = softmax64(s, tau)
+        try:
+            check_weights(out, ref)
+        except Reject as r:
+            arr = to_array(out) if not isinstance(out, (Unsupported, TooLarge)) else None
+            if arr is None or arr.shape != ref.shape or arr.dtype.kind not in "f":
+                raise
+            why = diagnose(case, arr, [
+                (lambda c: softmax64(c.args[0] * c.args[1]) if c.args[1] != 1 else None,
+                 "your weights match softmax(scores * temperature): the temperature divides the "
+                 "scores"),
+                (lambda c: softmax64(c.args[0]) if c.args[1] != 1 else None,
+                 "your weights do not change with the temperature"),
+                (lambda c: softmax_axis(c.args[0] / c.args[1], 0) if c.args[0].ndim > 1 else None,
+                 "you normalised over axis 0 (down the columns); each row of scores is one "
+                 "distribution over keys: use axis -1"),
+            ], ref=ref)
+            raise Reject(why or str(r)) from None
+
+
+# ---------------------------------------------------------------- 2.5 padding mask
+class PaddingMask(Spec):
+    n_random = 2
+
+    def fixed(self):
+        return [
+            Case("the chapter's batch: lengths 5, 3, 1 and S=5", (np.array([5, 3, 1]), 5),
+                 ("lengths", "S")),
+            Case("one sequence of length 1, S=1", (np.array([1]), 1), ("lengths", "S")),
+            Case("lengths 2 and 4 with S=6: no sequence reaches S", (np.array([2, 4]), 6),
+                 ("lengths", "S")),
+            Case("lengths 0 and 3, S=3: an empty sequence (an all-masked row)",
+                 (np.array([0, 3]), 3), ("lengths", "S")),
+            Case("three full sequences, lengths 3, 3, 3 and S=3", (np.array([3, 3, 3]), 3),
+                 ("lengths", "S")),
+        ]
+
+    def random(self, rng):
+        out = []
+        for _ in range(self.n_random):
+            B, S = int(rng.integers(1, 5)), int(rng.integers(1, 9))
+            out.append(Case(f"random: {B} lengths, S={S}",
+                            (rng.integers(0, S + 1, size=B), S), ("lengths", "S")))
+        return out
+
+    def compare(self, case, out):
+        L, S = case.args
+        ref = padding_mask(L, S)
+        arr = to_array(out, "your mask")
+        if arr.dtype != bool:
+            raise Reject(f"your mask has dtype {arr.dtype}; return booleans (True = eligible), "
+                         f"e.g. from a comparison such as np.arange(S) < lengths[:, None]")
+        if arr.shape != ref.shape and arr.ndim == 2 and arr.shape[0] == len(L) \
+                and arr.shape[1] == int(L.max(initial=0)):
+            raise Reject(f"your mask has shape {arr.shape}: {arr.shape[1]} columns = the longest "
+                         f"length, but the mask needs S={S} columns (one per source position)")
+        expect_shape(arr, ref.shape, "your mask", "one row per sequence, one column per position")
+        if np.array_equal(arr, ref):
+            return
+        pos = np.arange(S)
+        if np.array_equal(arr, ~ref):
+            raise Reject("your mask is inverted: True marks padding here, but the convention is "
+                         "True = eligible (PyTorch's key_padding_mask is the opposite; convert "
+                         "with ~)")
+        if np.array_equal(arr, pos <= L[:, None]):
+            raise Reject("one position too many is eligible: a sequence of length n has the real "
+                         "positions 1..n, which are the columns 0..n-1 (column < length)")
+        if np.array_equal(arr, pos < (L[:, None] - 1)):
+            raise Reject("the last real position of each sequence is masked: a sequence of length "
+                         "n has the real positions 1..n, the columns 0..n-1 (column < length)")
+        b = int(np.argwhere((arr != ref).any(axis=1))[0][0])
+        raise Reject(f"row {b + 1} (length {int(L[b])}) is wrong: yours {fmt(arr[b])}")
+
+
+# ---------------------------------------------------------------- 2.6 masked softmax, tested
+FAR_BELOW = ("NaN in a row whose eligible scores are all far below zero: every exp(score - max) "
+             "underflowed to 0 and the row became 0/0. Subtract the maximum over the *eligible* "
+             "keys: a masked score set to 0 (scores * mask) becomes the row's maximum, and so does "
+             "no shift at all; fill masked scores with -inf (np.where(mask, scores, -np.inf))")
+
+
+def masked_softmax_mistakes(mask_of):
+    """Known wrong masked softmaxes (``mask_of(case)`` gives the case's mask) and their messages,
+    shared by checks 2.6 and 3.2."""
+    def zeroed(c):
+        sc = np.asarray(c.args[0], dtype=np.float64) * mask_of(c)
+        return softmax64(sc) * mask_of(c)
+
+    return [
+        (lambda c: softmax64(c.args[0]) * mask_of(c),
+         "you masked after the softmax without renormalising: masked keys are 0 but the "
+         "eligible weights no longer sum to 1 (mask before the softmax, or divide by the new sum)"),
+        (lambda c: softmax64(np.asarray(c.args[0], dtype=np.float64) * mask_of(c)),
+         "your masked keys get weight: setting masked scores to 0 (scores * mask) makes them "
+         "ordinary keys with score 0; fill them with -inf"),
+        (lambda c: zeroed(c) / zeroed(c).sum(-1, keepdims=True),
+         "you set the masked scores to 0 (scores * mask) and renormalised: right in exact "
+         "arithmetic, but a masked 0 then sets the row's maximum; fill masked scores with -inf"),
+        (lambda c: softmax64(c.args[0], mask=~mask_of(c))
+         if (~mask_of(c)).any(axis=-1).all() else None,
+         "your weights sit on the masked keys: True means eligible"),
+    ]
+
+
+#: what a correct test of masking says about each implementation (2.6): the masked keys get
+#: exactly 0 and the other weights sum to 1, on rows that have an eligible key
+MASKING_TEST_EXPECT = {"G": True, "N": True, "H": True, "J": False, "K": False, "L": False,
+                       "M": False, "O": False}
+
+
+def judge_test_answer(case: Case, out, expect: bool, hint_accept: str, hint_reject: str) -> None:
+    """Compare a student's test's verdict on the implementation ``case.args[0]``."""
+    got = as_bool(out, "your test's result")
+    if got == expect:
+        return
+    note = IMPL_NOTES[case.args[0].code]
+    if expect:
+        raise Reject(f"your test rejected {note}: {hint_accept}")
+    raise Reject(f"your test accepted {note}: {hint_reject}")
+
+
+class MaskedSoftmax(Spec):
+    """``masked_softmax(scores, mask)`` on fixed and random cases, and the student's test
+    ``test_masked_softmax(masked_softmax) -> bool`` on correct and broken implementations."""
+
+    n_random = 2
+    NAMES = ("scores", "mask")
+
+    def fixed(self):
+        s = _RX.keys @ _RX.query
+        rng = np.random.default_rng(5)
+        b = np.round(rng.normal(size=(3, 5)), 2)
+        s3 = np.round(rng.normal(size=(2, 3, 4)), 2)
+        m3 = np.array([[[True, True, False, True]], [[False, True, True, False]]])
+        far = np.array([True, True, True, False])
+        return [
+            Case("the chapter's five dot scores, keys 4 and 5 masked", (s, _RX.valid.copy()),
+                 self.NAMES),
+            Case("three rows with lengths 5, 3 and 1 (a padding mask)",
+                 (b, padding_mask([5, 3, 1], 5)), self.NAMES),
+            Case("no key masked: a plain softmax", (s, np.ones(5, dtype=bool)), self.NAMES),
+            Case("a single eligible key (S=1)", (np.array([0.7]), np.array([True])), self.NAMES),
+            Case("a masked key with by far the largest score (8.0)",
+                 (np.array([0.5, 8.0, -0.3, 1.0]), np.array([True, False, True, True])),
+                 self.NAMES),
+            Case("scores (2, 3, 4) with a mask (2, 1, 4) that broadcasts over the queries",
+                 (s3, m3), self.NAMES),
+            Case("float16 eligible scores far below zero, [-20 -19 -18], beside a masked key",
+                 (np.array([-20.0, -19.0, -18.0, 0.5], dtype=np.float16), far), self.NAMES,
+                 data={"far": True}),
+            Case("float64 eligible scores around -1e4 beside a masked key",
+                 (np.array([-1e4, -1e4 + 1, -1e4 + 2, 3.0]), far), self.NAMES,
+                 data={"far": True}),
+        ] + [Case(IMPL_NOTES[code], (Impl(code),), ("masked_softmax",), 1) for code in
+             MASKING_TEST_EXPECT]
+
+    def random(self, rng):
+        out = []
+        for _ in range(self.n_random):
+            T, S = int(rng.integers(1, 4)), int(rng.integers(2, 7))
+            m = rng.random((T, S)) < 0.6
+            m[np.arange(T), rng.integers(0, S, size=T)] = True
+            out.append(Case(f"random: scores ({T}, {S}) with a random mask",
+                            (rand(rng, T, S, scale=2), m), self.NAMES))
+        return out
+
+    def compare(self, case, out):
+        if case.fn == 1:
+            return judge_test_answer(
+                case, out, MASKING_TEST_EXPECT[case.args[0].code],
+                "check masked keys for exactly 0 and each row's sum against 1 with a tolerance, "
+                "on rows that have an eligible key (rows without one are exercise 11's)",
+                "a test of masking checks that every masked weight is exactly 0 (== 0, not "
+                "allclose) and that every row's weights sum to 1")
+        s, m = case.args
+        ref = softmax64(s, mask=m)
+        mask = np.broadcast_to(m, ref.shape)
+        arr = numeric(to_array(out))
+        dtype = arr.dtype if arr.dtype.kind == "f" else None
+        if case.data.get("far") and arr.shape == ref.shape and np.isnan(arr).any():
+            raise Reject(f"your weights: {FAR_BELOW}")
+        try:
+            check_weights(arr, ref, mask=mask, dtype=dtype)
+        except Reject as r:
+            if arr.shape != ref.shape:
+                raise
+            why = diagnose(case, arr, masked_softmax_mistakes(
+                lambda c: np.broadcast_to(c.args[1], np.shape(c.args[0]))), dtype=dtype, ref=ref)
+            raise Reject(why or str(r)) from None
+
+
+# ---------------------------------------------------------------- 2.7 local window
+class LocalWindow(Spec):
+    """``local_attention(query, keys, values, centre, half_width)``: positions 1..S, the window
+    ``|j - centre| <= half_width``."""
+
+    n_random = 2
+    NAMES = ("query", "keys", "values", "centre", "half_width")
+
+    def fixed(self):
+        q, K, V = _RX.query, _RX.keys, _RX.values
+        far = K[4] * 3.0
+        n = self.NAMES
+        return [
+            Case("the running example, centre 3, half-width 1 (positions 2-4)", (q, K, V, 3, 1), n),
+            Case("centre 1 at the left edge, half-width 1 (positions 1-2)", (q, K, V, 1, 1), n),
+            Case("centre 5 at the right edge, half-width 1 (positions 4-5)", (q, K, V, 5, 1), n),
+            Case("half-width 0: only position 4", (q, K, V, 4, 0), n),
+            Case("half-width 10, wider than the source: the same as global attention",
+                 (q, K, V, 3, 10), n),
+            Case("the relevant key (position 5) lies outside the window around position 1 "
+                 "(half-width 1)", (far, K, V, 1, 1), n, data={"demo": True}),
+            Case("a window centred outside the source (centre 9, half-width 1): no eligible key, "
+                 "so zero weights and a zero context", (q, K, V, 9, 1), n),
+        ]
+
+    def random(self, rng):
+        out = []
+        for _ in range(self.n_random):
+            S, Dk, Dv = int(rng.integers(6, 10)), int(rng.integers(2, 5)), int(rng.integers(2, 6))
+            c, h = int(rng.integers(1, S + 1)), int(rng.integers(0, 4))
+            out.append(Case(f"random: S={S}, D_k={Dk}, D_v={Dv}, centre {c}, half-width {h}",
+                            (rand(rng, Dk), rand(rng, S, Dk), rand(rng, S, Dv), c, h),
+                            self.NAMES))
+        return out
+
+    @staticmethod
+    def window(c, h, S, *, first=1, strict=False):
+        """The eligible keys (S,) of the window around position ``c``, positions counted from
+        ``first``."""
+        d = np.abs(np.arange(first, first + S) - c)
+        return d < h if strict else d <= h
+
+    def compare(self, case, out):
+        q, K, V, c, h = case.args
+        S = K.shape[0]
+        mask = local_mask(float(c - 1), float(h), S)
+        ref = attend(q, K, V, mask=mask)
+        w, ctx = as_tuple(out, 2, "(weights, context)")
+        warr = numeric(to_array(w, "your weights"), "your weights")
+        if warr.ndim == 1 and warr.shape[0] == int(mask.sum()) and warr.shape[0] != S:
+            raise Reject(f"your weights have shape {warr.shape}, only the window's keys: return "
+                         f"one weight per key (S={S}), 0 outside the window")
+        try:
+            check_weights(warr, ref.weights, mask=mask, what="your weights")
+        except Reject as r:
+            if warr.shape != ref.weights.shape:
+                raise
+
+            def masked(m, scale=1.0):
+                return attend(q, K, V, mask=m, scale=scale).weights if m.any() else None
+
+            why = diagnose(case, warr, [
+                (lambda cs: masked(self.window(c, h, S, first=0)),
+                 "your window sits one position to the right: positions are numbered 1..S, so "
+                 "position j is index j - 1 (compare np.arange(1, S + 1) with the centre)"),
+                (lambda cs: masked(self.window(c, h, S, strict=True)),
+                 "keys at distance exactly half_width are left out: the window "
+                 "|j - centre| <= half_width is inclusive"),
+                (lambda cs: masked(mask, 1 / math.sqrt(K.shape[1])),
+                 "your scores are divided by sqrt(D_k) (the scaled dot product of most attention "
+                 "code); the chapter's dot product is unscaled"),
+                (lambda cs: softmax64(K @ q) * mask,
+                 "you zeroed the weights outside the window after the softmax without "
+                 "renormalising"),
+                (lambda cs: softmax64(K @ q),
+                 "your weights ignore the window (this is global attention)"),
+            ], ref=ref.weights)
+            raise Reject(why or str(r)) from None
+        carr = numeric(to_array(ctx, "your context"), "your context")
+        expect_shape(carr, ref.context.shape, "your context", "one entry per value coordinate")
+        if not close(carr, ref.context):
+            raise Reject(value_mismatch(carr, ref.context, what="your context")
+                         + " (the weights are right: the context is weights @ values)")
+
+    def on_pass(self, cases, outputs):
+        for case, out in zip(cases, outputs):
+            if case.data.get("demo"):
+                q, K, V, c, h = case.args
+                g = attend(q, K, V)
+                w, ctx = out
+                return ("Global versus local when the relevant key lies outside the window: the "
+                        f"weight on position 5 is {g.weights[4]:.3f} globally and "
+                        f"{float(np.asarray(w)[4]):.3f} in your window around position {c}; the "
+                        f"local context is {float(np.linalg.norm(np.asarray(ctx) - V[4])):.3f} "
+                        f"away from value 5, the global one "
+                        f"{float(np.linalg.norm(g.context - V[4])):.3f}.")
+        return ""
+
+
+SPECS = {"2.1": DotScores(), "2.2": ByHand(), "2.4": Temperature(), "2.5": PaddingMask(),
+         "2.6": MaskedSoftmax(), "2.7": LocalWindow()}

@@ -1,0 +1,450 @@
+"""The checks of the level-3 exercise notebook (maths and code): 3.1 a stable softmax, 3.2 the
+all-masked row (a declared policy, an implementation and a test of it), 3.3 dot-product and
+bilinear attention, 3.4 additive attention, 3.5 batched cross-attention on the right axis."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...attention import attend
+from ...examples import additive_example, running_example
+from ...grading.probe import Impl
+from ...masks import padding_mask
+from ...scores import additive_scores
+from ...softmax import naive_softmax, softmax
+from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_weights, close, diagnose,
+                       expect_shape, fmt, numeric, rand, softmax_axis, to_array, value_mismatch)
+from .level2 import FAR_BELOW, judge_test_answer, masked_softmax_mistakes, softmax64
+
+_RX = running_example()
+
+
+# ---------------------------------------------------------------- 3.1 stable softmax
+class StableSoftmax(Spec):
+    def fixed(self):
+        return [
+            Case("small scores [1 2 3]", (np.array([1.0, 2.0, 3.0]),), ("scores",)),
+            Case("logits of +1e4: [1e4, 1e4 - 1, 0]", (np.array([1e4, 1e4 - 1, 0.0]),),
+                 ("scores",), data={"big": "+"}),
+            Case("logits of -1e4: [-1e4, -1e4 + 1, -1e4 + 2]",
+                 (np.array([-1e4, -1e4 + 1, -1e4 + 2]),), ("scores",), data={"big": "-"}),
+            Case("two rows with very different ranges: [[1e4, 0, -1e4], [-1e4, -1e4, -1e4 + 3]]",
+                 (np.array([[1e4, 0.0, -1e4], [-1e4, -1e4, -1e4 + 3]]),), ("scores",),
+                 data={"big": "rows"}),
+            Case("a single score (S=1) of 1e4", (np.array([1e4]),), ("scores",), data={"big": "+"}),
+            Case("float16 scores [12, 11, 0]: exp(12) overflows float16 (max 65504)",
+                 (np.array([12.0, 11.0, 0.0], dtype=np.float16),), ("scores",),
+                 data={"big": "f16"}),
+            Case("a -inf score (a masked key) gets weight 0: [0, -inf, 1]",
+                 (np.array([0.0, -np.inf, 1.0]),), ("scores",)),
+        ]
+
+    def random(self, rng):
+        out = []
+        for i in range(self.n_random):
+            shape = (int(rng.integers(2, 7)),) if i % 2 == 0 else (int(rng.integers(2, 4)),
+                                                                   int(rng.integers(2, 6)))
+            scale = float(10 ** rng.uniform(0, 3))
+            out.append(Case(f"random: scores of shape {shape}, spread about {scale:.0f}",
+                            (np.round(rng.normal(size=shape) * scale, 2),), ("scores",)))
+        return out
+
+    NOTES = {"+": "exp(1e4) overflows to inf and inf/inf is NaN; subtract each row's maximum "
+                  "before exponentiating",
+             "-": "exp(-1e4) underflows to 0 and 0/0 is NaN; subtracting each row's maximum makes "
+                  "the largest term exp(0) = 1",
+             "rows": "subtract each row's own maximum (max over axis -1, keepdims=True), not the "
+                     "maximum of the whole array",
+             "f16": "in float16 exp overflows above about 11.1; subtract the maximum first"}
+
+    def compare(self, case, out):
+        (s,) = case.args
+        ref = softmax(s.astype(np.float64))
+        arr = to_array(out, "your weights")
+        dtype = arr.dtype if arr.dtype.kind == "f" else None
+        mask = np.isfinite(s)
+        try:
+            check_weights(arr, ref, mask=mask, dtype=dtype, what="your weights",
+                          overflow_note=self.NOTES.get(case.data.get("big"), ""))
+        except Reject:
+            if arr.shape == ref.shape and arr.dtype.kind == "f" and s.ndim > 1:
+                why = diagnose(case, arr, [
+                    (lambda c: softmax_axis(c.args[0], 0),
+                     "you normalised over axis 0 (down the columns); softmax runs over the last "
+                     "axis, the keys"),
+                    (lambda c: softmax_axis(c.args[0], None),
+                     "you normalised over the whole array (axis=None, the default of "
+                     "scipy.special.softmax): each row must sum to 1 on its own; softmax runs "
+                     "over the last axis, the keys (axis=-1), with each row's own maximum"),
+                ], dtype=dtype, ref=ref)
+                if why:
+                    raise Reject(why) from None
+            raise
+
+    def on_pass(self, cases, outputs):
+        (s,) = cases[1].args
+        return (f"For the scores {fmt(s)}: the naive formula gives {fmt(naive_softmax(s))}, "
+                f"your stable softmax {fmt(np.asarray(outputs[1]))}.")
+
+
+# ---------------------------------------------------------------- 3.2 all-masked row, declared
+POLICIES = {"zeros": "G", "nan": "H", "raise": "I"}  # the implementation that follows each
+
+
+class SafeMaskedSoftmax(Spec):
+    """The answer declares ``all_masked_policy`` ("zeros", "nan" or "raise"), implements it in
+    ``masked_softmax_safe(scores, mask)`` (checked on fixed and random cases, all-masked rows
+    against the declared policy) and tests it with ``test_all_masked_policy(masked_softmax) ->
+    bool`` (run on implementations with each policy and broken ones)."""
+
+    n_random = 2
+    NAMES = ("scores", "mask")
+
+    @property
+    def policy(self):
+        return self.declared.get("all_masked_policy")
+
+    def declaration_problem(self):
+        p = self.policy
+        if p is Ellipsis or p is None:
+            return "fail", ("all_masked_policy is still `...`: declare what a row without an "
+                            "eligible key returns, 'zeros', 'nan' or 'raise'")
+        if p not in POLICIES:
+            return "fail", (f"all_masked_policy is {fmt(p)}: declare one of 'zeros', 'nan' or "
+                            f"'raise' (uniform weights, what a finite fill gives, put all the "
+                            f"mass on keys that must get none)")
+        return None
+
+    def fixed(self):
+        s = _RX.keys @ _RX.query
+        rng = np.random.default_rng(3)
+        b = np.round(rng.normal(size=(3, 5)), 2)
+        big16 = np.array([[1e4, -1e4, 5.0, 0.0], [2.0, 1.0, 0.0, -1.0]], dtype=np.float16)
+        far = np.array([True, True, True, False])
+        n = self.NAMES
+        return [
+            Case("the chapter's five scores, keys 4-5 masked (float64)", (s, _RX.valid.copy()), n,
+                 1),
+            Case("float64 eligible scores around -1e4 beside a masked key",
+                 (np.array([-1e4, -1e4 + 1, -1e4 + 2, 3.0]), far), n, 1, data={"far": True}),
+            Case("float16 eligible scores far below zero, [-20 -19 -18], beside a masked key",
+                 (np.array([-20.0, -19.0, -18.0, 0.5], dtype=np.float16), far), n, 1,
+                 data={"far": True}),
+            Case("float16 scores, keys 4-5 masked (no all-masked row)",
+                 (s.astype(np.float16), _RX.valid.copy()), n, 1),
+            Case("lengths 5, 3 and 0: the last row is all masked (float64)",
+                 (b, padding_mask([5, 3, 0], 5)), n, 1),
+            Case("every key of every row masked", (b[:2, :3].copy(), np.zeros((2, 3), bool)), n,
+                 1),
+            Case("a single all-masked row (1-D, S=4)", (b[0, :4].copy(), np.zeros(4, bool)), n, 1),
+            Case("float32 scores, lengths 2 and 0", (b[:2, :4].astype(np.float32),
+                                                     padding_mask([2, 0], 4)), n, 1),
+            Case("float16 scores with logits of +-1e4, lengths 3 and 0",
+                 (big16, padding_mask([3, 0], 4)), n, 1),
+        ] + [Case(IMPL_NOTES[code], (Impl(code),), ("masked_softmax",), 2)
+             for code in ("G", "H", "I", "N", "J")]
+
+    def random(self, rng):
+        out = []
+        for _ in range(self.n_random):
+            T, S = int(rng.integers(2, 5)), int(rng.integers(2, 7))
+            m = rng.random((T, S)) < 0.5
+            m[int(rng.integers(0, T))] = False
+            dt = [np.float64, np.float32][int(rng.integers(0, 2))]
+            out.append(Case(f"random: {np.dtype(dt).name} scores ({T}, {S}), at least one "
+                            f"all-masked row", (rand(rng, T, S, scale=3).astype(dt), m),
+                            self.NAMES, 1))
+        return out
+
+    @staticmethod
+    def _has_empty_row(case) -> bool:
+        s, m = case.args
+        return bool((~np.broadcast_to(m, np.shape(s)).any(axis=-1)).any())
+
+    def accepts_raise(self, case, raised):
+        return (case.fn == 1 and self.policy == "raise" and self._has_empty_row(case)
+                and raised.get("type") == "ValueError")
+
+    def raise_note(self, case, raised):
+        if case.fn == 1 and self._has_empty_row(case) and self.policy != "raise":
+            return (f"your policy is {self.policy!r}: make the implementation and the "
+                    f"declaration agree")
+        if case.fn == 2:
+            return ("your test let the implementation's exception escape: catch it, and count "
+                    "it as following the policy only when your policy is 'raise'")
+        return ""
+
+    def compare(self, case, out):
+        if case.fn == 2:
+            p = self.policy
+            return judge_test_answer(
+                case, out, case.args[0].code == POLICIES[p],
+                f"it follows your policy {p!r} on a row without an eligible key and masks the "
+                f"other rows correctly" + (" (catch its ValueError: with pytest.raises or try/"
+                                           "except)" if p == "raise" else ""),
+                f"your policy is {p!r}: give the implementation a batch with an all-masked row "
+                f"and an ordinary one, and check both (the ordinary row: masked weights exactly "
+                f"0, the others summing to 1)")
+        s, m = case.args
+        ref = softmax64(s, mask=m)
+        arr = numeric(to_array(out, "your weights"), "your weights")
+        expect_shape(arr, ref.shape, "your weights", "one weight per key")
+        dtype = arr.dtype if arr.dtype.kind == "f" else None
+        mb = np.broadcast_to(m, ref.shape)
+        S = ref.shape[-1]
+        rows, erows = arr.astype(np.float64).reshape(-1, S), (~mb.any(axis=-1)).reshape(-1)
+        if erows.any() and self.policy == "raise":
+            raise Reject("your policy is 'raise', but your function returned weights for a row "
+                         "without an eligible key: raise a ValueError there")
+        for i in np.flatnonzero(erows):
+            self._empty_row(rows[i], f"row {i + 1}" if arr.ndim > 1 else "the row", s.dtype)
+        if case.data.get("far") and np.isnan(rows).any():
+            raise Reject(f"your weights: {FAR_BELOW}")
+        keep = ~erows
+        if not keep.any():
+            return
+        try:
+            check_weights(rows[keep], ref.reshape(-1, S)[keep], mask=mb.reshape(-1, S)[keep],
+                          dtype=dtype, what="your weights")
+        except Reject as r:
+            why = diagnose(case, arr, masked_softmax_mistakes(
+                lambda c: np.broadcast_to(c.args[1], np.shape(c.args[0]))), dtype=dtype, ref=ref)
+            raise Reject(why or str(r)) from None
+
+    def _empty_row(self, row, where, dtype) -> None:
+        """A row without an eligible key against the declared policy ("zeros" or "nan")."""
+        p = self.policy
+        if p == "nan":
+            if np.isnan(row).all():
+                return
+            if np.allclose(np.nan_to_num(row, nan=-1.0), 0):
+                raise Reject(f"{where} has no eligible key and your weights there are 0, but "
+                             f"your policy is 'nan': make the implementation and the "
+                             f"declaration agree")
+            raise Reject(f"{where} has no eligible key; your policy is 'nan', so every weight "
+                         f"there must be NaN, yours are {fmt(row)}")
+        if np.isnan(row).any():
+            if dtype == np.float16:
+                raise Reject(f"{where} has no eligible key and your float16 weights there are "
+                             f"NaN: in float16 a fill such as -1e9 is not representable (the "
+                             f"largest float16 is 65504), it becomes -inf, and a row of -inf "
+                             f"gives 0/0; detect all-masked rows and return zeros")
+            raise Reject(f"{where} has no eligible key and your weights there are NaN: with a "
+                         f"-inf fill every term is exp(-inf) = 0 and 0/0 = NaN; detect "
+                         f"all-masked rows and return zeros, as your policy 'zeros' says")
+        if np.allclose(row, 1.0 / row.size, atol=1e-3):
+            raise Reject(f"{where} has no eligible key and your weights there are uniform "
+                         f"(1/{row.size} each): a finite fill such as -1e9 makes every masked "
+                         f"key equally likely; your policy is 'zeros'")
+        if np.any(row != 0):
+            raise Reject(f"{where} has no eligible key; with your policy 'zeros' its weights "
+                         f"must all be 0, yours are {fmt(row)}")
+
+
+# ---------------------------------------------------------------- 3.3 dot and bilinear
+class DotBilinear(Spec):
+    n_random = 1
+    NAMES = ("dot_attention", "bilinear_attention")
+
+    def fixed(self):
+        q, K, V, W = _RX.query, _RX.keys, _RX.values, _RX.W
+        rng = np.random.default_rng(12)
+        r = lambda *s: np.round(rng.normal(size=s), 2)  # noqa: E731
+        Wsq = np.array([[1.0, 0.5, 0.0], [-0.3, 0.8, 0.2], [0.6, 0.0, 1.0]])
+        dn, bn = ("Q", "K", "V"), ("Q", "K", "V", "W")
+        return [
+            Case("dot: the running example's query as one target (T=1)", (q[None], K, V), dn, 0),
+            Case("dot: T=2 queries, S=4 keys, D_k=3, D_v=5", (r(2, 3), r(4, 3), r(4, 5)), dn, 0),
+            Case("dot: one key (S=1), T=3", (r(3, 2), r(1, 2), r(1, 4)), dn, 0),
+            Case("bilinear: the running example with the chapter's W (T=1)", (q[None], K, V, W),
+                 bn, 1),
+            Case("bilinear: W = identity, the same as dot-product attention",
+                 (r(2, 3), r(4, 3), r(4, 2), np.eye(3)), bn, 1),
+            Case("bilinear: a non-symmetric square W, T=2", (r(2, 3), r(5, 3), r(5, 3), Wsq),
+                 bn, 1),
+            Case("bilinear: queries of width D_q=2 against keys of width D_k=3, W (2, 3)",
+                 (r(2, 2), r(4, 3), r(4, 5), r(2, 3)), bn, 1),
+        ]
+
+    def random(self, rng):
+        T, S, Dq, Dk, Dv = (int(x) for x in rng.integers(1, 6, size=5))
+        return [
+            Case(f"dot: random T={T}, S={S}, D_k={Dk}, D_v={Dv}",
+                 (rand(rng, T, Dk), rand(rng, S, Dk), rand(rng, S, Dv)), ("Q", "K", "V"), 0),
+            Case(f"bilinear: random T={T}, S={S}, D_q={Dq}, D_k={Dk}, D_v={Dv}",
+                 (rand(rng, T, Dq), rand(rng, S, Dk), rand(rng, S, Dv), rand(rng, Dq, Dk)),
+                 ("Q", "K", "V", "W"), 1),
+        ]
+
+    def compare(self, case, out):
+        Q, K, V = case.args[:3]
+        W = case.args[3] if case.fn == 1 else None
+        ref = attend(Q, K, V) if W is None else attend(Q, K, V, score="bilinear", W=W)
+        scores, weights, context = ref.scores, ref.weights, ref.context
+        name = self.NAMES[case.fn]
+        s, w, c = as_tuple(out, 3, "(scores, weights, context)")
+        sarr = numeric(to_array(s, f"{name}'s scores"), f"{name}'s scores")
+        if sarr.shape == scores.shape[::-1] and sarr.shape != scores.shape:
+            raise Reject(f"{name}'s scores have shape {sarr.shape} = (S, T): put the queries on the "
+                         f"rows, scores (T, S)")
+        expect_shape(sarr, scores.shape, f"{name}'s scores", "(T, S): one row per query")
+        if not close(sarr, scores):
+            mistakes = [(lambda c: Q @ K.T / math.sqrt(K.shape[1]),
+                         "your scores are divided by sqrt(D_k); the chapter's dot product is "
+                         "unscaled")]
+            if W is not None:
+                mistakes = [
+                    (lambda c: Q @ W.T @ K.T if W.shape[0] == W.shape[1] else None,
+                     "your scores use W transposed: with W of shape (D_q, D_k) the score is "
+                     "q^T W k, i.e. Q @ W @ K.T"),
+                    (lambda c: Q @ K.T if Q.shape[1] == K.shape[1] else None,
+                     "your bilinear scores ignore W"),
+                ]
+            why = diagnose(case, sarr, mistakes, ref=scores)
+            raise Reject(why or value_mismatch(sarr, scores, what=f"{name}'s scores"))
+        warr = numeric(to_array(w, f"{name}'s weights"), f"{name}'s weights")
+        try:
+            check_weights(warr, weights, what=f"{name}'s weights")
+        except Reject:
+            if warr.shape == weights.shape and warr.dtype.kind == "f" and weights.shape[0] > 1:
+                if close(warr, softmax_axis(scores, 0)):
+                    raise Reject(f"{name}'s weights are normalised over the queries (axis 0); "
+                                 f"softmax runs over the keys (axis -1)") from None
+            raise
+        carr = numeric(to_array(c, f"{name}'s context"), f"{name}'s context")
+        expect_shape(carr, context.shape, f"{name}'s context", "(T, D_v)")
+        if not close(carr, context):
+            raise Reject(value_mismatch(carr, context, what=f"{name}'s context"))
+
+    def on_pass(self, cases, outputs):
+        d = np.asarray(outputs[0][0])
+        b = np.asarray(outputs[3][0])
+        return (f"On the running example both score functions give scores of shape "
+                f"{d.shape} (T, S): dot {fmt(d[0])}, bilinear {fmt(b[0])}.")
+
+
+# ---------------------------------------------------------------- 3.4 additive
+class Additive(Spec):
+    n_random = 2
+    NAMES = ("q", "keys", "values", "W_q", "W_k", "v")
+
+    def fixed(self):
+        rng = np.random.default_rng(13)
+        r = lambda *s: np.round(rng.normal(size=s), 2)  # noqa: E731
+        ex = additive_example(19)
+        return [
+            Case("equal widths D_q = D_k = 3, alignment width A = 4",
+                 (r(3), r(5, 3), r(5, 3), r(4, 3), r(4, 3), r(4)), self.NAMES),
+            Case("the chapter's example: D_q = 4, D_k = 6, A = 5 (default_rng(19))",
+                 (ex.q, ex.source, ex.source, ex.W_q, ex.W_h, ex.v_a), self.NAMES),
+            Case("one key (S=1), D_q = 2, D_k = 3", (r(2), r(1, 3), r(1, 2), r(3, 2), r(3, 3), r(3)),
+                 self.NAMES),
+            Case("alignment width A = 1", (r(3), r(4, 2), r(4, 3), r(1, 3), r(1, 2), r(1)),
+                 self.NAMES),
+            Case("values of width D_v = 2 (D_v differs from D_k = 4)",
+                 (r(3), r(5, 4), r(5, 2), r(6, 3), r(6, 4), r(6)), self.NAMES),
+        ]
+
+    def random(self, rng):
+        out = []
+        for _ in range(self.n_random):
+            S, Dq, Dk, Dv, A = (int(x) for x in rng.integers(1, 7, size=5))
+            out.append(Case(f"random: S={S}, D_q={Dq}, D_k={Dk}, D_v={Dv}, A={A}",
+                            (rand(rng, Dq), rand(rng, S, Dk), rand(rng, S, Dv), rand(rng, A, Dq),
+                             rand(rng, A, Dk), rand(rng, A)), self.NAMES))
+        return out
+
+    def compare(self, case, out):
+        q, K, V, Wq, Wk, v = case.args
+        e = additive_scores(q, K, Wq, Wk, v)
+        ref_w = softmax64(e)
+        ref_c = ref_w @ V
+        w, c = as_tuple(out, 2, "(weights, context)")
+        warr = numeric(to_array(w, "your weights"), "your weights")
+        try:
+            check_weights(warr, ref_w, what="your weights")
+        except Reject as r:
+            if warr.shape == ref_w.shape and warr.dtype.kind == "f":
+                why = diagnose(case, warr, [
+                    (lambda c: softmax64(np.tanh(K @ Wq.T + Wk @ q) @ v)
+                     if Wq.shape == Wk.shape and q.shape[0] == K.shape[1] else None,
+                     "your scores match the two matrices swapped: the query goes through W_q "
+                     "(width D_q) and each key through W_k (width D_k)"),
+                    (lambda c: softmax64((K @ Wk.T + Wq @ q) @ v),
+                     "your scores leave out the tanh: e_i = v . tanh(W_q q + W_k k_i)"),
+                    (lambda c: softmax64(np.tanh((K @ Wk.T + Wq @ q) @ v)),
+                     "you applied tanh after the dot product with v; it comes before"),
+                ], ref=ref_w)
+                raise Reject(why or str(r)) from None
+            raise
+        carr = numeric(to_array(c, "your context"), "your context")
+        expect_shape(carr, ref_c.shape, "your context", "one entry per value coordinate, D_v")
+        if not close(carr, ref_c):
+            raise Reject(value_mismatch(carr, ref_c, what="your context"))
+
+    def on_pass(self, cases, outputs):
+        return (f"On the chapter's example (query width 4, key width 6) your weights are "
+                f"{fmt(np.asarray(outputs[1][0]))}.")
+
+
+# ---------------------------------------------------------------- 3.5 batched, right axis
+class Batched(Spec):
+    n_random = 2
+
+    def fixed(self):
+        rng = np.random.default_rng(14)
+        r = lambda *s: np.round(rng.normal(size=s), 2)  # noqa: E731
+        n = ("Q", "K", "V")
+        return [
+            Case("one query: B=1, T=1, S=3", (r(1, 1, 2), r(1, 3, 2), r(1, 3, 3)), n),
+            Case("the chapter's shapes: B=2, T=3, S=5, D_k=4, D_v=6", (r(2, 3, 4), r(2, 5, 4),
+                                                                       r(2, 5, 6)), n),
+            Case("T = S = 4: a square score matrix, where a wrong axis keeps the shape",
+                 (r(2, 4, 3), r(2, 4, 3), r(2, 4, 2)), n),
+            Case("one key (S=1): every weight is 1", (r(3, 2, 2), r(3, 1, 2), r(3, 1, 3)), n),
+        ]
+
+    def random(self, rng):
+        out = []
+        for _ in range(self.n_random):
+            B, T, S, Dk, Dv = (int(x) for x in rng.integers(1, 6, size=5))
+            out.append(Case(f"random: B={B}, T={T}, S={S}, D_k={Dk}, D_v={Dv}",
+                            (rand(rng, B, T, Dk), rand(rng, B, S, Dk), rand(rng, B, S, Dv)),
+                            ("Q", "K", "V")))
+        return out
+
+    def compare(self, case, out):
+        Q, K, V = case.args
+        ref = attend(Q, K, V)
+        scores, ref_w, ref_c = ref.scores, ref.weights, ref.context
+        w, c = as_tuple(out, 2, "(weights, context)")
+        warr = numeric(to_array(w, "your weights"), "your weights")
+        try:
+            check_weights(warr, ref_w, what="your weights")
+        except Reject as r:
+            if warr.shape == ref_w.shape and warr.dtype.kind == "f":
+                why = diagnose(case, warr, [
+                    (lambda c: softmax_axis(scores, 1),
+                     "your softmax runs over the target axis (axis 1): each source position's "
+                     "weights sum to 1 across the queries instead of each query's weights across "
+                     "the sources (axis -1)"),
+                    (lambda c: softmax_axis(scores, 0),
+                     "your softmax runs over the batch axis (axis 0): examples in the batch "
+                     "compete with each other; use axis -1"),
+                    (lambda c: softmax_axis(scores / math.sqrt(Q.shape[-1]), -1),
+                     "your scores are divided by sqrt(D_k) (the scaled dot product of most "
+                     "attention code, e.g. PyTorch's scaled_dot_product_attention); this "
+                     "exercise asks for the chapter's unscaled dot product"),
+                ], ref=ref_w)
+                raise Reject(why or str(r)) from None
+            raise
+        carr = numeric(to_array(c, "your context"), "your context")
+        expect_shape(carr, ref_c.shape, "your context", "(B, T, D_v)")
+        if not close(carr, ref_c):
+            raise Reject(value_mismatch(carr, ref_c, what="your context"))
+
+
+SPECS = {"3.1": StableSoftmax(), "3.2": SafeMaskedSoftmax(), "3.3": DotBilinear(),
+         "3.4": Additive(), "3.5": Batched()}
