@@ -56,8 +56,8 @@ for values in ({}, {"temperature": 0.3}, {"source": "badge"}, {"window": True},
     for k, v in values.items():
         ex.controls[k].value = v
     s = ex.state
-    states.append({"title": s["title"], "weights": s["weights"].round(6).tolist(),
-                   "eligible": s["eligible"].tolist(), "output": s["output"]})
+    states.append({"title": s.title, "weights": s.weights.round(6).tolist(),
+                   "eligible": s.eligible.tolist(), "output": s.output})
 print(json.dumps({"states": states, "torch": "torch" in sys.modules,
                   "score": ex.model.config.score}))
 """
@@ -76,9 +76,9 @@ print(json.dumps({"states": states, "torch": "torch" in sys.modules,
                                {"centre": 8, "half_width": 0}), got["states"]):
         for k, v in values.items():
             local.controls[k].value = v
-        assert remote["title"] == local.state["title"] and remote["output"] == local.state["output"]
-        np.testing.assert_allclose(remote["weights"], local.state["weights"], atol=1e-6)
-        assert remote["eligible"] == local.state["eligible"].tolist()
+        assert remote["title"] == local.state.title and remote["output"] == local.state.output
+        np.testing.assert_allclose(remote["weights"], local.state.weights, atol=1e-6)
+        assert remote["eligible"] == local.state.eligible.tolist()
 
 
 def test_the_remote_model_decodes_as_the_model_does(server):
