@@ -15,7 +15,7 @@ it, on top of the launcher's hard limits:
   may use it (:mod:`.kernel_view`, mounted over the package's folder), ``/job/in`` (the grader's
   inputs, read-only), the results file, a fresh ``/proc`` and a minimal ``/dev``; and ``/job``, a
   tmpfs of ``Limits.scratch_mb`` (its working directory, home, temporary files, sockets) that
-  vanishes with the namespace. No submissions folder, no other job, no checkout, no home;
+  vanishes with the namespace (``/tmp`` and ``/dev/shm`` are small tmpfs of their own). No submissions folder, no other job, no checkout, no home;
 * its own IPC and UTS namespaces, a new session (no terminal), no capabilities (also when the
   grader runs as root) and no further user namespaces.
 
@@ -45,6 +45,7 @@ from .sandbox import JobFolders, Sandbox, kernel_dirs
 
 JOB = "/job"  # the kernel's scratch folder, inside its namespace
 SHM_MB = 16
+TMP_MB = 16  # /tmp: a tmpfs of its own (TMPDIR points into /job)
 CGROUP_PREFIX = "attention-lab-"
 CONTROLLERS = ("pids", "cpu", "cpuacct")  # the job's pids and CPU limits, its CPU time
 SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
@@ -154,13 +155,15 @@ def namespace_args(scratch_mb: int) -> list[str]:
     """The sandbox without the job's own files: namespaces, capabilities, the visible paths, the
     size-capped ``/job`` and the rest of the minimal root."""
     args = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-            "--new-session", "--cap-drop", "ALL", "--hostname", "grading"]
+            "--new-session", "--cap-drop", "ALL", "--hostname", "grading",
+            "--proc", "/proc", "--dev", "/dev", "--size", str(SHM_MB * 2 ** 20),
+            "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+            # /tmp before the visible paths, so that a Python installation or a checkout under
+            # /tmp is mounted inside it (temporary files go to /job/home/tmp: TMPDIR)
+            "--size", str(TMP_MB * 2 ** 20), "--tmpfs", "/tmp"]
     for item in visible_paths():
         args.extend(item)
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_MB * 2 ** 20),
-             "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-             "--size", str(scratch_mb * 2 ** 20), "--tmpfs", JOB, "--symlink", f"{JOB}/home/tmp",
-             "/tmp"]
+    args += ["--size", str(scratch_mb * 2 ** 20), "--tmpfs", JOB]
     for sub in ("work", "home", "home/tmp", "home/ipython", "home/mpl", "home/runtime", "run"):
         args += ["--dir", f"{JOB}/{sub}"]
     return args

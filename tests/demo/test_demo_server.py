@@ -7,6 +7,7 @@ sends); the page in a real browser is tested in tests/browser."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sys
 import time
 from pathlib import Path
@@ -142,4 +143,6 @@ def test_a_lecture_hall_server(hall):
             assert time.monotonic() < deadline, "a closed page's kernel was not shut down"
             await asyncio.sleep(0.2)
 
-    asyncio.run(scenario())
+    # a thread of its own: an earlier test's event loop may still be marked running in this one
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()

@@ -257,7 +257,8 @@ def fill(prefix, files):
     for f in glob.glob(prefix + "-*"):
         os.remove(f)
     return f"{written} MB then {why}"
-raise RuntimeError(f"disk: {fill('fill', 8)}; shm: {fill('/dev/shm/fill', 2)}")
+raise RuntimeError(f"disk: {fill('fill', 8)}; shm: {fill('/dev/shm/fill', 2)}; "
+                   f"tmp: {fill('/tmp/fill', 2)}")
 '''
 
 FLOOD = '''
@@ -644,7 +645,9 @@ def test_nothing_outside_the_scratch_folder_is_written_and_nothing_is_reachable(
 def test_a_kernel_cannot_fill_the_disk_or_the_graders_memory(run):
     io = run["subs"]["c_hostile_io.ipynb"]
     disk = event(io, "RuntimeError: disk:")
-    used, shm = disk.split("disk: ")[1].split("; shm: ")
+    used, rest = disk.split("disk: ")[1].split("; shm: ")
+    shm, tmp = rest.split("; tmp: ")
+    assert tmp.endswith("ENOSPC") and int(tmp.split()[0]) <= N.TMP_MB, disk
     assert used.endswith("ENOSPC") and int(used.split()[0]) <= 256, disk
     assert shm.endswith("ENOSPC") and int(shm.split()[0]) <= N.SHM_MB, disk
     st = {i: e["status"] for i, e in io["exercises"].items()}

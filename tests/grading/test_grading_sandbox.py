@@ -210,6 +210,22 @@ def test_what_the_kernel_is_told_and_sees(tmp_path):
     assert sandbox.env()["HOME"] == "/job/home" and sandbox.refusal({}) == ""
 
 
+def test_a_python_installation_under_tmp_is_visible(tmp_path, monkeypatch):
+    """A checkout or a venv under /tmp (a CI's fresh clone, say) is mounted inside the sandbox's
+    own /tmp (a symbolic link at /tmp could not hold it: bwrap refused to start)."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap or S.isolation_problem():
+        pytest.skip("no namespaces here")
+    (tmp_path / "marker").write_text("seen")
+    extra = (("--ro-bind", str(tmp_path), str(tmp_path)),)
+    real = N.visible_paths()
+    monkeypatch.setattr(N, "visible_paths", lambda: real + extra)
+    cmd = [bwrap, *N.namespace_args(1), "--remount-ro", "/", "--", "/bin/sh", "-c",
+           f"cat {tmp_path}/marker && touch /tmp/new && ! touch {tmp_path}/x 2>/dev/null"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    assert (out.returncode, out.stdout) == (0, "seen"), out.stderr
+
+
 def test_isolation_is_available_where_it_is_required():
     """CI sets ATTENTION_LAB_REQUIRE_SANDBOX=1: there, the tests of hostile notebooks must run
     (they are skipped where kernels cannot be isolated)."""
