@@ -68,8 +68,13 @@ def _fast_canvas_class():
         - :meth:`push_frame` draws and sends a frame at once when the browser has been idle for
           ``quiet_seconds``; ipympl's ``draw_idle`` first asks the browser, which asks back (one
           more round trip per change). Changes in quick succession (a drag, a held key) keep
-          ipympl's pacing, in which the browser asks for the next frame only when the last one
-          arrived, so that no frame (a diff against the previous one) is lost.
+          ipympl's pacing, in which the browser asks for the next frame when the last one arrived.
+        - No frame depends on one the browser may have dropped. ipympl's page shows a frame once
+          its PNG is decoded, and a frame that arrives before the last one is decoded replaces
+          it unseen; a diff frame painted over a dropped one leaves a wrong (at first load: a
+          blank) figure. So a frame the browser did not ask for is whole (and not sent at all if
+          no pixel changed), and ``settle_seconds`` after a diff frame with nothing since, the
+          whole figure is sent once more: once the figure is still, the page shows all of it.
         - The figure cannot be resized with the mouse: ipympl's front-end switches ``resizable``
           on for every live canvas; the canvas says again that it is off once the browser view
           is ready.
@@ -77,34 +82,61 @@ def _fast_canvas_class():
 
         png_compress_level = 1
         quiet_seconds = 0.2
+        settle_seconds = 0.4
         _last_frame = float("-inf")
+        _unasked = False  # the frame being drawn was not asked for by the browser
+        _settle_timer = None
 
         def push_frame(self) -> None:
             """Draw the figure for the browser now, or let the browser pace it (see above)."""
             if (self.syncing_data_url  # no browser view has said it is ready
                     or time.monotonic() - self._last_frame < self.quiet_seconds):
                 self.draw_idle()
-            else:
+                return
+            self._unasked = True
+            try:
                 self.draw()
+            finally:
+                self._unasked = False
 
         def get_diff_image(self):
             if not self._png_is_old:
                 return None
             pixels = np.asarray(self.get_renderer().buffer_rgba())
             buff = pixels.view(np.uint32).squeeze(2)
-            if (self._force_full or buff.shape != self._last_buff.shape
+            same_shape = buff.shape == self._last_buff.shape
+            if (self._unasked and not self._force_full and same_shape
+                    and np.array_equal(buff, self._last_buff)):
+                self._png_is_old = False
+                return None  # nothing new to show
+            if (self._force_full or self._unasked or not same_shape
                     or (pixels[:, :, 3] != 255).any()):
                 self.set_image_mode("full")
                 output = buff
+                if self._settle_timer is not None:
+                    self._settle_timer.stop()
             else:
                 self.set_image_mode("diff")
                 output = np.where(buff != self._last_buff, buff, 0)
+                self._settle_later()
             self._last_buff = buff.copy()
             self._force_full = False
             self._png_is_old = False
             self._last_frame = time.monotonic()
             return encode_png(output.view(dtype=np.uint8).reshape((*output.shape, 4)),
                               self.png_compress_level)
+
+        def _settle_later(self) -> None:
+            """Send the whole figure ``settle_seconds`` after the last diff frame (see above)."""
+            if self._settle_timer is None:
+                self._settle_timer = self.new_timer(interval=int(self.settle_seconds * 1000))
+                self._settle_timer.single_shot = True
+                self._settle_timer.add_callback(self._send_whole)
+            self._settle_timer.start()  # (re)started: counts from the last diff frame
+
+        def _send_whole(self) -> None:
+            self._force_full = True
+            self.draw()
 
         def _handle_message(self, object, content, buffers):
             super()._handle_message(object, content, buffers)

@@ -126,6 +126,63 @@ def test_frames_have_the_pixels_of_ipympl_frames(live):
     np.testing.assert_array_equal(ours, stock)
 
 
+def whole(frame: bytes) -> bool:
+    """A frame that shows the whole figure (a diff leaves unchanged pixels transparent)."""
+    return bool((decode(frame)[..., 3] == 255).all())
+
+
+def test_a_frame_the_browser_did_not_ask_for_is_whole_and_only_sent_on_a_change(live,
+                                                                                 monkeypatch):
+    """The page may drop a frame that another follows before it is decoded: a frame sent at once
+    (not asked for) must not depend on the one before it."""
+    e, sent = live
+    clock = [100.0]
+    monkeypatch.setattr(_canvas.time, "monotonic", lambda: clock[0])
+    for value in (0.5, 0.51, 3.0):
+        clock[0] += 1.0
+        e.controls["temperature"].value = value
+        assert whole(sent["frames"][-1]), f"temperature {value}: the frame sent at once is a diff"
+    n = len(sent["frames"])
+    clock[0] += 1.0
+    e.canvas.push_frame()  # nothing changed (e.g. a slider's value echoed by the browser)
+    assert len(sent["frames"]) == n
+    e.canvas._handle_message(e.canvas, {"type": "draw"}, [])  # the browser asks: it gets one
+    assert len(sent["frames"]) == n + 1
+
+
+def test_once_still_the_last_frame_is_the_whole_figure(live, monkeypatch):
+    """A drag's paced frames are diffs; any of them may be dropped by the page, so
+    ``settle_seconds`` after the last one the whole figure is sent (by the kernel's event loop,
+    run here for real)."""
+    import asyncio
+
+    e, sent = live
+    canvas = e.canvas
+    loop = asyncio.new_event_loop()
+    monkeypatch.setattr(canvas, "settle_seconds", 0.05)
+    try:
+        asyncio.set_event_loop(loop)
+        with monkeypatch.context() as m:  # a clock for the canvas only: the loop needs its own
+            clock = [100.0]
+            m.setattr(_canvas.time, "monotonic", lambda: clock[0])
+            e.controls["temperature"].value = 0.5          # at once, whole
+            for value in (0.6, 0.7, 0.8):                   # a drag: paced by the browser, diffs
+                clock[0] += 0.01
+                e.controls["temperature"].value = value
+                canvas._handle_message(canvas, {"type": "draw"}, [])
+        assert not whole(sent["frames"][-1])
+        n = len(sent["frames"])
+        loop.run_until_complete(asyncio.sleep(0.3))
+        assert len(sent["frames"]) == n + 1, "no whole frame followed the drag"
+        last = decode(sent["frames"][-1])
+        np.testing.assert_array_equal(last, np.asarray(canvas.get_renderer().buffer_rgba()))
+        loop.run_until_complete(asyncio.sleep(0.2))
+        assert len(sent["frames"]) == n + 1, "the whole frame is sent once, not repeatedly"
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
 def test_the_resize_handle_stays_off_once_the_browser_view_is_ready(live, monkeypatch):
     e, _ = live
     canvas = e.canvas
