@@ -152,35 +152,45 @@ def test_a_frame_the_browser_did_not_ask_for_is_whole_and_only_sent_on_a_change(
 
 def test_once_still_the_last_frame_is_the_whole_figure(live, monkeypatch):
     """A drag's paced frames are diffs; any of them may be dropped by the page, so
-    ``settle_seconds`` after the last one the whole figure is sent (by the kernel's event loop,
-    run here for real)."""
+    ``settle_seconds`` after the last one the whole figure is sent (by an event loop, as in the
+    kernel; run in a thread of its own, as another test may have left one running here)."""
     import asyncio
+    import threading
 
     e, sent = live
     canvas = e.canvas
-    loop = asyncio.new_event_loop()
     monkeypatch.setattr(canvas, "settle_seconds", 0.05)
-    try:
+    seen = {}
+
+    def drag_then_wait():
+        loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        with monkeypatch.context() as m:  # a clock for the canvas only: the loop needs its own
-            clock = [100.0]
-            m.setattr(_canvas.time, "monotonic", lambda: clock[0])
-            e.controls["temperature"].value = 0.5          # at once, whole
-            for value in (0.6, 0.7, 0.8):                   # a drag: paced by the browser, diffs
-                clock[0] += 0.01
-                e.controls["temperature"].value = value
-                canvas._handle_message(canvas, {"type": "draw"}, [])
-        assert not whole(sent["frames"][-1])
-        n = len(sent["frames"])
-        loop.run_until_complete(asyncio.sleep(0.3))
-        assert len(sent["frames"]) == n + 1, "no whole frame followed the drag"
-        last = decode(sent["frames"][-1])
-        np.testing.assert_array_equal(last, np.asarray(canvas.get_renderer().buffer_rgba()))
-        loop.run_until_complete(asyncio.sleep(0.2))
-        assert len(sent["frames"]) == n + 1, "the whole frame is sent once, not repeatedly"
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
+        try:
+            with monkeypatch.context() as m:  # a clock for the canvas; the loop keeps its own
+                clock = [100.0]
+                m.setattr(_canvas.time, "monotonic", lambda: clock[0])
+                e.controls["temperature"].value = 0.5          # at once, whole
+                for value in (0.6, 0.7, 0.8):                   # a drag: paced, diffs
+                    clock[0] += 0.01
+                    e.controls["temperature"].value = value
+                    canvas._handle_message(canvas, {"type": "draw"}, [])
+            seen["after drag"] = list(sent["frames"])
+            loop.run_until_complete(asyncio.sleep(0.3))
+            seen["settled"] = list(sent["frames"])
+            loop.run_until_complete(asyncio.sleep(0.2))
+            seen["later"] = list(sent["frames"])
+        finally:
+            loop.close()
+
+    worker = threading.Thread(target=drag_then_wait)
+    worker.start()
+    worker.join(10)
+    after, settled = seen["after drag"], seen["settled"]
+    assert not whole(after[-1])
+    assert len(settled) == len(after) + 1, "no whole frame followed the drag"
+    np.testing.assert_array_equal(decode(settled[-1]),
+                                  np.asarray(canvas.get_renderer().buffer_rgba()))
+    assert len(seen["later"]) == len(settled), "the whole frame is sent once, not repeatedly"
 
 
 def test_the_resize_handle_stays_off_once_the_browser_view_is_ready(live, monkeypatch):
