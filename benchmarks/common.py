@@ -48,15 +48,17 @@ def median_time(fn, *, repeat: int = 21, warmup: int = 3, number: int = 1) -> fl
 
 
 def interleaved_medians(fns: dict, *, repeat: int = 21, warmup: int = 3) -> dict:
-    """Median time of each function, measured interleaved (a, b, a, b, ...) so that both see the
-    same machine load; returns {name: seconds}."""
+    """Median time of each function, measured interleaved so that all see the same machine load,
+    the order rotated each round (a, b, c; b, c, a; c, a, b; ...) so that none always runs right
+    after the same one (whose memory traffic it would inherit); returns {name: seconds}."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     times = {name: [] for name in fns}
+    items = list(fns.items())
     gc.collect()
-    for _ in range(repeat):
-        for name, fn in fns.items():
+    for r in range(repeat):
+        for name, fn in items[r % len(items):] + items[:r % len(items)]:
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
