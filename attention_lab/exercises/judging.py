@@ -240,6 +240,16 @@ def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
             f"(yours there: {a[np.argwhere(bad)[0][0] if a.ndim == 1 else tuple(np.argwhere(bad)[0])]:.4g})")
 
 
+def check_values(out, ref, what: str, shape_why: str) -> np.ndarray:
+    """An answer's array: numeric, of ``ref``'s shape (``shape_why`` says why that shape), and
+    close to ``ref``; raises :class:`Reject` naming the first wrong entry."""
+    arr = numeric(to_array(out, what), what)
+    expect_shape(arr, ref.shape, what, shape_why)
+    if not close(arr, ref):
+        raise Reject(value_mismatch(arr, ref, what=what))
+    return arr
+
+
 def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
                   overflow_note: str = "") -> None:
     """Shape, finiteness, exact zeros at masked keys, row sums, then values."""

@@ -14,8 +14,9 @@ from ...grading.probe import Impl
 from ...masks import padding_mask
 from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
-from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_weights, close, diagnose,
-                       expect_shape, fmt, numeric, rand, softmax_axis, to_array, value_mismatch)
+from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
+                       diagnose, expect_shape, fmt, numeric, rand, softmax_axis, to_array,
+                       value_mismatch)
 from .level2 import FAR_BELOW, judge_test_answer, masked_softmax_mistakes, softmax64
 
 _RX = running_example()
@@ -313,10 +314,7 @@ class DotBilinear(Spec):
                     raise Reject(f"{name}'s weights are normalised over the queries (axis 0); "
                                  f"softmax runs over the keys (axis -1)") from None
             raise
-        carr = numeric(to_array(c, f"{name}'s context"), f"{name}'s context")
-        expect_shape(carr, context.shape, f"{name}'s context", "(T, D_v)")
-        if not close(carr, context):
-            raise Reject(value_mismatch(carr, context, what=f"{name}'s context"))
+        check_values(c, context, f"{name}'s context", "(T, D_v)")
 
     def on_pass(self, cases, outputs):
         d = np.asarray(outputs[0][0])
@@ -379,10 +377,7 @@ class Additive(Spec):
                 ], ref=ref_w)
                 raise Reject(why or str(r)) from None
             raise
-        carr = numeric(to_array(c, "your context"), "your context")
-        expect_shape(carr, ref_c.shape, "your context", "one entry per value coordinate, D_v")
-        if not close(carr, ref_c):
-            raise Reject(value_mismatch(carr, ref_c, what="your context"))
+        check_values(c, ref_c, "your context", "one entry per value coordinate, D_v")
 
     def on_pass(self, cases, outputs):
         return (f"On the chapter's example (query width 4, key width 6) your weights are "
@@ -440,10 +435,7 @@ class Batched(Spec):
                 ], ref=ref_w)
                 raise Reject(why or str(r)) from None
             raise
-        carr = numeric(to_array(c, "your context"), "your context")
-        expect_shape(carr, ref_c.shape, "your context", "(B, T, D_v)")
-        if not close(carr, ref_c):
-            raise Reject(value_mismatch(carr, ref_c, what="your context"))
+        check_values(c, ref_c, "your context", "(B, T, D_v)")
 
 
 SPECS = {"3.1": StableSoftmax(), "3.2": SafeMaskedSoftmax(), "3.3": DotBilinear(),
