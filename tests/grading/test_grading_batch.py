@@ -14,7 +14,6 @@ import hashlib
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import nbformat
@@ -26,7 +25,8 @@ from attention_lab.grading import batch
 from attention_lab.grading import report as R
 from attention_lab.grading import submit
 from attention_lab.grading import submissions as S
-from attention_lab.grading.runner import defined_names
+
+from _notebook_edits import insert_after, load, replace_answer
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the grader's sandbox is Linux-only")
@@ -58,26 +58,6 @@ def _isolated() -> bool:
 # sandbox contains it (namespaces); elsewhere it is left out and its test is skipped, and the
 # README says what the grader does not protect against there.
 CONTAINED = _isolated()
-
-
-def load(path: Path):
-    return nbformat.read(path, as_version=4)
-
-
-def replace_answer(nb, name: str, source: str):
-    for cell in nb.cells:
-        if cell.cell_type == "code" and defined_names(cell.source, [name]):
-            cell.source = textwrap.dedent(source).strip()
-            return nb
-    raise AssertionError(f"no cell defines {name}")
-
-
-def insert_after(nb, name: str, source: str):
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and defined_names(cell.source, [name]):
-            nb.cells.insert(i + 1, nbformat.v4.new_code_cell(textwrap.dedent(source).strip()))
-            return nb
-    raise AssertionError(f"no cell defines {name}")
 
 
 def sha(path: Path) -> str:

@@ -31,7 +31,6 @@ import re
 import socket
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -43,6 +42,8 @@ from attention_lab.grading import batch
 from attention_lab.grading import namespaces as N
 from attention_lab.grading import sandbox as S
 from attention_lab.grading.runner import defined_names
+
+from _notebook_edits import insert_after, load, replace_answer
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the grader's sandbox is Linux-only")
@@ -69,27 +70,6 @@ GRADER = ("import re, sys\n"
           "status = open('/proc/self/status').read()\n"
           "print('PEAK_KB', re.search(r'VmHWM:\\s*(\\d+)', status).group(1))\n"
           "sys.exit(code)\n")
-
-
-def load(path: Path):
-    return nbformat.read(path, as_version=4)
-
-
-def insert_after(nb, name: str, *sources: str):
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and defined_names(cell.source, [name]):
-            for k, src in enumerate(sources):
-                nb.cells.insert(i + 1 + k, nbformat.v4.new_code_cell(textwrap.dedent(src).strip()))
-            return nb
-    raise AssertionError(f"no cell defines {name}")
-
-
-def replace_answer(nb, name: str, source: str):
-    for cell in nb.cells:
-        if cell.cell_type == "code" and defined_names(cell.source, [name]):
-            cell.source = textwrap.dedent(source).strip()
-            return nb
-    raise AssertionError(f"no cell defines {name}")
 
 
 def honest(secret: str, wrong: bool):
