@@ -86,9 +86,16 @@ def _tree(server):
 
 
 def _kernel_process(server, kernel_id: str):
+    """The running process of kernel ``kernel_id``, or None (one that has exited, a zombie not yet
+    reaped included, is not running)."""
+    import psutil
+
     for p in _tree(server):
-        if any(kernel_id in arg for arg in p.cmdline()):
-            return p
+        try:
+            if any(kernel_id in arg for arg in p.cmdline()):
+                return p
+        except (psutil.NoSuchProcess, psutil.AccessDenied):  # ZombieProcess is a NoSuchProcess
+            continue
     return None
 
 

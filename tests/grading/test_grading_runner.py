@@ -183,3 +183,62 @@ def test_a_sandbox_for_another_folder_is_refused(tmp_path):
     with pytest.raises(ValueError, match="job folder"):
         run_notebook(nbformat.v4.new_notebook(), tmp_path / "b" / "work", [], {}, limits,
                      sandbox=sandbox)
+
+
+class _Channel:
+    """A kernel channel that replies from a script: each ``get_msg`` returns the next message, or
+    waits out its timeout and raises ``Empty`` when the script is over."""
+
+    def __init__(self, *messages):
+        self.messages, self.sent, self.waited = list(messages), [], 0.0
+
+    def send(self, msg):
+        self.sent.append(msg)
+
+    async def get_msg(self, timeout=None):
+        import asyncio
+        from queue import Empty
+
+        if self.messages:
+            return self.messages.pop(0)
+        self.waited += timeout or 0
+        await asyncio.sleep(timeout or 0)
+        raise Empty
+
+
+def test_a_kernel_is_ready_once_it_answers_without_waiting_for_silence():
+    """jupyter_client's wait_for_ready ends by waiting until IOPub has been silent for 0.2 s; the
+    grader's client does not (nbclient reads only the replies to its own requests)."""
+    import asyncio
+
+    from attention_lab.grading.runner import _make_client_classes
+
+    KM, _ = _make_client_classes()
+    kc = KM.kernel_client_class()
+    reply = {"msg_type": "kernel_info_reply", "content": {"protocol_version": "5.3"},
+             "parent_header": {}, "header": {}}
+    status = {"msg_type": "status", "content": {"execution_state": "idle"}}
+    kc._shell_channel = _Channel(reply)
+    kc._iopub_channel = _Channel(status, status)  # a second message would be waited out
+    asyncio.run(kc.wait_for_ready(timeout=5))
+    assert kc._iopub_channel.waited == 0.0 and kc._iopub_channel.messages == [status]
+    assert len(kc._shell_channel.sent) == 1  # one kernel_info request
+
+
+@linux
+def test_every_kernel_context_is_terminated_after_its_job(tmp_path):
+    """The ZeroMQ context of each kernel ends in a thread of its own (its term takes ~0.1 s the
+    next notebook need not wait for): it does end, for every kernel, and leaves no thread."""
+    import threading
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import os\nos._exit(1)"),
+                nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query")]
+    ex = EXERCISES["2.1"]
+    run = run_notebook(nb, tmp_path / "work", [ex], {ex.id: encoded_inputs(cases_for(ex, 3))},
+                       Limits(cell_timeout=10, timeout=60))
+    assert run.records["2.1"]["kind"] == "calls" and run.attempts >= 2
+    terms = [t for t in threading.enumerate() if t.name == "zmq-term"]
+    for t in terms:
+        t.join(5)
+    assert not [t for t in terms if t.is_alive()], "a kernel's ZeroMQ context did not end"
