@@ -210,6 +210,7 @@ def test_a_kernel_is_ready_once_it_answers_without_waiting_for_silence():
     """jupyter_client's wait_for_ready ends by waiting until IOPub has been silent for 0.2 s; the
     grader's client does not (nbclient reads only the replies to its own requests)."""
     import asyncio
+    import concurrent.futures
 
     from attention_lab.grading.runner import _make_client_classes
 
@@ -220,7 +221,9 @@ def test_a_kernel_is_ready_once_it_answers_without_waiting_for_silence():
     status = {"msg_type": "status", "content": {"execution_state": "idle"}}
     kc._shell_channel = _Channel(reply)
     kc._iopub_channel = _Channel(status, status)  # a second message would be waited out
-    asyncio.run(kc.wait_for_ready(timeout=5))
+    # a thread of its own, whatever loop this test process already runs (Playwright's, say)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, kc.wait_for_ready(timeout=5)).result()
     assert kc._iopub_channel.waited == 0.0 and kc._iopub_channel.messages == [status]
     assert len(kc._shell_channel.sent) == 1  # one kernel_info request
 
