@@ -56,6 +56,8 @@ def test_the_launcher_sets_hard_limits_that_the_kernel_cannot_raise(tmp_path):
 def test_the_launcher_caps_processes_for_a_non_root_grader(tmp_path):
     """RLIMIT_NPROC = the user's current tasks + margin (root is exempt from it, so as root the
     test drops to 'nobody' in a child process)."""
+    import tempfile
+
     kwargs = {}
     python = sys.executable
     if os.geteuid() == 0:
@@ -65,11 +67,19 @@ def test_the_launcher_caps_processes_for_a_non_root_grader(tmp_path):
             "launch.hard_limit('processes', launch.tasks_of_user(os.getuid()) + 7, r); "
             "print(r['processes'], *resource.getrlimit(resource.RLIMIT_NPROC), "
             "launch.tasks_of_user(os.getuid()))")
+    # the launcher (standard library only) copied where 'nobody' can read it: a checkout in a
+    # private folder (mktemp -d, as a fresh clone for CI) is not readable to that user
+    readable = Path(tempfile.mkdtemp(prefix="attention-lab-launch-"))
     try:
-        out = subprocess.run([python, "-I", "-S", "-c", code, os.path.dirname(launch.__file__)],
-                             capture_output=True, text=True, timeout=30, cwd=tmp_path, **kwargs)
+        readable.chmod(0o755)
+        shutil.copy(launch.__file__, readable / "launch.py")
+        (readable / "launch.py").chmod(0o644)
+        out = subprocess.run([python, "-I", "-S", "-c", code, str(readable)],
+                             capture_output=True, text=True, timeout=30, cwd=readable, **kwargs)
     except OSError as exc:
         pytest.skip(f"cannot run as an unprivileged user here: {exc}")
+    finally:
+        shutil.rmtree(readable, ignore_errors=True)
     if out.returncode != 0:
         pytest.skip(f"cannot run as an unprivileged user here: {out.stderr[-300:]}")
     limit, soft, hard, tasks = (int(x) for x in out.stdout.split())
