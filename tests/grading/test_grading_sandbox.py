@@ -53,7 +53,7 @@ def test_the_launcher_sets_hard_limits_that_the_kernel_cannot_raise(tmp_path):
     assert {k: report[k] for k in limits} == limits
 
 
-def test_the_launcher_caps_processes_for_a_non_root_grader(tmp_path):
+def test_the_launcher_caps_processes_for_a_non_root_grader():
     """RLIMIT_NPROC = the user's current tasks + margin (root is exempt from it, so as root the
     test drops to 'nobody' in a child process)."""
     import tempfile
