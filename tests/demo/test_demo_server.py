@@ -1,8 +1,9 @@
 """The demo's server for a lecture hall, end to end without a browser: a preheated kernel (not
-culled between its page and the page's connection), the viewer limit and its page, the trained model's tab on the shared model (no torch in the viewer's
-kernel), culling of a viewer who vanished, the refusal of the websocket protocol that hangs
-Voila, and nothing left behind. Viewers are simulated (benchmarks/viewer.py: the messages a page
-sends); the page in a real browser is tested in tests/browser."""
+culled between its page and the page's connection), its refill (not while a viewer moves
+sliders), the viewer limit and its page, the trained model's tab on the shared model (no torch in
+the viewer's kernel), culling of a viewer who vanished, the refusal of the websocket protocol that
+hangs Voila, and nothing left behind. Viewers are simulated (benchmarks/viewer.py: the messages a
+page sends); the page in a real browser is tested in tests/browser."""
 
 from __future__ import annotations
 
@@ -43,6 +44,41 @@ def test_viewers_count_connected_kernels_and_pages_on_their_way(monkeypatch):
     assert v.count(["k1", "k2"]) == 2
     assert v.count(["k2"]) == 1                        # k1's kernel ended (shut down, culled)
     assert S.Viewers(limit=0).admit(["a"] * 1000)      # 0: no limit
+
+
+def test_a_refill_waits_for_a_quiet_room_unless_a_viewer_took_it():
+    km = S.DemoKernelManager(refill_quiet=0.3)
+    item = object()  # what Voila's pool holds for the kernel being started (its task)
+
+    async def busy(seconds):  # viewers moving sliders: a message every 50 ms
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            km.viewers.active()
+            await asyncio.sleep(0.05)
+
+    async def scenario():
+        await asyncio.wait_for(km.quiet_room(item), 1)  # no server's viewers: no wait
+        km.viewers = S.Viewers()
+        km._pools = {"demo.ipynb": [item]}
+        km.viewers.active()
+        waiting = asyncio.ensure_future(km.quiet_room(item, poll=0.01))
+        await busy(0.8)
+        assert not waiting.done()                       # the room is busy: the refill waits
+        t0 = time.monotonic()
+        await asyncio.wait_for(waiting, 2)              # ... and starts once it is quiet
+        assert 0.2 < time.monotonic() - t0 < 0.6
+        # a viewer took the pool's item (no warm kernel was left): it starts although busy
+        km.viewers.active()
+        waiting = asyncio.ensure_future(km.quiet_room(item, poll=0.01))
+        activity = asyncio.ensure_future(busy(2))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        km._pools["demo.ipynb"].remove(item)
+        await asyncio.wait_for(waiting, 0.1)
+        activity.cancel()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
 
 
 def test_the_full_page_says_what_happened_and_retries():
@@ -99,6 +135,19 @@ def _kernel_process(server, kernel_id: str):
     return None
 
 
+def _kernel_count(server) -> int:
+    """How many kernels the server runs (viewers' and preheated)."""
+    import psutil
+
+    count = 0
+    for p in _tree(server):
+        try:
+            count += any(arg.endswith(".json") and "kernel-" in arg for arg in p.cmdline())
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return count
+
+
 def _legacy_websocket_status(port: int, token: str, kernel_id: str) -> int:
     """The HTTP status of a websocket upgrade without the v1 subprotocol."""
     import http.client
@@ -125,6 +174,16 @@ def test_a_lecture_hall_server(hall):
         first = Viewer(base, hall.token, timeout=120, connect_delay=2)
         assert await first.load(), first.error
         assert await first.move() is not None                    # a slider step repaints
+        # the pool's refill waits while the viewer moves sliders, and starts once it stops
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            assert await first.move() is not None
+            await asyncio.sleep(0.4)
+        assert _kernel_count(hall) == 1, "a refill warmed up while a viewer moved sliders"
+        deadline = time.monotonic() + 30
+        while _kernel_count(hall) < 2:
+            assert time.monotonic() < deadline, "the pool was not refilled once viewers were quiet"
+            await asyncio.sleep(0.2)
         second = Viewer(base, hall.token, timeout=30)
         assert not await second.load() and second.status == 503  # the demo is full
         assert "turned a viewer away: 1 viewers, --max-viewers 1" in hall.log_path.read_text()
