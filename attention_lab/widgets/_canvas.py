@@ -75,6 +75,10 @@ def _fast_canvas_class():
           blank) figure. So a frame the browser did not ask for is whole (and not sent at all if
           no pixel changed), and ``settle_seconds`` after a diff frame with nothing since, the
           whole figure is sent once more: once the figure is still, the page shows all of it.
+        - A whole frame of a figure that has not changed since its last whole frame is that
+          frame's PNG again, not a new encoding: a page that opens asks for the whole figure
+          twice (before and after ipympl's resize), and :meth:`keep_whole_frame` lets Voila's
+          preheated kernels encode it before any viewer arrives.
         - The figure cannot be resized with the mouse: ipympl's front-end switches ``resizable``
           on for every live canvas; the canvas says again that it is off once the browser view
           is ready.
@@ -86,6 +90,8 @@ def _fast_canvas_class():
         _last_frame = float("-inf")
         _unasked = False  # the frame being drawn was not asked for by the browser
         _settle_timer = None
+        _whole = None  # (the pixels, their PNG) of the last whole frame
+
 
         def push_frame(self) -> None:
             """Draw the figure for the browser now, or let the browser pace it (see above)."""
@@ -105,26 +111,34 @@ def _fast_canvas_class():
             pixels = np.asarray(self.get_renderer().buffer_rgba())
             buff = pixels.view(np.uint32).squeeze(2)
             same_shape = buff.shape == self._last_buff.shape
-            if (self._unasked and not self._force_full and same_shape
+            whole = self._force_full
+            if (self._unasked and not whole and same_shape
                     and np.array_equal(buff, self._last_buff)):
                 self._png_is_old = False
                 return None  # nothing new to show
-            if (self._force_full or self._unasked or not same_shape
-                    or (pixels[:, :, 3] != 255).any()):
+            self._force_full, self._png_is_old = False, False
+            self._last_frame = time.monotonic()
+            if whole or self._unasked or not same_shape or (pixels[:, :, 3] != 255).any():
                 self.set_image_mode("full")
-                output = buff
                 if self._settle_timer is not None:
                     self._settle_timer.stop()
-            else:
-                self.set_image_mode("diff")
-                output = np.where(buff != self._last_buff, buff, 0)
-                self._settle_later()
+                if not (same_shape and self._whole is not None
+                        and self._whole[0] is self._last_buff
+                        and np.array_equal(buff, self._last_buff)):
+                    self.keep_whole_frame()
+                return self._whole[1]
+            self.set_image_mode("diff")
+            output = np.where(buff != self._last_buff, buff, 0)
+            self._settle_later()
             self._last_buff = buff.copy()
-            self._force_full = False
-            self._png_is_old = False
-            self._last_frame = time.monotonic()
             return encode_png(output.view(dtype=np.uint8).reshape((*output.shape, 4)),
                               self.png_compress_level)
+
+        def keep_whole_frame(self) -> None:
+            """Encode the figure's current pixels as its next whole frame, without sending it."""
+            pixels = np.asarray(self.get_renderer().buffer_rgba())  # (H, W, 4) uint8
+            self._last_buff = pixels.view(np.uint32).squeeze(2).copy()
+            self._whole = (self._last_buff, encode_png(pixels, self.png_compress_level))
 
         def _settle_later(self) -> None:
             """Send the whole figure ``settle_seconds`` after the last diff frame (see above)."""

@@ -257,9 +257,15 @@ def test_prerender_renders_each_static_layer_once_ahead_of_the_first_frame():
     D.build_demo(explorers)
     assert [ex.figure.static_renders for ex in explorers.values()] == [1, 1]
     assert sent == []  # nothing went to a page
+    kept = [ex.canvas._whole[1] for ex in explorers.values()]  # their first whole frames
+    frames = []
     for ex in explorers.values():
-        ex.canvas.draw()  # what a page's first "draw" request runs
+        ex.canvas.syncing_data_url = False  # a page's view is ready
+        ex.canvas.send_binary = frames.append
+        ex.canvas._force_full = True        # what a page's "refresh" asks for
+        ex.canvas.draw()                    # what its first "draw" request runs
     assert [ex.figure.static_renders for ex in explorers.values()] == [1, 1]
+    assert all(f is k for f, k in zip(frames, kept))  # sent as encoded in the warm-up
     unrendered = D.build_demo({"Query": QueryExplorer()}, prerender=False)
     assert unrendered.explorers["Query"].figure.static_renders == 0
 

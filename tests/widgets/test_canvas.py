@@ -193,6 +193,41 @@ def test_once_still_the_last_frame_is_the_whole_figure(live, monkeypatch):
     assert len(seen["later"]) == len(settled), "the whole frame is sent once, not repeatedly"
 
 
+def test_a_whole_frame_of_an_unchanged_figure_is_not_encoded_again(live, monkeypatch):
+    """A page that opens asks for the whole figure twice; a figure unchanged since its last whole
+    frame sends that frame's PNG again. After a change, or after a diff frame, a whole frame is
+    encoded anew and shows the figure as it is."""
+    e, sent = live
+    canvas = e.canvas
+    clock = [100.0]
+    monkeypatch.setattr(_canvas.time, "monotonic", lambda: clock[0])
+    encoded = []
+    real = _canvas.encode_png
+    monkeypatch.setattr(_canvas, "encode_png", lambda *a: encoded.append(1) or real(*a))
+
+    def page_asks_for_the_whole_figure():
+        canvas._handle_message(canvas, {"type": "refresh"}, [])
+        canvas._handle_message(canvas, {"type": "draw"}, [])
+        return sent["frames"][-1]
+
+    first = page_asks_for_the_whole_figure()
+    assert whole(first) and len(encoded) == 1
+    assert page_asks_for_the_whole_figure() is first and len(encoded) == 1
+    now = lambda: np.asarray(canvas.get_renderer().buffer_rgba())  # noqa: E731
+    clock[0] += 1.0
+    e.controls["temperature"].value = 0.5                 # a change after a pause: whole
+    changed = sent["frames"][-1]
+    assert len(encoded) == 2 and whole(changed)
+    np.testing.assert_array_equal(decode(changed), now())
+    assert page_asks_for_the_whole_figure() is changed and len(encoded) == 2
+    e.controls["temperature"].value = 0.6                 # paced: a diff
+    canvas._handle_message(canvas, {"type": "draw"}, [])
+    assert not whole(sent["frames"][-1]) and len(encoded) == 3
+    again = page_asks_for_the_whole_figure()              # after a diff: encoded anew
+    assert again is not changed and len(encoded) == 4
+    np.testing.assert_array_equal(decode(again), now())
+
+
 def test_the_resize_handle_stays_off_once_the_browser_view_is_ready(live, monkeypatch):
     e, _ = live
     canvas = e.canvas
