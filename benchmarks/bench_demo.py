@@ -21,10 +21,10 @@ whole demo's memory (every process of the server, preheated kernels and model se
 proportional set size) divided by N. A few real Chromium pages (``--chromium``, 2 by default) join
 the N = 10 and N = 30 rounds in place of simulated viewers, to confirm page ready and the key
 press -> repaint latency in a browser. Chromium runs at the lowest CPU priority (``nice 19``): in a
-lecture hall the browsers run on the students' laptops, and two headless pages at projector size on
-this machine took the server's cores (30 simulated viewers' page ready p95 0.77 s alone, 10.5 s
-beside two Chromium pages at normal priority); the Chromium pages' own times are therefore upper
-bounds. Between rounds every viewer leaves (its page's shutdown
+lecture hall the browsers run on the students' laptops, not on the server's cores; the Chromium
+pages' own times are therefore upper bounds. When a browser is available, the simulated viewers
+fetch the static files a real page fetched (recorded once); with ``--chromium 0`` they fetch none,
+as browsers that have them cached. Between rounds every viewer leaves (its page's shutdown
 request, as a closed tab sends) and the benchmark waits until the preheated pool is full again.
 
 Bounds: a page not ready within ``--timeout`` (120 s) counts as not ready; a round of today's

@@ -15,8 +15,9 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
   a second after a viewer takes a kernel; a warm-up then holds a core for ~3 s while a class is
   arriving and moving sliders. Here a refill starts once no page has been requested and no page
   has sent a message for ``refill_quiet`` seconds (default 3), or at once when a viewer has already
-  taken it (the pool had no warm kernel left). Measured with 30 viewers arriving in 10 s:
-  page ready p95 0.77 -> 0.43 s, slider step -> frame p95 195 -> 80 ms.
+  taken it (the pool had no warm kernel left). 30 simulated viewers arriving in 10 s
+  (``python -m benchmarks.bench_demo --n 30 --configs hall --chromium 0``), refills at once vs
+  after 3 s of quiet: page ready p95 0.93 -> 0.33 s, slider step -> frame p95 230 -> 130 ms.
 - **A viewer limit** (:class:`GatedVoilaHandler`, ``--DemoVoila.max_viewers=N``). A viewer is a
   page whose kernel connected (or a page served in the last minute that has not connected yet);
   the N+1-th gets a page that says the demo is full and retries by itself (HTTP 503).
