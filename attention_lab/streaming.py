@@ -73,8 +73,8 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
     independent of S). ``return_logsumexp=True`` also returns the log of the softmax normaliser per
     row, ``logsumexp_j(score_j)`` over the eligible keys, shape (..., T) (``-inf`` for a row without
     eligible keys), in the working dtype (float32 for float16/bfloat16 inputs: it may exceed
-    float16's range). ``check_finite=False`` skips the scan of Q, K and V for NaN and inf (see
-    :mod:`attention_lab.tensor`).
+    float16's range). ``check_finite=False`` skips the NaN/inf checks of Q, K, V and of the
+    result (see :mod:`attention_lab.tensor`).
     """
     factor = _T.check_call(Q, K, V, scale=scale, temperature=temperature, empty=empty,
                            is_causal=is_causal, causal_align=causal_align,
@@ -156,7 +156,8 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
         if empty == "nan":
             context = context.masked_fill(empty_rows, float("nan"))        # (..., T, D_v)
     context = context.to(Q.dtype)                                           # (..., T, D_v)
-    _T.check_output(context, factor, empty, lambda: empty_rows)
+    if check_finite:
+        _T.check_output(context, factor, empty, lambda: empty_rows)
     if return_logsumexp:
         lse = (run_m + torch.log(run_l)).squeeze(-1)                        # (..., T)
         return context, lse

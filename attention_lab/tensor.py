@@ -30,10 +30,11 @@ range, a key whose score is -65504 or a temperature of 1e-4 give SDPA's answer, 
 Non-finite inputs: NaN or +-inf anywhere in Q, K or V raises ``ValueError`` naming the tensor
 (the numpy reference's rule), whether or not the value could reach the output. The scan is one read
 of the inputs (5-15 % of SDPA's time at the size of ``python -m benchmarks.run core``);
-``check_finite=False`` skips it, as in ``scipy.linalg``, for inputs known to be finite: a NaN or
-inf may then give a wrong answer without an error (SDPA returns zeros for a NaN query). A context
-that is not finite although the inputs are (scores beyond the working dtype after
-``scale / temperature``) always raises ``ValueError`` naming ``scale`` and ``temperature``.
+A context that is not finite although the inputs are (scores beyond the working dtype after
+``scale / temperature``) raises ``ValueError`` naming ``scale`` and ``temperature``.
+``check_finite=False`` skips both checks, as in ``scipy.linalg``, for inputs known to be finite: a
+NaN or inf may then give a wrong answer without an error (SDPA returns zeros for a NaN query), and
+an overflow a NaN context.
 
 torch is imported only when this module is imported, never by ``import attention_lab``.
 """
@@ -151,6 +152,8 @@ def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align=
     Chapter, Level 2, *Masks define which keys are eligible*: ``mask & (j < lengths[b]) &
     causal`` (with ``lengths`` on the batch items, never on the heads).
     """
+    if mask is None and lengths is None and not _V.flag(is_causal, "is_causal"):
+        return None  # every key is eligible
     T, S = Q.shape[-2], K.shape[-2]
     scores_shape = _V.batch_dims(Q=Q.shape, K=K.shape) + (T, S)
     out = checked_mask(mask, scores_shape, Q.device)                 # (..., T|1, S|1)
@@ -188,7 +191,8 @@ def attention(Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
             attn_mask = m.view((1,) * (2 - m.dim()) + m.shape)       # (1, S) or (1, 1)
         context = torch.nn.functional.scaled_dot_product_attention(
             Q, K, V, attn_mask=attn_mask, scale=factor)              # (..., T, D_v)
-        check_output(context, factor, empty)
+        if check_finite:
+            check_output(context, factor, empty)
         return TensorAttention(context, None, m)
 
     work = Q.dtype if Q.dtype in (torch.float32, torch.float64) else torch.float32
@@ -218,8 +222,9 @@ def attention(Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     if work != Q.dtype:
         # back to float16/bfloat16
         weights, context = weights.to(Q.dtype), context.to(Q.dtype)  # (..., T, S), (..., T, D_v)
-    check_output(context, factor, empty,
-                 None if empty_rows is None else (lambda: empty_rows))
+    if check_finite:
+        check_output(context, factor, empty,
+                     None if empty_rows is None else (lambda: empty_rows))
     return TensorAttention(context, weights if need_weights else None, m)
 
 
@@ -241,5 +246,4 @@ def check_output(context, factor: float, empty: str, empty_rows=None) -> None:
         return
     raise ValueError(f"the context is not finite: the scores (or the weighted sum) overflowed "
                      f"the working dtype after scaling by scale / temperature = {factor:g}; use a "
-                     f"larger temperature or smaller inputs (or, with check_finite=False, an "
-                     f"input holds NaN or inf)")
+                     f"larger temperature or smaller inputs")

@@ -159,6 +159,9 @@ def test_a_temperature_that_overflows_float32_names_the_temperature():
     for name, fn in TORCH_PATHS.items():
         with pytest.raises(ValueError, match=r"scale / temperature = 1e\+40"):
             fn(Q * 10, K, V, temperature=1e-40)
+        # the opt-out checks nothing: the overflow comes back as it is
+        out = fn(Q * 10, K, V, temperature=1e-40, check_finite=False)
+        assert not torch.isfinite(out).all(), name
 
 
 # float16 / bfloat16 extremes: integer-valued inputs make every score exact in float32 (D = 1), so
@@ -338,17 +341,20 @@ def test_lengths_index_batch_items_not_heads_when_b_equals_h():
             fn(Q, K, V, lengths=[5, 1, 2])
 
 
-def test_check_finite_false_skips_the_scan_and_says_so():
-    """The opt-out (as scipy.linalg's check_finite): no scan, so SDPA's answer for a NaN query
-    (zeros) comes back; the default refuses it. A non-bool is refused."""
+def test_check_finite_false_skips_the_checks_and_says_so():
+    """The opt-out (as scipy.linalg's check_finite): neither the inputs nor the result are checked,
+    so SDPA's answer for a NaN query (zeros) comes back, and the other paths' NaN row; the default
+    refuses it on every path. A non-bool is refused."""
     Q, K, V = _qkv((1, 1), dtype=torch.float32)  # 4-D: SDPA's fused CPU kernel
     Q[0, 0, 1, 0] = float("nan")
-    with pytest.raises(ValueError, match="Q contains 1 non-finite"):
-        attention(Q, K, V, need_weights=False)
+    for name, fn in PATHS.items():
+        with pytest.raises(ValueError, match=r"(Q|query) contains 1 non-finite value"):
+            fn(Q, K, V)  # the numpy reference calls it the query
     out = attention(Q, K, V, need_weights=False, check_finite=False).context
     assert (out[0, 0, 1] == 0).all()  # silently zero: what the scan is there to prevent
-    with pytest.raises(ValueError, match=r"with check_finite=False, an input holds NaN or inf"):
-        attention(Q, K, V, check_finite=False)  # the weights path still sees the NaN row
+    for name in ("torch", "streaming"):
+        out = PATHS[name](Q, K, V, check_finite=False)
+        assert out[0, 0, 1].isnan().all() and torch.isfinite(out[0, 0, [0, 2, 3]]).all(), name
     for name, fn in TORCH_PATHS.items():
         with pytest.raises(TypeError, match="check_finite must be a bool"):
             fn(Q, K, V, check_finite="yes")
