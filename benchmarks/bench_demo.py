@@ -108,6 +108,7 @@ class Round:
     turned_away: int = 0
     cpu_arrival_s: float | None = None               # per viewer: its kernel and Voila's server
     cpu_step_s: float | None = None                  # per slider step, the same processes
+    client_cpu_arrival_s: float | None = None        # per viewer: this benchmark's own client
     load: tuple = ()
     skipped: str = ""
 
@@ -242,6 +243,10 @@ def record_assets(H, browser, server) -> tuple[str, ...]:
 
 async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeout: float,
                    rnd: random.Random, start: threading.Event) -> tuple[list, list, dict]:
+    import psutil
+    import jupyter_server.services.kernels.connection.base  # noqa: F401  (not in the client's
+    import tornado.websocket  # noqa: F401                   CPU per arrival below)
+
     from .viewer import Viewer
 
     base = f"http://127.0.0.1:{server.port}"
@@ -252,10 +257,12 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
         await v.load()
 
     cpu = Cpu(server)
+    client = _cpu(psutil.Process())  # the simulated viewers' client shares the machine's cores
     start.set()
     await asyncio.gather(*(arrive(i, v) for i, v in enumerate(viewers)))
     ready = [v for v in viewers if v.ready_s is not None]
     arrival_cpu = cpu.used([v.kernel_id for v in viewers if v.kernel_id])
+    client = (_cpu(psutil.Process()) - client) / max(len(viewers), 1)
 
     async def student(v):
         end = time.monotonic() + slider_s
@@ -273,6 +280,7 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
     # CPU is counted for the kernels of viewers whose page came (the others' are unknown)
     arrived = [v for v in viewers if v.kernel_id]
     memory["cpu_arrival"] = arrival_cpu / len(arrived) if arrived else None
+    memory["client_cpu_arrival"] = client
     memory["cpu_step"] = cpu.used([v.kernel_id for v in ready]) / steps if steps else None
     await asyncio.gather(*(v.close() for v in viewers))
     return viewers, [x for v in ready for x in v.latencies], memory
@@ -432,6 +440,7 @@ def run_round(H, server, n: int, *, slider_s: float, assets, timeout: float, bro
     out.rss_mib, out.uss_mib = memory["rss"], memory["uss"]
     out.demo_pss_mib = memory["pss"]
     out.cpu_arrival_s, out.cpu_step_s = memory["cpu_arrival"], memory["cpu_step"]
+    out.client_cpu_arrival_s = memory["client_cpu_arrival"]
     out.load = (load_before, os.getloadavg()[0])
     errors = sorted({v.error for v in viewers if v.error})
     if errors:
@@ -591,6 +600,8 @@ def rows(results: dict) -> list[Row]:
             if r.demo_pss_mib else None, "MiB")
         row("CPU per arriving viewer (its kernel + Voila's server)", lambda r: r.cpu_arrival_s)
         row("CPU per slider step (the kernel + Voila's server)", lambda r: r.cpu_step_s)
+        row("CPU per arriving viewer of this benchmark's client (on the same cores)",
+            lambda r: r.client_cpu_arrival_s)
         row("Chromium pages: page ready (median)", lambda r: statistics.median(_ok(
             r.browser_ready)) if _ok(r.browser_ready) else None)
         row("Chromium pages: key press -> repaint p95", lambda r: percentile(
