@@ -484,6 +484,7 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
                         wait_pool_full(server, pool)
                         warm = [_cpu(p) for p in _kernels(server).values()]
                         results["warm_cpu_s"] = statistics.mean(warm)
+                        results["warm_server_cpu_s"] = _cpu(_voila_process(server)) / pool
                         print(f"  hall: {pool} preheated kernels, {results['warm_cpu_s']:.1f} s "
                               f"of CPU each to warm up", file=sys.stderr, flush=True)
                     assets = ()
@@ -565,6 +566,9 @@ def rows(results: dict) -> list[Row]:
     if results.get("warm_cpu_s"):
         out.append(Row(GROUP, "warm-up of a preheated kernel, CPU (start, imports, explorers, "
                               "their figures rendered once)", results["warm_cpu_s"], "s"))
+        out.append(Row(GROUP, "Voila's server CPU until the pool is full, per preheated kernel "
+                              "(its page rendered, its messages watched; start-up included)",
+                       results["warm_server_cpu_s"], "s"))
     for n in sorted(set(today) | set(hall)):
         t, h = today.get(n), hall.get(n)
         goal = n == 30

@@ -81,6 +81,41 @@ def test_a_refill_waits_for_a_quiet_room_unless_a_viewer_took_it():
         pool.submit(asyncio.run, scenario()).result()
 
 
+def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
+    """Voila renders each preheated kernel's page with a new exporter (a new Jinja environment):
+    the server's compiled templates serve them all; a changed source or an environment of the
+    other mode (sync or async) compiles anew."""
+    import jinja2
+    from voila import notebook_renderer
+
+    compiled = []
+    real = jinja2.Environment.compile
+
+    def counting(self, source, name=None, *args, **kwargs):
+        compiled.append(name)
+        return real(self, source, name, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counting)
+    monkeypatch.setattr(S.DemoExporter, "compiled", S.CompiledTemplates())
+    monkeypatch.setattr(notebook_renderer, "VoilaExporter", notebook_renderer.VoilaExporter)
+    S.use_compiled_templates()
+    assert notebook_renderer.VoilaExporter is S.DemoExporter
+    pages = [notebook_renderer.VoilaExporter(template_name="lab").environment
+             .get_template("index.html.j2") for _ in range(3)]
+    assert compiled == ["index.html.j2"] and pages[0] is not pages[1]
+
+    cache, compiled[:] = S.CompiledTemplates(), []
+
+    def render(source, enable_async=False):
+        env = jinja2.Environment(loader=jinja2.DictLoader({"t": source}), bytecode_cache=cache,
+                                 enable_async=enable_async)
+        return env.get_template("t").render(x=1)
+
+    assert [render("a{{ x }}"), render("a{{ x }}"), render("b{{ x }}")] == ["a1", "a1", "b1"]
+    assert compiled == ["t", "t"]                      # the second "a" came from the cache
+    assert render("b{{ x }}", enable_async=True) == "b1" and compiled == ["t", "t", "t"]
+
+
 def test_the_full_page_says_what_happened_and_retries():
     page = S.full_page(60, 60)
     assert "The demo is full" in page and "60 viewers are watching" in page
@@ -165,6 +200,13 @@ def _legacy_websocket_status(port: int, token: str, kernel_id: str) -> int:
 
 def test_a_lecture_hall_server(hall):
     base = f"http://127.0.0.1:{hall.port}"
+    # the warm-up ended when the kernel had run the notebook (seen on its IOPub), not at the
+    # 120 s timeout that gives a slot back anyway
+    import re
+
+    warm = re.search(r"preheated kernel\(s\) ready for viewers \((\S+) s of warm-up",
+                     hall.log_path.read_text())
+    assert warm and float(warm.group(1)) < 60, hall.log_tail()
 
     async def scenario():
         # the preheated kernel has been idle longer than --cull-after (3 s) when its page arrives,
