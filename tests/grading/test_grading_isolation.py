@@ -416,7 +416,11 @@ class Watch:
             for f in ("pids.max", "cpu.cfs_quota_us", "cpu.max"):
                 for path in parent.glob(f"{N.CGROUP_PREFIX}{self.grader.pid}-*/{f}"):
                     try:
-                        self.cgroups.setdefault(f, set()).add(path.read_text().strip())
+                        # only while a task is inside: a cgroup just made holds the kernel's
+                        # defaults until the grader writes its limits (a fresh clone's CI read
+                        # cpu.cfs_quota_us = -1 in that instant)
+                        if (path.parent / "cgroup.procs").read_text().strip():
+                            self.cgroups.setdefault(f, set()).add(path.read_text().strip())
                     except OSError:
                         pass
 
