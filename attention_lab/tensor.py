@@ -29,7 +29,7 @@ range, a key whose score is -65504 or a temperature of 1e-4 give SDPA's answer, 
 
 Non-finite inputs: NaN or +-inf anywhere in Q, K or V raises ``ValueError`` naming the tensor
 (the numpy reference's rule), whether or not the value could reach the output. The scan is one read
-of the inputs (5-15 % of SDPA's time at the size of ``python -m benchmarks.run core``);
+of the inputs (5-15 % of SDPA's time at the size of ``python -m benchmarks.run core``).
 A context that is not finite although the inputs are (scores beyond the working dtype after
 ``scale / temperature``) raises ``ValueError`` naming ``scale`` and ``temperature``.
 ``check_finite=False`` skips both checks, as in ``scipy.linalg``, for inputs known to be finite: a

@@ -215,8 +215,7 @@ def _low_priority_chromium(H, playwright, work: Path):
     wrapper = work / "chromium-nice"
     wrapper.write_text(f'#!/bin/sh\nexec nice -n 19 {H.CHROMIUM} "$@"\n')
     wrapper.chmod(0o755)
-    return playwright.chromium.launch(executable_path=str(wrapper), headless=True,
-                                      args=H.CHROMIUM_ARGS)
+    return H.launch_chromium(playwright, executable=wrapper)
 
 
 def record_assets(H, browser, server) -> tuple[str, ...]:
@@ -243,9 +242,10 @@ def record_assets(H, browser, server) -> tuple[str, ...]:
 
 async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeout: float,
                    rnd: random.Random, start: threading.Event) -> tuple[list, list, dict]:
+    # imported here, so that the client's CPU per arrival below does not count its imports
+    import jupyter_server.services.kernels.connection.base  # noqa: F401
     import psutil
-    import jupyter_server.services.kernels.connection.base  # noqa: F401  (not in the client's
-    import tornado.websocket  # noqa: F401                   CPU per arrival below)
+    import tornado.websocket  # noqa: F401
 
     from .viewer import Viewer
 

@@ -90,8 +90,7 @@ def _fast_canvas_class():
         _last_frame = float("-inf")
         _unasked = False  # the frame being drawn was not asked for by the browser
         _settle_timer = None
-        _whole = None  # (the pixels, their PNG) of the last whole frame
-
+        _whole_png = None  # the last frame, when it was whole (None after a diff)
 
         def push_frame(self) -> None:
             """Draw the figure for the browser now, or let the browser pace it (see above)."""
@@ -122,15 +121,14 @@ def _fast_canvas_class():
                 self.set_image_mode("full")
                 if self._settle_timer is not None:
                     self._settle_timer.stop()
-                if not (same_shape and self._whole is not None
-                        and self._whole[0] is self._last_buff
+                if not (self._whole_png is not None and same_shape
                         and np.array_equal(buff, self._last_buff)):
                     self.keep_whole_frame()
-                return self._whole[1]
+                return self._whole_png
             self.set_image_mode("diff")
             output = np.where(buff != self._last_buff, buff, 0)
             self._settle_later()
-            self._last_buff = buff.copy()
+            self._last_buff, self._whole_png = buff.copy(), None
             return encode_png(output.view(dtype=np.uint8).reshape((*output.shape, 4)),
                               self.png_compress_level)
 
@@ -138,7 +136,7 @@ def _fast_canvas_class():
             """Encode the figure's current pixels as its next whole frame, without sending it."""
             pixels = np.asarray(self.get_renderer().buffer_rgba())  # (H, W, 4) uint8
             self._last_buff = pixels.view(np.uint32).squeeze(2).copy()
-            self._whole = (self._last_buff, encode_png(pixels, self.png_compress_level))
+            self._whole_png = encode_png(pixels, self.png_compress_level)
 
         def _settle_later(self) -> None:
             """Send the whole figure ``settle_seconds`` after the last diff frame (see above)."""

@@ -408,9 +408,11 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
 # ------------------------------------------------------------------------------------------------
 
 
-def launch_chromium(playwright):
-    """Headless Debian Chromium (a new, empty temporary profile per launch)."""
-    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+def launch_chromium(playwright, executable: str = CHROMIUM):
+    """Headless Debian Chromium (a new, empty temporary profile per launch); ``executable``: a
+    wrapper that starts it (the load benchmark's lowers its priority)."""
+    return playwright.chromium.launch(executable_path=str(executable), headless=True,
+                                      args=CHROMIUM_ARGS)
 
 
 #: Pixels of the first ipympl canvas under a root element: size, a hash, how many pixels are inked

@@ -257,7 +257,7 @@ def test_prerender_renders_each_static_layer_once_ahead_of_the_first_frame():
     D.build_demo(explorers)
     assert [ex.figure.static_renders for ex in explorers.values()] == [1, 1]
     assert sent == []  # nothing went to a page
-    kept = [ex.canvas._whole[1] for ex in explorers.values()]  # their first whole frames
+    kept = [ex.canvas._whole_png for ex in explorers.values()]  # their first whole frames
     frames = []
     for ex in explorers.values():
         ex.canvas.syncing_data_url = False  # a page's view is ready
