@@ -8,7 +8,7 @@ import statistics
 import subprocess
 import sys
 
-from .common import Row, interleaved_medians
+from .common import Row, interleaved_medians, median_time
 
 GROUP = "core"
 ORDER = 10
@@ -73,8 +73,10 @@ def run(quick: bool = False) -> list[Row]:
                 "plain": lambda: plain_attention(Q, K, V, m, scale),
                 "explicit": lambda: attention(Q, K, V, mask=m, scale=scale),
                 "scan": lambda: _validate.finite_tensors(Q=Q, K=K, V=V),
-                "numpy": lambda: attend(Qn, Kn, Vn, mask=mn, scale=scale),
-            }, repeat=repeat)
+            }, repeat=repeat * 2)
+        # numpy alone, after the torch calls: its BLAS threads keep spinning after a call and
+        # slowed whichever torch call came next
+        t["numpy"] = median_time(lambda: attend(Qn, Kn, Vn, mask=mn, scale=scale), repeat=repeat)
         sdpa = t["sdpa"]
         rows += [
             Row(GROUP, f"plain masked softmax(QK^T/t) V with weights ({label}), {case}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import random
 import statistics
 import time
 from dataclasses import dataclass
@@ -47,18 +48,22 @@ def median_time(fn, *, repeat: int = 21, warmup: int = 3, number: int = 1) -> fl
     return statistics.median(times)
 
 
-def interleaved_medians(fns: dict, *, repeat: int = 21, warmup: int = 3) -> dict:
+def interleaved_medians(fns: dict, *, repeat: int = 21, warmup: int = 3, seed: int = 0) -> dict:
     """Median time of each function, measured interleaved so that all see the same machine load,
-    the order rotated each round (a, b, c; b, c, a; c, a, b; ...) so that none always runs right
-    after the same one (whose memory traffic it would inherit); returns {name: seconds}."""
+    in an order shuffled each round (seeded) so that no function always runs right after the same
+    one, whose memory traffic it would inherit (a fixed rotation keeps each neighbour: the scan
+    row ran right after the weights-returning path in every round but one); returns
+    {name: seconds}."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     times = {name: [] for name in fns}
     items = list(fns.items())
+    rng = random.Random(seed)
     gc.collect()
-    for r in range(repeat):
-        for name, fn in items[r % len(items):] + items[:r % len(items)]:
+    for _ in range(repeat):
+        rng.shuffle(items)
+        for name, fn in items:
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)

@@ -148,3 +148,18 @@ def test_bench_runs_from_the_checkout_and_says_so_elsewhere(tmp_path, monkeypatc
     monkeypatch.setattr(_bench, "CHECKOUT", tmp_path)
     assert _bench.main(["--quick"]) == 2
     assert "need a checkout of the attention-lab repository" in capsys.readouterr().err
+
+
+def test_interleaved_timings_do_not_keep_one_neighbour():
+    """The benchmark harness times functions interleaved; none may always run right after the same
+    one (it would inherit that one's cache traffic, as the NaN/inf scan row once did)."""
+    from benchmarks.common import interleaved_medians
+
+    order = []
+    fns = {name: (lambda name=name: order.append(name)) for name in "abcde"}
+    medians = interleaved_medians(fns, repeat=40, warmup=0)
+    assert set(medians) == set(fns) and all(t >= 0 for t in medians.values())
+    rounds = [order[i:i + 5] for i in range(0, len(order), 5)]
+    assert all(sorted(r) == list("abcde") for r in rounds)  # each round runs each once
+    before = {name: {r[r.index(name) - 1] for r in rounds if r.index(name) > 0} for name in fns}
+    assert all(len(b) >= 3 for b in before.values()), before
