@@ -116,6 +116,42 @@ def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
     assert load("b{{ x }}", enable_async=True).environment.is_async and compiled == ["t"] * 3
 
 
+def test_the_demo_kernel_has_no_debugger_and_no_input_history():
+    """The demo's Python kernels start as attention_lab.demo.kernel: ipykernel without debugpy
+    and without the SQLite history; they still run the explorers."""
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+
+    specs = S.DemoKernelSpecManager()
+    assert specs.get_kernel_spec("python3").argv[:3] == [sys.executable, "-m",
+                                                        "attention_lab.demo.kernel"]
+    assert KernelSpecManager().get_kernel_spec("python3").argv[2] == "ipykernel_launcher"
+
+    def run():
+        km = KernelManager(kernel_name="python3", kernel_spec_manager=specs)
+        km.start_kernel(cwd=str(ROOT))
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=60)
+            out = []
+            reply = kc.execute_interactive(
+                "import sys\n"
+                "from attention_lab.widgets import QueryExplorer\n"
+                "ex = QueryExplorer()\n"
+                "print(sys.modules.get('debugpy'), get_ipython().history_manager.enabled, "
+                "hasattr(get_ipython().kernel, 'debugger'), type(ex).__name__)",
+                timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
+            return reply["content"]["status"], "".join(out).split()
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # no event loop of the tests' own
+        status, printed = pool.submit(run).result()
+    assert status == "ok" and printed == ["None", "False", "False", "QueryExplorer"], printed
+
+
 def test_the_full_page_says_what_happened_and_retries():
     page = S.full_page(60, 60)
     assert "The demo is full" in page and "60 viewers are watching" in page
@@ -233,6 +269,7 @@ def test_a_lecture_hall_server(hall):
         assert await first.open_tab(5, timeout=120) is not None
         kernel = _kernel_process(hall, first.kernel_id)
         assert "libtorch" not in Path(f"/proc/{kernel.pid}/maps").read_text()
+        assert "attention_lab.demo.kernel" in kernel.cmdline()  # the lean kernel
         # the older websocket protocol (it hangs Voila 0.5.13) is refused; the server goes on
         assert _legacy_websocket_status(hall.port, hall.token, first.kernel_id) == 400
         assert await first.move() is not None
