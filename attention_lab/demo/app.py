@@ -22,7 +22,6 @@ ipywidgets is imported when an app is built, not when this module is.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -233,6 +232,8 @@ class Demo:
 
     def changed(self) -> list[str]:
         """The controls (``"Tab/name"``) whose value differs from the starting value."""
+        from ..widgets.base import same_value
+
         return [key for key, c in self.controls.items() if not same_value(c.value,
                                                                           self.initial[key])]
 
@@ -252,6 +253,8 @@ class Demo:
         self.status.value = "every control is back at its starting value"
 
     def _clear_status(self, change) -> None:
+        from ..widgets.base import same_value
+
         if (not self._resetting and self.status.value
                 and not same_value(change["old"], change["new"])):
             self.status.value = ""
@@ -270,20 +273,6 @@ class Demo:
             else:
                 tabs.append(f"{t} (built when opened)")
         return f"Lecture demo: {', '.join(tabs)}; reset button"
-
-
-def same_value(a, b) -> bool:
-    """``a == b``, for floats up to the browser's rounding of a slider value.
-
-    A browser snaps a slider to ``min + k * step`` in its own floating-point arithmetic and sends
-    that value back: 0.8 on a grid from -1.5 in steps of 0.05 comes back as 0.7999999999999998.
-    That is not a move of the control.
-    """
-    if (isinstance(a, float) or isinstance(b, float)) and not isinstance(a, bool) \
-            and not isinstance(b, bool) and isinstance(a, (int, float)) \
-            and isinstance(b, (int, float)):
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    return a == b
 
 
 def _escape(text: str) -> str:

@@ -75,10 +75,12 @@ def _fast_canvas_class():
           blank) figure. So a frame the browser did not ask for is whole (and not sent at all if
           no pixel changed), and ``settle_seconds`` after a diff frame with nothing since, the
           whole figure is sent once more: once the figure is still, the page shows all of it.
-        - A whole frame of a figure that has not changed since its last whole frame is that
-          frame's PNG again, not a new encoding: a page that opens asks for the whole figure
-          twice (before and after ipympl's resize), and :meth:`keep_whole_frame` lets Voila's
-          preheated kernels encode it before any viewer arrives.
+        - A figure that has not changed since its last whole frame is not drawn again: the
+          browser gets that frame's PNG again. A page that opens asks for the whole figure twice
+          (its first draw request, then a refresh), and :meth:`keep_whole_frame` lets Voila's
+          preheated kernels encode it before any viewer arrives. Changed means: the explorer
+          pushed a frame since (:meth:`push_frame`), or matplotlib marked the figure stale (a
+          resize, a zoom).
         - The figure cannot be resized with the mouse: ipympl's front-end switches ``resizable``
           on for every live canvas; the canvas says again that it is off once the browser view
           is ready.
@@ -91,9 +93,11 @@ def _fast_canvas_class():
         _unasked = False  # the frame being drawn was not asked for by the browser
         _settle_timer = None
         _whole_png = None  # the last frame, when it was whole (None after a diff)
+        _changed = True  # the explorer changed the figure since it was last drawn
 
         def push_frame(self) -> None:
             """Draw the figure for the browser now, or let the browser pace it (see above)."""
+            self._changed = True
             if (self.syncing_data_url  # no browser view has said it is ready
                     or time.monotonic() - self._last_frame < self.quiet_seconds):
                 self.draw_idle()
@@ -103,6 +107,14 @@ def _fast_canvas_class():
                 self.draw()
             finally:
                 self._unasked = False
+
+        def draw(self):
+            if self._whole_png is not None and not (self._changed or self.figure.stale):
+                self._png_is_old = self._force_full = True  # the kept whole frame, again
+                self.manager.refresh_all()
+                return
+            self._changed = False
+            super().draw()
 
         def get_diff_image(self):
             if not self._png_is_old:
@@ -133,7 +145,9 @@ def _fast_canvas_class():
                               self.png_compress_level)
 
         def keep_whole_frame(self) -> None:
-            """Encode the figure's current pixels as its next whole frame, without sending it."""
+            """Encode the figure's current pixels (just drawn) as its next whole frame, without
+            sending it."""
+            self._changed = False
             pixels = np.asarray(self.get_renderer().buffer_rgba())  # (H, W, 4) uint8
             self._last_buff = pixels.view(np.uint32).squeeze(2).copy()
             self._whole_png = encode_png(pixels, self.png_compress_level)

@@ -333,6 +333,8 @@ class Explorer:
 
     # -- updating ------------------------------------------------------------------------------
     def _on_change(self, change) -> None:
+        if same_value(change["old"], change["new"]):
+            return  # a browser's rounding of a slider value: the figure already shows it
         with self.hold():
             if not self._syncing:
                 try:
@@ -431,3 +433,17 @@ class Explorer:
 
     def __repr__(self) -> str:
         return self.describe()
+
+
+def same_value(a, b) -> bool:
+    """``a == b``, for floats up to the browser's rounding of a slider value.
+
+    A browser snaps a slider to ``min + k * step`` in its own floating-point arithmetic and sends
+    that value back: 0.8 on a grid from -1.5 in steps of 0.05 comes back as 0.7999999999999998.
+    That is not a move of the control.
+    """
+    if (isinstance(a, float) or isinstance(b, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool) and isinstance(a, (int, float)) \
+            and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b

@@ -13,6 +13,7 @@ import pytest
 
 from attention_lab.demo import app as D
 from attention_lab.widgets import MaskExplorer, QueryExplorer, TemperatureExplorer
+from attention_lab.widgets.base import same_value
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +100,7 @@ def test_the_browser_rounding_a_slider_value_is_not_a_change(demo):
                                         ("dot", "dot", True), ("dot", "additive", False),
                                         (0.0, 1e-13, True), (1.0, None, False)])
 def test_same_value(a, b, same):
-    assert D.same_value(a, b) is same
+    assert same_value(a, b) is same
 
 
 class Bare:

@@ -195,15 +195,17 @@ def test_once_still_the_last_frame_is_the_whole_figure(live, monkeypatch):
 
 def test_a_whole_frame_of_an_unchanged_figure_is_not_encoded_again(live, monkeypatch):
     """A page that opens asks for the whole figure twice; a figure unchanged since its last whole
-    frame sends that frame's PNG again. After a change, or after a diff frame, a whole frame is
-    encoded anew and shows the figure as it is."""
+    frame is not drawn again and sends that frame's PNG again. After a change (the explorer's, or
+    one matplotlib marks stale), or after a diff frame, the figure is drawn and encoded anew."""
     e, sent = live
     canvas = e.canvas
     clock = [100.0]
     monkeypatch.setattr(_canvas.time, "monotonic", lambda: clock[0])
-    encoded = []
+    encoded, drawn = [], []
     real = _canvas.encode_png
     monkeypatch.setattr(_canvas, "encode_png", lambda *a: encoded.append(1) or real(*a))
+    real_draw = canvas.figure.draw
+    monkeypatch.setattr(canvas.figure, "draw", lambda r: drawn.append(1) or real_draw(r))
 
     def page_asks_for_the_whole_figure():
         canvas._handle_message(canvas, {"type": "refresh"}, [])
@@ -211,8 +213,8 @@ def test_a_whole_frame_of_an_unchanged_figure_is_not_encoded_again(live, monkeyp
         return sent["frames"][-1]
 
     first = page_asks_for_the_whole_figure()
-    assert whole(first) and len(encoded) == 1
-    assert page_asks_for_the_whole_figure() is first and len(encoded) == 1
+    assert whole(first) and len(encoded) == 1 and len(drawn) == 1
+    assert page_asks_for_the_whole_figure() is first and len(encoded) == 1 and len(drawn) == 1
     now = lambda: np.asarray(canvas.get_renderer().buffer_rgba())  # noqa: E731
     clock[0] += 1.0
     e.controls["temperature"].value = 0.5                 # a change after a pause: whole
@@ -226,6 +228,15 @@ def test_a_whole_frame_of_an_unchanged_figure_is_not_encoded_again(live, monkeyp
     again = page_asks_for_the_whole_figure()              # after a diff: encoded anew
     assert again is not changed and len(encoded) == 4
     np.testing.assert_array_equal(decode(again), now())
+    assert page_asks_for_the_whole_figure() is again and len(drawn) == 4
+    canvas.figure.axes[0].set_xlim(0, 1)                  # a zoom: matplotlib marks it stale
+    zoomed = page_asks_for_the_whole_figure()
+    assert len(drawn) == 5 and zoomed is not again
+    np.testing.assert_array_equal(decode(zoomed), now())
+    canvas.push_frame()              # the explorer changed it (paced: the browser asks back)
+    canvas.figure.stale = False      # ... in a way matplotlib did not see
+    canvas._handle_message(canvas, {"type": "draw"}, [])
+    assert len(drawn) == 6
 
 
 def test_the_resize_handle_stays_off_once_the_browser_view_is_ready(live, monkeypatch):

@@ -166,6 +166,32 @@ def test_hold_batches_changes_into_one_update(explorers, monkeypatch):
     e.reset()
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_browsers_rounding_of_a_slider_value_is_not_a_move(name, explorers, monkeypatch):
+    """A page that opens sends each float slider's value back snapped to ``min + k * step`` in
+    the browser's arithmetic (0.8 comes back as 0.7999999999999998): no recomputation, no frame
+    (a Voila page opening cost two extra frames per figure); a real move still updates."""
+    e = explorers[name]
+    e.reset()
+    sliders = {n: c for n, c in e.controls.items()
+               if isinstance(c, (W.FloatSlider, W.FloatLogSlider)) and c.value != 0}
+    if not sliders:
+        pytest.skip("no float slider away from 0")
+    updates, frames = [], []
+    monkeypatch.setattr(e, "_compute", lambda original=e._compute: updates.append(1) or original())
+    monkeypatch.setattr(e.view, "refresh", lambda: frames.append(1))
+    for c in sliders.values():
+        c.value = c.value * (1 + 4e-16) if c.value > 0 else c.value * (1 - 4e-16)
+    assert updates == [] and frames == []
+    n, c = next(iter(sliders.items()))
+    lo, hi = ((c.base ** c.min, c.base ** c.max) if isinstance(c, W.FloatLogSlider)
+              else (c.min, c.max))
+    c.value = hi if abs(c.value - hi) > abs(c.value - lo) else lo  # a real move
+    assert updates == [1] and frames == [1], n
+    monkeypatch.undo()
+    e.reset()
+
+
 def test_an_unexpected_error_is_shown_in_the_figure_not_raised(explorers, monkeypatch, capsys):
     e = explorers["temperature"]
     e.reset()
