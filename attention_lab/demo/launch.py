@@ -54,7 +54,7 @@ VOILA_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/wi
                     "jupyterlab_pygments")
 
 
-#: Memory planned per viewer kernel: measured 140-150 MiB RSS (120-130 MiB of it its own) for a
+#: Memory planned per viewer kernel: measured 145-146 MiB RSS (115-116 MiB of it its own) for a
 #: kernel with the five explorers built and drawn (``python -m benchmarks.run demo``), plus margin.
 VIEWER_MIB = 200
 #: Kept free for the rest: the model server (~240 MiB), Voila's server (~100-300 MiB), the system.
