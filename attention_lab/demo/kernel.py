@@ -18,7 +18,7 @@ NO_HISTORY = "--HistoryManager.enabled=False"
 
 def main(argv: list[str] | None = None) -> None:
     # ipykernel imports debugpy to offer a debugger; a None entry makes that import fail, and
-    # ipykernel then runs without one (its documented fallback when debugpy is not installed)
+    # ipykernel then runs without one, as on a Python without debugpy
     sys.modules["debugpy"] = None
     from ipykernel.kernelapp import IPKernelApp
 

@@ -32,7 +32,6 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
   outgoing binary message as protocol v1; a client of the older protocol (no subprotocol) makes it
   read a huge offset count and the whole server hangs (found with this project's load client).
   Browsers speak v1; other clients are refused with HTTP 400.
-
 - **Lean kernels** (:class:`DemoKernelSpecManager`, :mod:`attention_lab.demo.kernel`): without
   ipykernel's debugger and input history, which no Voila viewer can use, a kernel starts with
   0.1-0.3 s less CPU and 9 MiB less memory.

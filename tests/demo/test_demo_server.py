@@ -2,8 +2,9 @@
 culled between its page and the page's connection), its refill (not while a viewer moves
 sliders), the viewer limit and its page, the trained model's tab on the shared model (no torch in
 the viewer's kernel), culling of a viewer who vanished, the refusal of the websocket protocol that
-hangs Voila, and nothing left behind. Viewers are simulated (benchmarks/viewer.py: the messages a
-page sends); the page in a real browser is tested in tests/browser."""
+hangs Voila, the lean kernel (no debugger, no input history), and nothing left behind. Viewers
+are simulated (benchmarks/viewer.py: the messages a page sends); the page in a real browser is
+tested in tests/browser."""
 
 from __future__ import annotations
 
