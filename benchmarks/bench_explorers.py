@@ -212,6 +212,40 @@ def ipympl_rows(quick: bool) -> list[Row]:
     return rows
 
 
+def png_rows(quick: bool = False) -> list[Row]:
+    """The frames' deflate: ISA-L's (``isal``, in the requirements) against zlib's, the fallback,
+    on the Query explorer's presentation figure: a whole frame, and the diff frame of one slider
+    step; interleaved."""
+    import zlib
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from attention_lab.widgets import _canvas
+
+    e = make("query", backend="agg", presentation=True)
+    FigureCanvasAgg.draw(e.canvas)
+    before = np.asarray(e.canvas.buffer_rgba()).copy()                     # (H, W, 4)
+    e.controls["q1"].value = 0.5
+    FigureCanvasAgg.draw(e.canvas)
+    after = np.asarray(e.canvas.buffer_rgba()).copy()                      # (H, W, 4)
+    diff = np.where((after != before).any(axis=2, keepdims=True), after, 0)  # (H, W, 4)
+    isal = _canvas._deflate
+    rows = []
+    for what, pixels in (("whole frame", after), ("diff frame of one slider step", diff)):
+        times = {"isal": [], "zlib": []}
+        for _ in range(15 if quick else 61):
+            for how, deflate in (("isal", isal), ("zlib", zlib.compress)):
+                _canvas._deflate = deflate
+                t0 = time.perf_counter()
+                _canvas.encode_png(pixels)
+                times[how].append(time.perf_counter() - t0)
+        _canvas._deflate = isal
+        rows.append(Row(GROUP, f"PNG of the Query explorer's presentation figure, {what}, "
+                               f"deflated by {isal.__module__}", statistics.median(times["isal"]),
+                        "s", statistics.median(times["zlib"]), "zlib", "reported"))
+    return rows
+
+
 def notebook_rows() -> list[Row]:
     import jupytext
     from nbclient import NotebookClient
@@ -233,4 +267,4 @@ def notebook_rows() -> list[Row]:
 
 
 def run(quick: bool = False) -> list[Row]:
-    return explorer_rows(quick) + ipympl_rows(quick) + notebook_rows()
+    return explorer_rows(quick) + ipympl_rows(quick) + png_rows(quick) + notebook_rows()

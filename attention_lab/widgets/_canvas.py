@@ -19,6 +19,11 @@ from functools import lru_cache
 import ipywidgets as W
 import numpy as np
 
+try:  # ISA-L's deflate: 5-10x faster than zlib's at the same effort, output of the same size
+    from isal.isal_zlib import compress as _deflate
+except ImportError:  # a platform without isal's wheels: zlib (slower frames, the same pixels)
+    from zlib import compress as _deflate
+
 #: ``"auto"``: ipympl when importable, else ``"inline"``; ``"agg"``: headless
 BACKENDS = ("auto", "ipympl", "inline", "agg")
 
@@ -31,11 +36,15 @@ FALLBACK_NOTE = ("ipympl is not available here, so this explorer redraws its fig
 
 
 def encode_png(rgba: np.ndarray, level: int = 1) -> bytes:
-    """RGBA pixels ``(H, W, 4)`` (uint8) as a PNG file: rows unfiltered, one zlib stream.
+    """RGBA pixels ``(H, W, 4)`` (uint8) as a PNG file: rows unfiltered, one zlib stream
+    compressed at ``level`` (0-3).
 
     Pillow tries all five PNG row filters on every row (adaptive filtering), which for the
     explorers' figures costs more than the compression itself; unfiltered rows of these
-    flat-coloured figures compress about as well, three times faster. Any PNG decoder reads it.
+    flat-coloured figures compress about as well, three times faster. The stream is deflated by
+    ISA-L (the ``isal`` package) when installed, else by zlib: a presentation figure's whole
+    frame in 1.9 ms instead of 10.5 ms, a slider step's diff frame in 1.0 ms instead of 6.4 ms,
+    files no larger (``python -m benchmarks.run explorers``). Any PNG decoder reads it.
     """
     rgba = np.asarray(rgba)
     if rgba.dtype != np.uint8 or rgba.ndim != 3 or rgba.shape[2] != 4:
@@ -52,7 +61,7 @@ def encode_png(rgba: np.ndarray, level: int = 1) -> bytes:
 
     header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)  # 8-bit RGBA, not interlaced
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(rows, level)) + chunk(b"IEND", b""))
+            + chunk(b"IDAT", _deflate(rows, level)) + chunk(b"IEND", b""))
 
 
 @lru_cache(maxsize=None)
@@ -75,12 +84,14 @@ def _fast_canvas_class():
           blank) figure. So a frame the browser did not ask for is whole (and not sent at all if
           no pixel changed), and ``settle_seconds`` after a diff frame with nothing since, the
           whole figure is sent once more: once the figure is still, the page shows all of it.
-        - A figure that has not changed since its last whole frame is not drawn again: the
-          browser gets that frame's PNG again. A page that opens asks for the whole figure twice
-          (its first draw request, then a refresh), and :meth:`keep_whole_frame` lets Voila's
-          preheated kernels encode it before any viewer arrives. Changed means: the explorer
-          pushed a frame since (:meth:`push_frame`), or matplotlib marked the figure stale (a
-          resize, a zoom).
+        - A figure that has not changed since it was last drawn is not drawn again: the frame
+          the browser asks for is made from the pixels it has (the whole frame sent once a drag
+          has settled; a page that opens). Changed means: the explorer pushed a frame since
+          (:meth:`push_frame`), or matplotlib marked the figure stale (a resize, a zoom).
+        - A whole frame of a figure unchanged since its last whole frame is that frame's PNG
+          again, not a new encoding: a page that opens asks for the whole figure twice (its
+          first draw request, then a refresh), and :meth:`keep_whole_frame` lets Voila's
+          preheated kernels encode it before any viewer arrives.
         - The figure cannot be resized with the mouse: ipympl's front-end switches ``resizable``
           on for every live canvas; the canvas says again that it is off once the browser view
           is ready.
@@ -109,8 +120,9 @@ def _fast_canvas_class():
                 self._unasked = False
 
         def draw(self):
-            if self._whole_png is not None and not (self._changed or self.figure.stale):
-                self._png_is_old = self._force_full = True  # the kept whole frame, again
+            if not (self._changed or self.figure.stale):
+                # the renderer holds the figure as it is: send a frame of it without drawing
+                self._png_is_old = True
                 self.manager.refresh_all()
                 return
             self._changed = False
