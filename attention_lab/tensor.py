@@ -29,7 +29,7 @@ range, a key whose score is -65504 or a temperature of 1e-4 give SDPA's answer, 
 
 Non-finite inputs: NaN or +-inf anywhere in Q, K or V raises ``ValueError`` naming the tensor
 (the numpy reference's rule), whether or not the value could reach the output. The scan is one read
-of the inputs (5-15 % of SDPA's time at the size of ``python -m benchmarks.run core``).
+of the inputs (12-17 % of SDPA's time at the size of ``python -m benchmarks.run core``).
 A context that is not finite although the inputs are (scores beyond the working dtype after
 ``scale / temperature``) raises ``ValueError`` naming ``scale`` and ``temperature``.
 ``check_finite=False`` skips both checks, as in ``scipy.linalg``, for inputs known to be finite: a
@@ -230,9 +230,9 @@ def attention(Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
 
 def check_output(context, factor: float, empty: str, empty_rows=None) -> None:
     """Raise when the context holds NaN or inf although the inputs were finite (checked before):
-    the scores overflowed the working dtype after ``scale / temperature``. Under ``empty="nan"`` the rows
-    without an eligible key may be NaN: ``empty_rows`` is a callable returning their boolean
-    (..., T, 1) marker, called only when needed."""
+    the scores overflowed the working dtype after ``scale / temperature``. Under ``empty="nan"``
+    the rows without an eligible key may be NaN: ``empty_rows`` is a callable returning their
+    boolean (..., T, 1) marker, called only when needed."""
     # Fast path: a finite sum means every element is finite (NaN and inf propagate into a sum);
     # about 15x cheaper than isfinite().all(). A sum that overflows falls through to the
     # element-wise check below.
