@@ -107,6 +107,7 @@ class Round:
     browser_slider: list = field(default_factory=list)
     turned_away: int = 0
     cpu_arrival_s: float | None = None               # per viewer: its kernel and Voila's server
+    voila_cpu_arrival_s: float | None = None         # per viewer: Voila's server alone
     cpu_step_s: float | None = None                  # per slider step, the same processes
     client_cpu_arrival_s: float | None = None        # per viewer: this benchmark's own client
     load: tuple = ()
@@ -262,6 +263,7 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
     await asyncio.gather(*(arrive(i, v) for i, v in enumerate(viewers)))
     ready = [v for v in viewers if v.ready_s is not None]
     arrival_cpu = cpu.used([v.kernel_id for v in viewers if v.kernel_id])
+    arrival_voila = cpu.used([])
     client = (_cpu(psutil.Process()) - client) / max(len(viewers), 1)
 
     async def student(v):
@@ -280,6 +282,7 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
     # CPU is counted for the kernels of viewers whose page came (the others' are unknown)
     arrived = [v for v in viewers if v.kernel_id]
     memory["cpu_arrival"] = arrival_cpu / len(arrived) if arrived else None
+    memory["voila_cpu_arrival"] = arrival_voila / len(arrived) if arrived else None
     memory["client_cpu_arrival"] = client
     memory["cpu_step"] = cpu.used([v.kernel_id for v in ready]) / steps if steps else None
     await asyncio.gather(*(v.close() for v in viewers))
@@ -440,6 +443,7 @@ def run_round(H, server, n: int, *, slider_s: float, assets, timeout: float, bro
     out.rss_mib, out.uss_mib = memory["rss"], memory["uss"]
     out.demo_pss_mib = memory["pss"]
     out.cpu_arrival_s, out.cpu_step_s = memory["cpu_arrival"], memory["cpu_step"]
+    out.voila_cpu_arrival_s = memory["voila_cpu_arrival"]
     out.client_cpu_arrival_s = memory["client_cpu_arrival"]
     out.load = (load_before, os.getloadavg()[0])
     errors = sorted({v.error for v in viewers if v.error})
@@ -603,6 +607,7 @@ def rows(results: dict) -> list[Row]:
         row("whole demo (every process, PSS) / N", lambda r: r.demo_pss_mib / n
             if r.demo_pss_mib else None, "MiB")
         row("CPU per arriving viewer (its kernel + Voila's server)", lambda r: r.cpu_arrival_s)
+        row("... of which Voila's server", lambda r: r.voila_cpu_arrival_s)
         row("CPU per slider step (the kernel + Voila's server)", lambda r: r.cpu_step_s)
         row("CPU per arriving viewer of this benchmark's client (on the same cores)",
             lambda r: r.client_cpu_arrival_s)

@@ -1,10 +1,10 @@
 """A simulated viewer of the lecture demo: what a browser page does, without the browser.
 
 One :class:`Viewer` loads the demo page over HTTP (and the static files a real page fetched, when
-given), connects to its kernel's websocket with the protocol a browser speaks (Jupyter's kernel
-websocket protocol v1), asks the kernel for every widget's state as ipywidgets' page does
-(``request_states`` on the ``jupyter.widget.control`` comm), and opens every ipympl canvas as
-ipympl's page code does (``refresh``, ``send_image_mode``, ``initialized``; a ``draw`` request is
+given, as a browser fetches them: :func:`fetch_files`), connects to its kernel's websocket with
+the protocol a browser speaks (Jupyter's kernel websocket protocol v1), asks the kernel for every
+widget's state as ipywidgets' page does (``request_states`` on the ``jupyter.widget.control``
+comm), and opens every ipympl canvas as ipympl's page code does (``refresh``, ``send_image_mode``, ``initialized``; a ``draw`` request is
 answered with ``draw``, a ``resize`` with ``refresh``). It is *ready* when the figure of the tab on
 screen (the first) has arrived: what a viewer would see. :meth:`Viewer.move` moves a slider of that
 tab by one step, as a key press does, and returns the time until the next frame of its figure.
@@ -22,7 +22,11 @@ import time
 import uuid
 
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
+#: what a browser sends: its HTTP/1.1 connections per server, the encodings it accepts
+BROWSER_CONNECTIONS = 6
+BROWSER_ENCODINGS = "gzip, deflate, br, zstd"
 CONTROL_TARGET = "jupyter.widget.control"
+_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
 CANVAS_MODEL = "MPLCanvasModel"
 
 
@@ -31,6 +35,38 @@ def _http():
 
     AsyncHTTPClient.configure(None, max_clients=500)
     return AsyncHTTPClient()
+
+
+async def fetch_files(base: str, paths, headers: dict,
+                      connections: int = BROWSER_CONNECTIONS) -> int:
+    """GET every path of ``base`` (``http://HOST:PORT``) as a browser loads a page's files: over
+    ``connections`` kept-alive HTTP/1.1 connections, accepting compressed bodies (which are not
+    decompressed). Returns the bytes received; raises on a status other than 200."""
+    host, port = base.split("//", 1)[1].rsplit(":", 1)
+    lines = "".join(f"{k}: {v}\r\n" for k, v in
+                    {"Host": f"{host}:{port}", "Accept-Encoding": BROWSER_ENCODINGS,
+                     **headers}.items())
+    todo = list(reversed(paths))
+    received = 0
+
+    async def connection():
+        nonlocal received
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            while todo:
+                path = todo.pop()
+                writer.write(f"GET {path} HTTP/1.1\r\n{lines}\r\n".encode())
+                head = await reader.readuntil(b"\r\n\r\n")
+                status, length = head.split(b" ", 2)[1], _LENGTH.search(head)
+                if status != b"200" or length is None:
+                    raise RuntimeError(f"GET {path}: {head.splitlines()[0].decode()}, "
+                                       f"{'no Content-Length' if length is None else 'not 200'}")
+                received += len(await reader.readexactly(int(length.group(1))))
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(connection() for _ in range(min(connections, len(paths)))))
+    return received
 
 
 class Viewer:
@@ -188,10 +224,8 @@ class Viewer:
                 self.error = "no kernel id in the page"
                 return False
             self.kernel_id = found.group(1)
-            headers = {"Authorization": f"token {self.token}"}
-            await asyncio.gather(*(http.fetch(f"{self.base}{path}", headers=headers,
-                                              request_timeout=self.timeout)
-                                   for path in self.assets))
+            await asyncio.wait_for(fetch_files(
+                self.base, self.assets, {"Authorization": f"token {self.token}"}), self.timeout)
             self.marks["files"] = time.perf_counter() - t0
             await asyncio.sleep(self.connect_delay)
             url = (f"{self.base.replace('http', 'ws', 1)}/api/kernels/{self.kernel_id}/channels"

@@ -1,7 +1,7 @@
 """The demo's Voila server for a lecture hall: preheated kernels, a viewer limit, culling.
 
 ``python -m attention_lab demo`` runs ``python -m attention_lab.demo.server NOTEBOOK [options]``
-(:func:`attention_lab.demo.launch.voila_command` builds Voila's options). It is Voila with seven
+(:func:`attention_lab.demo.launch.voila_command` builds Voila's options). It is Voila with nine
 additions, each for a measured need (``python -m benchmarks.run demo``, README):
 
 - **Warm-ups one at a time, in order** (:class:`DemoKernelManager`). Voila's preheated pool
@@ -11,11 +11,12 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
   class arrived competes with every viewer's slider. Here a kernel holds one of ``warm_slots``
   slots (default: half the cores) from its start until it has run the notebook, so kernels come
   ready one after the other, first started first ready, and the other cores stay with the viewers.
-- **Refills wait for a quiet room** (:meth:`DemoKernelManager.start_kernel`). Voila refills its pool
+- **Refills wait for a quiet room** (:meth:`DemoKernelManager.quiet_room`). Voila refills its pool
   a second after a viewer takes a kernel; a warm-up then holds a core for ~3 s while a class is
-  arriving and moving sliders. Here a refill starts once no page has been requested and no page
-  has sent a message for ``refill_quiet`` seconds (default 3), or at once when a viewer has already
-  taken it (the pool had no warm kernel left). 30 simulated viewers arriving in 10 s
+  arriving and moving sliders. Here a refill (Voila's page renderer for it included) starts once
+  no page has been requested and no page has sent a message for ``refill_quiet`` seconds
+  (default 3), or at once when a viewer has already taken it (the pool had no warm kernel left).
+  30 simulated viewers arriving in 10 s
   (``python -m benchmarks.bench_demo --n 30 --configs hall --chromium 0``), refills at once vs
   after 3 s of quiet: page ready p95 0.93 -> 0.33 s, slider step -> frame p95 230 -> 130 ms.
 - **A viewer limit** (:class:`GatedVoilaHandler`, ``--DemoVoila.max_viewers=N``). A viewer is a
@@ -35,6 +36,13 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
 - **Lean kernels** (:class:`DemoKernelSpecManager`, :mod:`attention_lab.demo.kernel`): without
   ipykernel's debugger and input history, which no Voila viewer can use, a kernel starts with
   0.1-0.3 s less CPU and 9 MiB less memory.
+- **The page's files from memory** (:mod:`attention_lab.demo.static`): each of the 102 files a
+  page loads is read once and replayed, gzip-compressed for browsers (5.5 MB -> 1.6 MB per
+  page); Voila's CPU per file 1.16 -> 0.94 ms (kept-alive connections, as a browser's).
+- **A lighter watch of kernel activity** (:meth:`DemoKernelManager.record_activity`): with it and
+  the refills' renderers deferred, 30 simulated viewers arriving in 10 s, each loading the page's
+  files (``python -m benchmarks.bench_demo --n 30 --configs hall``, one run each): Voila's CPU
+  per arriving viewer 214 -> 176 ms, page ready p95 3.7 -> 2.2 s.
 
 Everything else (templates, tokens, the pool itself) is Voila's, configured on the command line.
 """
@@ -42,6 +50,7 @@ Everything else (templates, tokens, the pool itself) is Voila's, configured on t
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 from datetime import datetime, timezone
@@ -52,16 +61,24 @@ from collections import deque
 
 import jinja2
 from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
+from jupyter_client.session import DELIM as DELIMITER
+from jupyter_server._tz import utcnow
+from jupyter_server.base.handlers import FileFindHandler
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado import web
 from traitlets import Float, Int
 from voila import notebook_renderer
 from voila.app import Voila
 from voila.exporter import VoilaExporter
+from voila.static_file_handler import MultiStaticFileHandler, TemplateStaticFileHandler
 from voila.tornado.handler import TornadoVoilaHandler
 from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
 
+from .static import from_memory
+
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
+#: Voila's handlers of the page's scripts, styles and widget extensions
+STATIC_HANDLERS = (TemplateStaticFileHandler, MultiStaticFileHandler, FileFindHandler)
 #: the kernel id in the page Voila sends (its page config, which the page's scripts read)
 KERNEL_ID = re.compile(r'"kernelId":\s*"([0-9a-f-]{36})"')
 #: the key under which the server's :class:`Viewers` sit in the tornado settings
@@ -161,13 +178,22 @@ class DemoKernelManager(AsyncMappingKernelManager):
         self._slots: asyncio.Semaphore | None = None
         self.warm_seconds: list[float] = []  # each kernel's warm-up, start to notebook run
         self.preheated = 0  # kernels warmed up for Voila's pool
+        prepare = getattr(self, "_initialize", None)  # Voila's preheating manager: a pool item
+        if prepare is not None:
+
+            async def quiet_first(notebook_path, kernel_id=None, **kwargs):
+                # a refill (no kernel yet) waits before Voila prepares its page renderer and
+                # starts its kernel: both cost the server's CPU while viewers arrive
+                if kernel_id is None:
+                    await self.quiet_room(asyncio.current_task())
+                return await prepare(notebook_path, kernel_id, **kwargs)
+
+            self._initialize = quiet_first
 
     async def start_kernel(self, **kwargs):
         if self._slots is None:
             self._slots = asyncio.Semaphore(max(1, self.warm_slots))
         for_pool = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
-        if for_pool:
-            await self.quiet_room(asyncio.current_task())
         await self._slots.acquire()
         started = time.monotonic()
         try:
@@ -179,10 +205,39 @@ class DemoKernelManager(AsyncMappingKernelManager):
         asyncio.ensure_future(self._release_when_warm(kernel_id, idle, started, for_pool))
         return kernel_id
 
+    def start_watching_activity(self, kernel_id: str) -> None:
+        """jupyter_server's watch of a kernel's IOPub, for culling, reading less of each message:
+        see :meth:`record_activity`."""
+        kernel = self._kernels[kernel_id]
+        kernel.reason = ""
+        kernel.last_activity = utcnow()
+        kernel._activity_stream = kernel.connect_iopub()
+        kernel._activity_stream.on_recv(functools.partial(self.record_activity, kernel))
+
+    def record_activity(self, kernel, parts: list[bytes]) -> None:
+        """What jupyter_server records of an IOPub message (the kernel's last activity and its
+        execution state), from the JSON of its header and parent header (and the content of a
+        status message) only. jupyter_server's own watch checks each message's signature and
+        parses every date in it, ~15 % of the server's CPU while a class arrives (py-spy); the
+        messages come from the kernel's own IOPub socket, and the websocket relays them to the
+        page unchecked anyway."""
+        at = parts.index(DELIMITER)  # then: signature, header, parent header, metadata, content
+        msg_type = json.loads(parts[at + 2])["msg_type"]
+        parent_type = json.loads(parts[at + 3]).get("msg_type")
+        if (self.track_message_type(msg_type) or self.track_message_type(parent_type)
+                or kernel.execution_state == "busy"):
+            self.last_kernel_activity = kernel.last_activity = utcnow()
+        if msg_type == "status":
+            state = json.loads(parts[at + 5])["execution_state"]
+            if self.track_message_type(parent_type):
+                kernel.execution_state = state
+            elif kernel.execution_state == "starting" and state != "starting":
+                kernel.execution_state = "idle"
+
     async def quiet_room(self, task, poll: float = 0.2) -> None:
         """Return once viewers have been quiet for ``refill_quiet`` seconds, or once ``task`` (the
-        pool item this kernel is started for) is no longer in Voila's pool: a viewer took it and
-        waits for it."""
+        pool item being prepared) is no longer in Voila's pool: a viewer took it and waits for
+        it."""
         if self.viewers is None:
             return
         while self.viewers.quiet_for() < self.refill_quiet:
@@ -357,7 +412,8 @@ class DemoVoila(Voila):
 
     def init_handlers(self):
         swap = {TornadoVoilaHandler: GatedVoilaHandler,
-                VoilaKernelWebsocketHandler: DemoKernelWebsocketHandler}
+                VoilaKernelWebsocketHandler: DemoKernelWebsocketHandler,
+                **{h: from_memory(h) for h in STATIC_HANDLERS}}
         return [(h[0], swap.get(h[1], h[1]), *h[2:]) for h in super().init_handlers()]
 
 

@@ -82,6 +82,95 @@ def test_a_refill_waits_for_a_quiet_room_unless_a_viewer_took_it():
         pool.submit(asyncio.run, scenario()).result()
 
 
+def test_a_refill_prepares_nothing_before_the_room_is_quiet():
+    """Voila's pool item (``_initialize`` without a kernel) waits for a quiet room before Voila
+    prepares its page renderer; a restart (a kernel given) does not wait."""
+    prepared = []
+
+    class Preheating(S.DemoKernelManager):  # as Voila's factory subclasses the manager
+        async def _initialize(self, notebook_path, kernel_id=None, **kwargs):
+            prepared.append((notebook_path, kernel_id, time.monotonic()))
+            return kernel_id
+
+    async def scenario():
+        km = Preheating(refill_quiet=0.3)
+        km.viewers = S.Viewers()
+        km.viewers.active()
+        t0 = time.monotonic()
+        item = asyncio.ensure_future(km._initialize("demo.ipynb"))
+        km._pools = {"demo.ipynb": [item]}
+        assert await km._initialize("demo.ipynb", "k1") == "k1" and len(prepared) == 1
+        await asyncio.sleep(0.1)
+        assert len(prepared) == 1                     # the refill has not begun
+        await asyncio.wait_for(item, 2)
+        assert prepared[1][:2] == ("demo.ipynb", None) and prepared[1][2] - t0 >= 0.3
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
+
+
+def test_the_activity_watch_records_what_jupyter_servers_records(monkeypatch):
+    """The lighter IOPub watch (kernel activity and execution state, read by the culler) leaves
+    a kernel as jupyter_server's own watch does, message after message."""
+    from jupyter_client.session import Session
+    from jupyter_server.services.kernels import kernelmanager
+
+    from datetime import datetime, timedelta, timezone
+
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    clock = (start + timedelta(seconds=i) for i in range(10**6))  # every reading a new time
+    monkeypatch.setattr(kernelmanager, "utcnow", lambda: next(clock))
+    monkeypatch.setattr(S, "utcnow", lambda: next(clock))
+
+    class Stream:
+        def on_recv(self, callback):
+            self.callback = callback
+
+    class Kernel:
+        execution_state = "starting"
+        session = Session(key=b"a secret")
+
+        def connect_iopub(self):
+            self.stream = Stream()
+            return self.stream
+
+    km = S.DemoKernelManager()
+    theirs, ours = Kernel(), Kernel()
+    km._kernels = {"theirs": theirs, "ours": ours}
+    kernelmanager.MappingKernelManager.start_watching_activity(km, "theirs")
+    km.start_watching_activity("ours")
+    session = Session(key=b"a secret")
+    execute = session.msg("execute_request", {})
+    comm = session.msg("comm_msg", {})
+    info = session.msg("kernel_info_request", {})
+    messages = [("status", {"execution_state": "starting"}, None),
+                ("status", {"execution_state": "busy"}, info),
+                ("kernel_info_reply", {}, info),
+                ("status", {"execution_state": "idle"}, info),
+                ("status", {"execution_state": "busy"}, execute),
+                ("stream", {"name": "stdout", "text": "x"}, execute),
+                ("display_data", {"data": {}}, None),
+                ("status", {"execution_state": "idle"}, execute),
+                ("stream", {"name": "stdout", "text": "x"}, None),
+                ("status", {"execution_state": "busy"}, comm),
+                ("comm_msg", {"comm_id": "c", "data": {}}, comm),
+                ("status", {"execution_state": "idle"}, comm)]
+    seen = []
+    for msg_type, content, parent in messages:
+        parts = [b"kernel.iopub", *session.serialize(session.msg(msg_type, content,
+                                                                 parent=parent))]
+        record = []
+        for kernel in (theirs, ours):
+            before = getattr(kernel, "last_activity", None)
+            kernel.stream.callback(list(parts))
+            record.append((kernel.execution_state, kernel.last_activity != before))
+        assert record[0] == record[1], (msg_type, parent and parent["header"]["msg_type"])
+        seen.append(record[0])
+    # the sequence exercised both branches of each rule
+    assert {state for state, _ in seen} == {"starting", "idle", "busy"}
+    assert {moved for _, moved in seen} == {True, False}
+
+
 def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
     """Voila renders each preheated kernel's page with a new exporter (a new Jinja environment):
     the server's compiled templates serve them all; a changed source or an environment of the
@@ -299,3 +388,28 @@ def test_a_lecture_hall_server(hall):
     # a thread of its own: an earlier test's event loop may still be marked running in this one
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, scenario()).result()
+
+
+def test_the_page_files_are_served_from_memory_and_compressed(hall):
+    """Voila's scripts and the widget extensions' files: the second request of each is replayed
+    from memory, gzip-compressed for a browser (the same bytes once decompressed)."""
+    import gzip
+    import http.client
+
+    files = ["/voila/static/voila.js",
+             "/voila/labextensions/jupyter-matplotlib/package.json",
+             "/voila/templates/lab/static/index.css"]
+    conn = http.client.HTTPConnection("127.0.0.1", hall.port, timeout=30)
+    try:
+        for path in files:
+            bodies = []
+            for encoding in ("identity", "gzip, deflate, br, zstd"):
+                conn.request("GET", path, headers={"Accept-Encoding": encoding})
+                response = conn.getresponse()
+                assert response.status == 200, path
+                bodies.append((response.getheader("Content-Encoding"), response.read()))
+            (plain_encoding, plain), (encoding, packed) = bodies
+            assert plain_encoding is None and encoding == "gzip", path
+            assert gzip.decompress(packed) == plain and len(packed) < len(plain), path
+    finally:
+        conn.close()
