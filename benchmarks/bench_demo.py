@@ -23,8 +23,9 @@ the N = 10 and N = 30 rounds in place of simulated viewers, to confirm page read
 press -> repaint latency in a browser. Chromium runs at the lowest CPU priority (``nice 19``): in a
 lecture hall the browsers run on the students' laptops, not on the server's cores; the Chromium
 pages' own times are therefore upper bounds. When a browser is available, the simulated viewers
-fetch the static files a real page fetched (recorded once); with ``--chromium 0`` they fetch none,
-as browsers that have them cached. Between rounds every viewer leaves (its page's shutdown
+fetch the static files a real page fetched (recorded once), as a browser does (six kept-alive
+connections, compressed bodies accepted); with ``--chromium 0`` they fetch none, as browsers that
+have them cached. Between rounds every viewer leaves (its page's shutdown
 request, as a closed tab sends) and the benchmark waits until the preheated pool is full again.
 
 Bounds: a page not ready within ``--timeout`` (120 s) counts as not ready; a round of today's
