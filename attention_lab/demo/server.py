@@ -62,7 +62,6 @@ from collections import deque
 import jinja2
 from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
 from jupyter_client.session import DELIM as DELIMITER
-from jupyter_server._tz import utcnow
 from jupyter_server.base.handlers import FileFindHandler
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado import web
@@ -83,6 +82,11 @@ STATIC_HANDLERS = (TemplateStaticFileHandler, MultiStaticFileHandler, FileFindHa
 KERNEL_ID = re.compile(r'"kernelId":\s*"([0-9a-f-]{36})"')
 #: the key under which the server's :class:`Viewers` sit in the tornado settings
 VIEWERS = "attention_lab_viewers"
+
+
+def utcnow() -> datetime:
+    """Now, as jupyter_server's culler reads a kernel's last activity (an aware UTC time)."""
+    return datetime.now(timezone.utc)
 
 
 def say(message: str) -> None:
@@ -321,8 +325,7 @@ class GatedVoilaHandler(TornadoVoilaHandler):
                 self._kernel_seen = True
                 try:
                     kernel = self.kernel_manager.get_kernel(found.group(1))
-                    # what jupyter_server's culler reads (an aware UTC time, as it sets it)
-                    kernel.last_activity = datetime.now(timezone.utc)
+                    kernel.last_activity = utcnow()
                 except KeyError:
                     pass
         return super().write(chunk)

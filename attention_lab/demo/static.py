@@ -52,9 +52,12 @@ class Kept:
             return
         packed = gzip.compress(body, compresslevel=6, mtime=0)
         gzipped = packed if len(packed) < GZIP_GAIN * len(body) else None
+        size = len(body) + len(gzipped or b"")
+        if self.size + size > self.max_bytes:
+            return
         kept = tuple((name, headers[name]) for name in KEPT_HEADERS if name in headers)
         self.responses[uri] = Response(kept, body, gzipped)
-        self.size += len(body) + len(gzipped or b"")
+        self.size += size
 
 
 def accepts_gzip(header: str) -> bool:
@@ -63,7 +66,12 @@ def accepts_gzip(header: str) -> bool:
         name, _, params = part.strip().partition(";")
         if name.strip().lower() in ("gzip", "*"):
             q = params.strip().lower()
-            return not (q.startswith("q=") and float(q[2:] or 0) == 0)
+            if not q.startswith("q="):
+                return True
+            try:
+                return float(q[2:]) > 0
+            except ValueError:  # a malformed weight: not accepted
+                return False
     return False
 
 

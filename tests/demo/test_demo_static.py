@@ -20,7 +20,8 @@ from attention_lab.demo import static  # noqa: E402
 
 @pytest.mark.parametrize("header, accepted", [
     ("gzip, deflate, br, zstd", True), ("br, GZIP", True), ("gzip;q=0.5", True), ("*", True),
-    ("gzip;q=0", False), ("gzip; q=0.0", False), ("identity", False), ("", False),
+    ("gzip;q=0", False), ("gzip; q=0.0", False), ("gzip;q=", False), ("gzip;q=x", False),
+    ("identity", False), ("", False),
     ("deflate, br", False)])
 def test_gzip_is_sent_only_to_clients_that_accept_it(header, accepted):
     assert static.accepts_gzip(header) is accepted
@@ -131,3 +132,8 @@ def test_the_memory_holds_at_most_its_bytes(tmp_path):
     kept.add("/x", {}, b"x" * 600)
     kept.add("/y", {}, b"y" * 600)
     assert list(kept.responses) == ["/x"] and kept.size <= 1000
+    kept.add("/z", {}, FONT[:370])  # does not compress: kept without a copy, 997 bytes in all
+    assert list(kept.responses) == ["/x", "/z"] and kept.size <= 1000
+    kept = static.Kept(max_bytes=1000)
+    kept.add("/s", {}, SCRIPT[:960])  # 960 bytes, and its compressed copy: over the limit
+    assert kept.responses == {} and kept.size == 0
