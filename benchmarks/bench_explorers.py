@@ -246,6 +246,53 @@ def png_rows(quick: bool = False) -> list[Row]:
     return rows
 
 
+def cool_rows(quick: bool = False) -> list[Row]:
+    """An idle figure cooled (``FastCanvas.cool``): the pixel buffers it holds, hot and cooled,
+    and a slider step after a pause (sent at once, whole) on a hot and on a cooled figure,
+    interleaved; the Query explorer's presentation figure on ipympl."""
+    import warnings
+
+    from attention_lab import widgets
+
+    if not widgets.ipympl_available():
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        e = make("query", backend="ipympl", presentation=True)
+    canvas, figure = e.canvas, e.figure
+    canvas.syncing_data_url = False  # as once the browser has said 'initialized'
+    canvas.send_binary = lambda data: None
+    canvas._handle_message(canvas, {"type": "draw"}, [])  # a page's first frame
+
+    def held() -> int:
+        arrays = (canvas.renderer and np.asarray(canvas.renderer.buffer_rgba()),
+                  canvas._last_buff, figure._static)
+        return (sum(a.nbytes for a in arrays if a is not None) + len(canvas._whole_png or b"")
+                + len(figure._packed[0] if figure._packed else b""))
+
+    hot_bytes = held()
+    canvas.cool()
+    cold_bytes = held()
+    q = e.controls["q1"]
+    values = np.linspace(q.min, q.max, 10 if quick else 40)
+    times = {"hot": [], "cooled": []}
+    for i, v in enumerate(values):
+        how = "cooled" if i % 2 else "hot"
+        if how == "cooled":
+            canvas.cool()
+        canvas._last_frame = float("-inf")  # after a pause: drawn and sent at once
+        t0 = time.perf_counter()
+        q.value = float(v)
+        times[how].append(time.perf_counter() - t0)
+    return [
+        Row(GROUP, "Query explorer's presentation figure, idle: pixel buffers and frames held, "
+                   "cooled", cold_bytes / 2**20, "MiB", hot_bytes / 2**20, "hot", "reported"),
+        Row(GROUP, "Query explorer's presentation figure on ipympl: a slider step after a pause "
+                   "(a whole frame), cooled figure", statistics.median(times["cooled"]), "s",
+            statistics.median(times["hot"]), "hot figure", "reported"),
+    ]
+
+
 def notebook_rows() -> list[Row]:
     import jupytext
     from nbclient import NotebookClient
@@ -267,4 +314,5 @@ def notebook_rows() -> list[Row]:
 
 
 def run(quick: bool = False) -> list[Row]:
-    return explorer_rows(quick) + ipympl_rows(quick) + png_rows(quick) + notebook_rows()
+    return (explorer_rows(quick) + ipympl_rows(quick) + png_rows(quick) + cool_rows(quick)
+            + notebook_rows())

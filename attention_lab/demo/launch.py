@@ -54,8 +54,10 @@ VOILA_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/wi
                     "jupyterlab_pygments")
 
 
-#: Memory planned per viewer kernel: measured 145-146 MiB RSS (115-116 MiB of it its own) for a
-#: kernel with the five explorers built and drawn (``python -m benchmarks.run demo``), plus margin.
+#: Memory planned per viewer kernel: measured 135 MiB RSS (104 MiB of it its own) for a kernel
+#: with the five explorers built, right after its viewer moved sliders, 117 MiB once its figures
+#: are idle (``python -m benchmarks.bench_demo --n 30 --configs hall``), plus margin: a viewer may
+#: move the sliders of every tab in turn.
 VIEWER_MIB = 200
 #: Kept free for the rest: the model server (~240 MiB), Voila's server (~100-300 MiB), the system.
 RESERVE_MIB = 1536

@@ -18,6 +18,7 @@ Nothing here knows about attention; :mod:`.live` and :mod:`.chapter` draw with i
 
 from __future__ import annotations
 
+import zlib
 from functools import lru_cache
 
 import numpy as np
@@ -74,9 +75,11 @@ class LayeredFigure(Figure):
 
     Every draw is layered: the static artists (everything not registered with
     :meth:`add_dynamic`) first, then the dynamic artists in z-order. With an Agg renderer the
-    static layer is copied after it is drawn and restored on the next draws while nothing static
-    changed (same size, dpi, axes limits, axes visibility and :attr:`static_version`). Saving to a
-    file always renders everything.
+    static layer's pixels are copied after it is drawn and restored on the next draws while
+    nothing static changed (same size, dpi, axes limits, axes visibility and
+    :attr:`static_version`). :meth:`pack_static` keeps them compressed while the figure is idle
+    (a presentation figure's 2-3 MiB in tens of KiB); the next draw unpacks them. Saving to a file
+    always renders everything.
     """
 
     def __init__(self, *args, cache: bool = True, **kwargs):
@@ -85,7 +88,8 @@ class LayeredFigure(Figure):
         self._dynamic: list = []
         self.static_version = 0
         self._cache_key = None
-        self._cache_region = None
+        self._static = None  # the static layer's pixels (H, W, 4) uint8, or None
+        self._packed = None  # ... or compressed (pack_static): (zlib bytes, shape)
         #: how many times the static layer was rendered (tests and benchmarks read it)
         self.static_renders = 0
 
@@ -100,6 +104,19 @@ class LayeredFigure(Figure):
     def dynamic_artists(self) -> tuple:
         return tuple(self._dynamic)
 
+    def pack_static(self) -> None:
+        """Keep the static layer's pixels compressed until the next draw (an idle figure)."""
+        if self._static is not None:
+            self._packed = (zlib.compress(self._static, 1), self._static.shape)
+            self._static = None
+
+    def _static_pixels(self):
+        if self._static is None and self._packed is not None:
+            data, shape = self._packed
+            self._static = np.frombuffer(zlib.decompress(data), np.uint8).reshape(shape)
+        self._packed = None
+        return self._static
+
     def invalidate_static(self) -> None:
         """Call after changing a static artist (a title, a tick label, a static patch)."""
         self.static_version += 1
@@ -113,11 +130,11 @@ class LayeredFigure(Figure):
         if not self.get_visible():
             return
         saving = bool(getattr(self.canvas, "is_saving", lambda: False)())
-        can_cache = (self.cache_enabled and not saving and hasattr(renderer, "restore_region")
-                     and hasattr(renderer, "copy_from_bbox"))
+        can_cache = self.cache_enabled and not saving and hasattr(renderer, "buffer_rgba")
         key = self._key(renderer) if can_cache else None
-        if can_cache and key == self._cache_key and self._cache_region is not None:
-            renderer.restore_region(self._cache_region)
+        static = self._static_pixels() if can_cache and key == self._cache_key else None
+        if static is not None:
+            np.asarray(renderer.buffer_rgba())[...] = static        # (H, W, 4)
         else:
             visible = [(a, a.get_visible()) for a in self._dynamic]
             for a, _ in visible:
@@ -129,7 +146,8 @@ class LayeredFigure(Figure):
                     a.set_visible(v)
             self.static_renders += 1
             if can_cache:
-                self._cache_region = renderer.copy_from_bbox(self.bbox)
+                self._static = np.array(renderer.buffer_rgba())         # (H, W, 4)
+                self._packed = None
                 # the key after drawing: a draw may move axes (colorbars place themselves then)
                 self._cache_key = self._key(renderer)
         for a in self._dynamic:

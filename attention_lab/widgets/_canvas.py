@@ -9,6 +9,7 @@ an inline PNG fallback, or nothing but an Agg canvas (headless tests and benchma
 
 from __future__ import annotations
 
+import ctypes
 import html
 import itertools
 import struct
@@ -64,10 +65,28 @@ def encode_png(rgba: np.ndarray, level: int = 1) -> bytes:
             + chunk(b"IDAT", _deflate(rows, level)) + chunk(b"IEND", b""))
 
 
+@lru_cache(maxsize=1)
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None (another C library)."""
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def _give_back_freed_memory() -> None:
+    """Return the free pages of the C heap to the system: freed pixel buffers otherwise stay in
+    the process's resident memory (glibc keeps them for its next allocations)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
 @lru_cache(maxsize=None)
 def _fast_canvas_class():
     """ipympl's Canvas with faster frames for the browser (see ``FastCanvas``)."""
     from ipympl.backend_nbagg import Canvas
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     class FastCanvas(Canvas):
         """ipympl's widget canvas, tuned for explorers that redraw on every control change.
@@ -92,6 +111,12 @@ def _fast_canvas_class():
           again, not a new encoding: a page that opens asks for the whole figure twice (its
           first draw request, then a refresh), and :meth:`keep_whole_frame` lets Voila's
           preheated kernels encode it before any viewer arrives.
+        - An idle figure is kept small (:meth:`cool`): ``cool_seconds`` after its last frame (and
+          after a preheated kernel's warm-up), only its last whole frame's PNG and its static
+          layer, compressed, stay; the pixel buffers (the renderer's and the copy of the last
+          frame) are freed and given back to the system. A page that opens gets the kept frame;
+          the next change, or anyone asking for the pixels, draws the figure again (the first
+          frame after it is whole).
         - The figure cannot be resized with the mouse: ipympl's front-end switches ``resizable``
           on for every live canvas; the canvas says again that it is off once the browser view
           is ready.
@@ -100,11 +125,14 @@ def _fast_canvas_class():
         png_compress_level = 1
         quiet_seconds = 0.2
         settle_seconds = 0.4
+        cool_seconds = 5.0
         _last_frame = float("-inf")
         _unasked = False  # the frame being drawn was not asked for by the browser
         _settle_timer = None
         _whole_png = None  # the last frame, when it was whole (None after a diff)
         _changed = True  # the explorer changed the figure since it was last drawn
+        _cold = False  # pixel buffers freed (cool); _whole_png shows the figure as it is
+        _cool_timer = None
 
         def push_frame(self) -> None:
             """Draw the figure for the browser now, or let the browser pace it (see above)."""
@@ -121,19 +149,58 @@ def _fast_canvas_class():
 
         def draw(self):
             if not (self._changed or self.figure.stale):
-                # the renderer holds the figure as it is: send a frame of it without drawing
+                # the renderer (or, cold, the kept frame) holds the figure as it is: send a
+                # frame of it without drawing
                 self._png_is_old = True
                 self.manager.refresh_all()
                 return
-            self._changed = False
+            self._changed, self._cold = False, False
             super().draw()
+
+        def get_renderer(self):
+            self._warm()
+            return super().get_renderer()
+
+        def buffer_rgba(self):
+            self._warm()
+            return super().buffer_rgba()
+
+        def _warm(self) -> None:
+            """Pixels asked for while cold: draw them again (nothing is sent)."""
+            if self._cold:
+                self._cold = False
+                FigureCanvasAgg.draw(self)
+
+        def cool(self) -> None:
+            """Free the pixel buffers of a figure whose last whole frame shows it as it is."""
+            if self._cold or self._changed or self.figure.stale or self._whole_png is None:
+                return
+            pack = getattr(self.figure, "pack_static", None)
+            if pack is not None:
+                pack()
+            self.renderer, self._lastKey, self._last_buff = None, None, None
+            self._cold = True
+            _give_back_freed_memory()
+
+        def _cool_later(self) -> None:
+            if self._cool_timer is None:
+                self._cool_timer = self.new_timer(interval=int(self.cool_seconds * 1000))
+                self._cool_timer.single_shot = True
+                self._cool_timer.add_callback(self.cool)
+            self._cool_timer.start()  # (re)started: counts from the last frame
 
         def get_diff_image(self):
             if not self._png_is_old:
                 return None
+            if self._cold:  # unchanged since its whole frame was kept (see draw)
+                self._png_is_old = self._force_full = False
+                self._last_frame = time.monotonic()
+                self.set_image_mode("full")
+                return self._whole_png
+            self._cool_later()
             pixels = np.asarray(self.get_renderer().buffer_rgba())
             buff = pixels.view(np.uint32).squeeze(2)
-            same_shape = buff.shape == self._last_buff.shape
+            same_shape = self._last_buff is not None and buff.shape == self._last_buff.shape
             whole = self._force_full
             if (self._unasked and not whole and same_shape
                     and np.array_equal(buff, self._last_buff)):

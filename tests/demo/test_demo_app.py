@@ -247,7 +247,8 @@ def test_later_needs_a_callable():
 
 def test_prerender_renders_each_static_layer_once_ahead_of_the_first_frame():
     """The figures' static layers (axes, ticks, labels) are rendered when the app is built, on
-    ipympl's canvas without sending a frame; the first frame a page asks for restores them."""
+    ipympl's canvas without sending a frame, and kept small; the first frame a page asks for is
+    the frame encoded then."""
     explorers = {"Query": QueryExplorer(presentation=True),
                  "Mask": MaskExplorer(presentation=True)}
     assert all(ex.backend == "ipympl" for ex in explorers.values())
@@ -258,6 +259,9 @@ def test_prerender_renders_each_static_layer_once_ahead_of_the_first_frame():
     D.build_demo(explorers)
     assert [ex.figure.static_renders for ex in explorers.values()] == [1, 1]
     assert sent == []  # nothing went to a page
+    # ... and each keeps only that frame and its static layer, compressed (no pixel buffer)
+    assert all(ex.canvas._cold and ex.canvas.renderer is None and ex.figure._packed
+               for ex in explorers.values())
     kept = [ex.canvas._whole_png for ex in explorers.values()]  # their first whole frames
     frames = []
     for ex in explorers.values():

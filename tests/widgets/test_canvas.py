@@ -256,6 +256,79 @@ def test_an_unchanged_figure_is_neither_drawn_nor_encoded_again(live, monkeypatc
     assert len(drawn) == 5
 
 
+def test_an_idle_figure_keeps_only_its_frame_and_comes_back_the_same(live, monkeypatch):
+    """Cooled, a figure holds its last whole frame and its static layer compressed, no pixel
+    buffer; a page that opens gets that frame without a draw; the next change draws the same
+    pixels as a figure that never cooled; asking for the pixels draws them again, sending
+    nothing."""
+    e, sent = live
+    canvas, figure = e.canvas, e.figure
+    clock = [100.0]
+    monkeypatch.setattr(_canvas.time, "monotonic", lambda: clock[0])
+    given_back = []
+    monkeypatch.setattr(_canvas, "_give_back_freed_memory", lambda: given_back.append(1))
+    drawn = []
+    real_draw = figure.draw
+    monkeypatch.setattr(figure, "draw", lambda r: drawn.append(1) or real_draw(r))
+
+    def page_asks_for_the_whole_figure():
+        canvas._handle_message(canvas, {"type": "refresh"}, [])
+        canvas._handle_message(canvas, {"type": "draw"}, [])
+        return sent["frames"][-1]
+
+    first = page_asks_for_the_whole_figure()
+    pixels = np.asarray(canvas.get_renderer().buffer_rgba()).copy()
+    canvas.cool()
+    assert canvas._cold and given_back == [1]
+    assert canvas.renderer is None and canvas._last_buff is None and figure._static is None
+    assert len(figure._packed[0]) < pixels.nbytes / 20       # the static layer, compressed
+    n = len(drawn)
+    assert page_asks_for_the_whole_figure() is first and len(drawn) == n and canvas._cold
+    np.testing.assert_array_equal(np.asarray(canvas.buffer_rgba()), pixels)  # drawn again
+    assert not canvas._cold and len(drawn) == n + 1 and sent["frames"][-1] is first
+    canvas.cool()
+    clock[0] += 1.0
+    e.controls["temperature"].value = 0.5                     # a change after a pause
+    twin = widgets.TemperatureExplorer(backend="agg")
+    twin.controls["temperature"].value = 0.5
+    frame = sent["frames"][-1]
+    assert whole(frame) and not canvas._cold
+    np.testing.assert_array_equal(decode(frame), np.asarray(twin.figure.canvas.buffer_rgba()))
+    e.controls["temperature"].value = 0.6                     # paced: a diff, as before
+    canvas._handle_message(canvas, {"type": "draw"}, [])
+    assert not whole(sent["frames"][-1])
+    canvas.cool()                      # after a diff, no whole frame shows the figure: not cold
+    assert not canvas._cold and canvas.renderer is not None and given_back == [1, 1]
+
+
+def test_a_figure_cools_some_seconds_after_its_last_frame(live, monkeypatch):
+    """(an event loop of its own, in a thread: another test may have left one running here)"""
+    import asyncio
+    import threading
+
+    e, sent = live
+    canvas = e.canvas
+    monkeypatch.setattr(canvas, "cool_seconds", 0.2)
+    seen = {}
+
+    def frame_then_wait():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            canvas._handle_message(canvas, {"type": "draw"}, [])   # a whole frame
+            loop.run_until_complete(asyncio.sleep(0.1))
+            seen["soon"] = canvas._cold
+            loop.run_until_complete(asyncio.sleep(0.4))
+            seen["later"] = canvas._cold
+        finally:
+            loop.close()
+
+    worker = threading.Thread(target=frame_then_wait)
+    worker.start()
+    worker.join(10)
+    assert sent["frames"] and seen == {"soon": False, "later": True}
+
+
 def test_the_resize_handle_stays_off_once_the_browser_view_is_ready(live, monkeypatch):
     e, _ = live
     canvas = e.canvas
