@@ -165,41 +165,50 @@ def test_a_frame_the_browser_did_not_ask_for_is_whole_and_only_sent_on_a_change(
     assert len(sent["frames"]) == n + 1
 
 
-def test_once_still_the_last_frame_is_the_whole_figure(live, monkeypatch):
-    """A drag's paced frames are diffs; any of them may be dropped by the page, so
-    ``settle_seconds`` after the last one the whole figure is sent (by an event loop, as in the
-    kernel; run in a thread of its own, as another test may have left one running here)."""
+def in_an_event_loop_of_its_own(body) -> None:
+    """Run ``body(wait)`` in a thread with an asyncio loop (the canvas's timers run on it, as in
+    a kernel); ``wait(seconds)`` runs the loop that long. A thread of its own: another test may
+    have left a loop marked running in this one."""
     import asyncio
     import threading
 
+    def run():
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            body(lambda seconds: loop.run_until_complete(asyncio.sleep(seconds)))
+        finally:
+            loop.close()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(10)
+
+
+def test_once_still_the_last_frame_is_the_whole_figure(live, monkeypatch):
+    """A drag's paced frames are diffs; any of them may be dropped by the page, so
+    ``settle_seconds`` after the last one the whole figure is sent."""
     e, sent = live
     canvas = e.canvas
     monkeypatch.setattr(canvas, "settle_seconds", 0.05)
     seen = {}
 
-    def drag_then_wait():
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            with monkeypatch.context() as m:  # a clock for the canvas; the loop keeps its own
-                clock = [100.0]
-                m.setattr(_canvas.time, "monotonic", lambda: clock[0])
-                e.controls["temperature"].value = 0.5          # at once, whole
-                for value in (0.6, 0.7, 0.8):                   # a drag: paced, diffs
-                    clock[0] += 0.01
-                    e.controls["temperature"].value = value
-                    canvas._handle_message(canvas, {"type": "draw"}, [])
-            seen["after drag"] = list(sent["frames"])
-            loop.run_until_complete(asyncio.sleep(0.3))
-            seen["settled"] = list(sent["frames"])
-            loop.run_until_complete(asyncio.sleep(0.2))
-            seen["later"] = list(sent["frames"])
-        finally:
-            loop.close()
+    def drag_then_wait(wait):
+        with monkeypatch.context() as m:  # a clock for the canvas; the loop keeps its own
+            clock = [100.0]
+            m.setattr(_canvas.time, "monotonic", lambda: clock[0])
+            e.controls["temperature"].value = 0.5          # at once, whole
+            for value in (0.6, 0.7, 0.8):                   # a drag: paced, diffs
+                clock[0] += 0.01
+                e.controls["temperature"].value = value
+                canvas._handle_message(canvas, {"type": "draw"}, [])
+        seen["after drag"] = list(sent["frames"])
+        wait(0.3)
+        seen["settled"] = list(sent["frames"])
+        wait(0.2)
+        seen["later"] = list(sent["frames"])
 
-    worker = threading.Thread(target=drag_then_wait)
-    worker.start()
-    worker.join(10)
+    in_an_event_loop_of_its_own(drag_then_wait)
     after, settled = seen["after drag"], seen["settled"]
     assert not whole(after[-1])
     assert len(settled) == len(after) + 1, "no whole frame followed the drag"
@@ -302,30 +311,19 @@ def test_an_idle_figure_keeps_only_its_frame_and_comes_back_the_same(live, monke
 
 
 def test_a_figure_cools_some_seconds_after_its_last_frame(live, monkeypatch):
-    """(an event loop of its own, in a thread: another test may have left one running here)"""
-    import asyncio
-    import threading
-
     e, sent = live
     canvas = e.canvas
     monkeypatch.setattr(canvas, "cool_seconds", 0.2)
     seen = {}
 
-    def frame_then_wait():
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            canvas._handle_message(canvas, {"type": "draw"}, [])   # a whole frame
-            loop.run_until_complete(asyncio.sleep(0.1))
-            seen["soon"] = canvas._cold
-            loop.run_until_complete(asyncio.sleep(0.4))
-            seen["later"] = canvas._cold
-        finally:
-            loop.close()
+    def frame_then_wait(wait):
+        canvas._handle_message(canvas, {"type": "draw"}, [])   # a whole frame
+        wait(0.1)
+        seen["soon"] = canvas._cold
+        wait(0.4)
+        seen["later"] = canvas._cold
 
-    worker = threading.Thread(target=frame_then_wait)
-    worker.start()
-    worker.join(10)
+    in_an_event_loop_of_its_own(frame_then_wait)
     assert sent["frames"] and seen == {"soon": False, "later": True}
 
 
