@@ -25,8 +25,8 @@ lecture hall the browsers run on the students' laptops, not on the server's core
 pages' own times are therefore upper bounds. When a browser is available, the simulated viewers
 fetch the static files a real page fetched (recorded once), as a browser does (six kept-alive
 connections, compressed bodies accepted); with ``--chromium 0`` they fetch none, as browsers that
-have them cached. Between rounds every viewer leaves (its page's shutdown
-request, as a closed tab sends) and the benchmark waits until the preheated pool is full again.
+have them cached. Between rounds every viewer leaves (its page's shutdown request, as a closed tab
+sends) and the benchmark waits until the preheated pool is full again.
 
 Bounds: a page not ready within ``--timeout`` (120 s) counts as not ready; a round of today's
 server is skipped when free memory is short (it needs ~350 MiB per viewer), and every server is

@@ -4,8 +4,9 @@ One :class:`Viewer` loads the demo page over HTTP (and the static files a real p
 given, as a browser fetches them: :func:`fetch_files`), connects to its kernel's websocket with
 the protocol a browser speaks (Jupyter's kernel websocket protocol v1), asks the kernel for every
 widget's state as ipywidgets' page does (``request_states`` on the ``jupyter.widget.control``
-comm), and opens every ipympl canvas as ipympl's page code does (``refresh``, ``send_image_mode``, ``initialized``; a ``draw`` request is
-answered with ``draw``, a ``resize`` with ``refresh``). It is *ready* when the figure of the tab on
+comm), and opens every ipympl canvas as ipympl's page code does (``refresh``,
+``send_image_mode``, ``initialized``; a ``draw`` request is answered with ``draw``, a ``resize``
+with ``refresh``). It is *ready* when the figure of the tab on
 screen (the first) has arrived: what a viewer would see. :meth:`Viewer.move` moves a slider of that
 tab by one step, as a key press does, and returns the time until the next frame of its figure.
 
@@ -26,8 +27,8 @@ V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
 BROWSER_CONNECTIONS = 6
 BROWSER_ENCODINGS = "gzip, deflate, br, zstd"
 CONTROL_TARGET = "jupyter.widget.control"
-_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
 CANVAS_MODEL = "MPLCanvasModel"
+_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*(\d+)", re.IGNORECASE)
 
 
 def _http():

@@ -111,10 +111,10 @@ class LayeredFigure(Figure):
             self._static = None
 
     def _static_pixels(self):
-        if self._static is None and self._packed is not None:
+        if self._packed is not None:  # packed by pack_static: unpacked for this draw on
             data, shape = self._packed
             self._static = np.frombuffer(zlib.decompress(data), np.uint8).reshape(shape)
-        self._packed = None
+            self._packed = None
         return self._static
 
     def invalidate_static(self) -> None:
