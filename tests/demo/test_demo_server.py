@@ -109,6 +109,111 @@ def test_a_refill_prepares_nothing_before_the_room_is_quiet():
         pool.submit(asyncio.run, scenario()).result()
 
 
+def test_a_pool_kernels_warm_up_stops_while_viewers_are_busy():
+    """A refill that began in a quiet moment is stopped (SIGSTOP to its kernel) as soon as viewers
+    are busy again, and continued (SIGCONT) once they have been quiet ``refill_quiet`` seconds or a
+    viewer takes the kernel; a kernel started for a viewer is never stopped; the warm-up's end
+    gives the slot back with the kernel running."""
+    import signal
+
+    sent = []
+
+    class Provisioner:
+        async def send_signal(self, signum):
+            sent.append(signum)
+
+    class Kernel:
+        provisioner = Provisioner()
+
+    class Stream:
+        def closed(self):
+            return True
+
+    async def until(condition, timeout=1.0):
+        end = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < end, "timed out"
+            await asyncio.sleep(0.01)
+
+    async def scenario():
+        km = S.DemoKernelManager(refill_quiet=0.3)
+        km.viewers = S.Viewers()
+        km._kernels = {"pool": Kernel(), "viewer": Kernel()}
+        km._slots = asyncio.Semaphore(2)
+        item = asyncio.get_running_loop().create_future()
+        item.set_result({"kernel_id": "pool"})  # Voila's pool item once the kernel started
+        km._pools = {"demo.ipynb": [item]}
+        idle = {"at": None, "stream": Stream()}
+        await km._slots.acquire()
+        warming = asyncio.ensure_future(km._release_when_warm("pool", idle, time.monotonic(),
+                                                              True))
+        await asyncio.sleep(0.3)
+        assert sent == []                                   # a quiet room: it warms up
+        km.viewers.active()
+        await until(lambda: sent == [signal.SIGSTOP])       # a viewer moved: stopped
+        assert km.paused == {"pool"}
+        for _ in range(6):                                  # busy for 0.6 s: still stopped
+            km.viewers.active()
+            await asyncio.sleep(0.1)
+        assert sent == [signal.SIGSTOP]
+        await until(lambda: sent[-1] == signal.SIGCONT)     # quiet for 0.3 s: continued
+        km.viewers.active()
+        await until(lambda: sent[-1] == signal.SIGSTOP)
+        km.viewers.active()
+        km._pools["demo.ipynb"].remove(item)                # a viewer took it: at once
+        await until(lambda: sent[-1] == signal.SIGCONT, timeout=0.3)
+        assert km.paused == set()
+        # a kernel started for a viewer (not the pool's) is never stopped
+        await km._slots.acquire()
+        other_idle = {"at": None, "stream": Stream()}
+        other = asyncio.ensure_future(km._release_when_warm("viewer", other_idle,
+                                                            time.monotonic(), False))
+        n = len(sent)
+        for _ in range(4):
+            km.viewers.active()
+            await asyncio.sleep(0.1)
+        assert len(sent) == n
+        idle["at"] = other_idle["at"] = time.monotonic() - 1  # both warm-ups end
+        await asyncio.wait_for(asyncio.gather(warming, other), 1)
+        assert km._slots._value == 2 and km.paused == set() and len(sent) == n
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
+
+
+def test_a_stopped_warm_up_is_continued_before_its_kernel_shuts_down(monkeypatch):
+    """A kernel stopped mid warm-up could not answer a shutdown request: it is continued first."""
+    import signal
+
+    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+
+    calls = []
+
+    class Provisioner:
+        async def send_signal(self, signum):
+            calls.append(signum)
+
+    class Kernel:
+        provisioner = Provisioner()
+
+    async def shutdown(self, kernel_id, now=False, restart=False):
+        calls.append(("shutdown", kernel_id))
+
+    monkeypatch.setattr(AsyncMappingKernelManager, "_async_shutdown_kernel", shutdown)
+
+    async def scenario():
+        km = S.DemoKernelManager()
+        km._kernels = {"k": Kernel()}
+        await km._pause("k")
+        await km.shutdown_kernel("k")
+        assert calls == [signal.SIGSTOP, signal.SIGCONT, ("shutdown", "k")]
+        await km.shutdown_kernel("k")                       # not stopped: no signal
+        assert calls[3:] == [("shutdown", "k")]
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
+
+
 def test_the_activity_watch_records_what_jupyter_servers_records(monkeypatch):
     """The lighter IOPub watch (kernel activity and execution state, read by the culler) leaves
     a kernel as jupyter_server's own watch does, message after message."""
