@@ -74,3 +74,46 @@ def test_a_server_that_dies_at_start_reports_its_log(tmp_path):
     with pytest.raises(H.ServerError, match="exited with code 3(.|\n)*cannot start: port taken"):
         server.start()
     assert server.stop() == []
+
+
+def test_the_load_benchmarks_chromium_gets_only_the_cpu_the_server_leaves(tmp_path):
+    """The load benchmark's real pages stand for browsers on the students' laptops: every
+    Chromium process sits in a scheduling group (its own session's autogroup) at nice 19. A nice
+    value alone counts only inside the group, and Chromium resets it: before, two pages took more
+    than a core from the server."""
+    import concurrent.futures
+    import os
+    from pathlib import Path
+
+    import psutil
+
+    from benchmarks import bench_demo
+
+    reason = H.browser_unavailable_reason()
+    if reason:
+        if H.browser_required():
+            pytest.fail(reason)
+        pytest.skip(reason)
+    if not Path("/proc/self/autogroup").exists():
+        pytest.skip("this kernel has no scheduling autogroups")
+
+    def groups():  # in a thread of its own: the session's browser owns this thread's Playwright
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as playwright:
+            browser = bench_demo._low_priority_chromium(H, playwright, tmp_path)
+            try:
+                found = []
+                for p in psutil.Process().children(recursive=True):
+                    if p.name().startswith("chrom"):
+                        group = Path(f"/proc/{p.pid}/autogroup").read_text().split()
+                        found.append((os.getsid(p.pid), group[-1]))
+                return found
+            finally:
+                browser.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        found = pool.submit(groups).result()
+    assert found, "no Chromium process found"
+    assert {nice for _, nice in found} == {"19"}
+    assert os.getsid(0) not in {sid for sid, _ in found}  # not this test's own group
