@@ -16,9 +16,7 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
   arriving and moving sliders. Here a refill (Voila's page renderer for it included) starts once
   no page has been requested and no page has sent a message for ``refill_quiet`` seconds
   (default 3), or at once when a viewer has already taken it (the pool had no warm kernel left).
-  A refill that began in a quiet moment is stopped (SIGSTOP to its kernel) as soon as viewers
-  are busy again, and continued once they have been quiet as long or a viewer takes it
-  (:meth:`DemoKernelManager._release_when_warm`). 30 simulated viewers arriving in 10 s
+  30 simulated viewers arriving in 10 s
   (``python -m benchmarks.bench_demo --n 30 --configs hall --chromium 0``), refills at once vs
   after 3 s of quiet: page ready p95 0.93 -> 0.33 s, slider step -> frame p95 230 -> 130 ms.
 - **A viewer limit** (:class:`GatedVoilaHandler`, ``--DemoVoila.max_viewers=N``). A viewer is a
@@ -55,12 +53,11 @@ import asyncio
 import functools
 import json
 import os
+from datetime import datetime, timezone
 import re
-import signal
 import sys
 import time
 from collections import deque
-from datetime import datetime, timezone
 
 import jinja2
 from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
@@ -173,10 +170,9 @@ class DemoKernelManager(AsyncMappingKernelManager):
     warm_timeout = Float(120.0, config=True,
                          help="seconds after which a kernel gives its warm-up slot back anyway")
     refill_quiet = Float(3.0, config=True,
-                         help="a pool kernel starts (and, stopped while viewers are busy, "
-                              "continues) only after viewers have been quiet (no page requested, "
-                              "no message from a page) this many seconds, unless a viewer has "
-                              "already taken it")
+                         help="a pool kernel starts only after viewers have been quiet (no page "
+                              "requested, no message from a page) this many seconds, unless a "
+                              "viewer has already taken it")
 
     #: who is watching (set by :class:`DemoVoila`); None: refills do not wait
     viewers: Viewers | None = None
@@ -186,7 +182,6 @@ class DemoKernelManager(AsyncMappingKernelManager):
         self._slots: asyncio.Semaphore | None = None
         self.warm_seconds: list[float] = []  # each kernel's warm-up, start to notebook run
         self.preheated = 0  # kernels warmed up for Voila's pool
-        self.paused: set[str] = set()  # pool kernels whose warm-up is stopped (SIGSTOP)
         prepare = getattr(self, "_initialize", None)  # Voila's preheating manager: a pool item
         if prepare is not None:
 
@@ -276,26 +271,13 @@ class DemoKernelManager(AsyncMappingKernelManager):
 
     async def _release_when_warm(self, kernel_id: str, idle: dict, started: float,
                                  for_pool: bool) -> None:
-        """Give the kernel's warm slot back once it has run the notebook (or died, or spent
-        ``warm_timeout`` seconds warming). Meanwhile a pool kernel that no viewer has taken is
-        stopped while viewers are busy (:meth:`_viewers_busy`) and continued once they are
-        quiet; the time stopped does not count."""
-        stopped_at, stopped = None, 0.0
         try:
-            while time.monotonic() - started - stopped < self.warm_timeout and kernel_id in self:
+            while time.monotonic() - started < self.warm_timeout and kernel_id in self:
                 if idle["at"] is not None and time.monotonic() - idle["at"] > 0.5:
-                    self.warm_seconds.append(time.monotonic() - started - stopped)
+                    self.warm_seconds.append(time.monotonic() - started)
                     break
-                hold = for_pool and self._viewers_busy() and self._in_pool(kernel_id)
-                if hold and stopped_at is None:
-                    stopped_at = time.monotonic()
-                    await self._pause(kernel_id)
-                elif not hold and stopped_at is not None:
-                    await self._resume(kernel_id)
-                    stopped, stopped_at = stopped + time.monotonic() - stopped_at, None
                 await asyncio.sleep(0.1)
         finally:
-            await self._resume(kernel_id)
             self._slots.release()
             stream = idle["stream"]
             if not stream.closed():
@@ -306,43 +288,6 @@ class DemoKernelManager(AsyncMappingKernelManager):
                 times = sorted(self.warm_seconds) or [float("nan")]
                 say(f"{self.preheated} preheated kernel(s) ready for viewers "
                     f"({times[len(times) // 2]:.1f} s of warm-up each, median)")
-
-    def _viewers_busy(self) -> bool:
-        """Viewers requested a page or sent a message less than ``refill_quiet`` seconds ago."""
-        return self.viewers is not None and self.viewers.quiet_for() < self.refill_quiet
-
-    def _in_pool(self, kernel_id: str) -> bool:
-        """Whether ``kernel_id`` waits in Voila's pool (no viewer has taken it)."""
-        for pool in getattr(self, "_pools", {}).values():
-            for item in pool:
-                if item.done() and not item.cancelled() and item.exception() is None:
-                    found = item.result()
-                    if isinstance(found, dict) and found.get("kernel_id") == kernel_id:
-                        return True
-        return False
-
-    async def _pause(self, kernel_id: str) -> None:
-        """Stop the kernel's processes (SIGSTOP): its warm-up waits for a quiet room."""
-        self.paused.add(kernel_id)
-        await self._signal(kernel_id, signal.SIGSTOP)
-
-    async def _resume(self, kernel_id: str) -> None:
-        if kernel_id in self.paused:
-            self.paused.discard(kernel_id)
-            await self._signal(kernel_id, signal.SIGCONT)
-
-    async def _signal(self, kernel_id: str, signum: int) -> None:
-        """Send ``signum`` to the kernel's process group; a kernel already gone is ignored."""
-        try:
-            await self.get_kernel(kernel_id).provisioner.send_signal(signum)
-        except (KeyError, AttributeError, ProcessLookupError):
-            pass
-
-    async def _async_shutdown_kernel(self, kernel_id, now=False, restart=False):
-        await self._resume(kernel_id)  # a stopped kernel could not answer the shutdown request
-        return await super()._async_shutdown_kernel(kernel_id, now=now, restart=restart)
-
-    shutdown_kernel = _async_shutdown_kernel  # as jupyter_server's (shutdown_all calls the other)
 
     def _pool_size(self) -> int:
         config = getattr(self.parent, "voila_configuration", None)
