@@ -16,6 +16,8 @@ fetched, the kernel websocket, the widgets' states, every canvas opened); *page 
 page request to the first frame of the tab on screen. Then every viewer that got its page moves the
 first tab's ``q1`` slider one step at a student's pace (a step every 0.8-2.2 s, at random) for
 ``--slider-seconds``; *slider latency* is from the update sent to the next frame of that figure.
+With ``--lull S`` the simulated viewers first wait S seconds (a class listening: long enough for
+the pool to begin refilling, so that the refills meet the first slider steps).
 Memory per viewer: each viewer kernel's RSS and USS (its own pages), after the slider phase; and the
 whole demo's memory (every process of the server, preheated kernels and model server included,
 proportional set size) divided by N. A few real Chromium pages (``--chromium``, 2 by default) join
@@ -260,7 +262,8 @@ def record_assets(H, browser, server) -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------------------
 
 async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeout: float,
-                   rnd: random.Random, start: threading.Event) -> tuple[list, list, dict]:
+                   rnd: random.Random, start: threading.Event,
+                   lull: float = 0.0) -> tuple[list, list, dict]:
     # imported here, so that the client's CPU per arrival below does not count its imports
     import jupyter_server.services.kernels.connection.base  # noqa: F401
     import psutil
@@ -285,6 +288,7 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
     client = (_cpu(psutil.Process()) - client) / max(len(viewers), 1)
 
     async def student(v):
+        await asyncio.sleep(lull)  # the class listens before it moves a slider
         end = time.monotonic() + slider_s
         while True:
             await asyncio.sleep(rnd.uniform(0.8, 2.2))
@@ -429,7 +433,7 @@ def _browser_pages(H, browser, server, k: int, spread: float, slider_s: float,
 
 
 def run_round(H, server, n: int, *, slider_s: float, assets, timeout: float, browser=None,
-              chromium: int = 0, seed: int = 0) -> Round:
+              chromium: int = 0, seed: int = 0, lull: float = 0.0) -> Round:
     """N viewers on ``server``: ``chromium`` of them real pages (driven from this thread, which
     owns the browser), the others simulated in an asyncio loop of their own thread."""
     out = Round(n=n, timeout=timeout)
@@ -441,7 +445,8 @@ def run_round(H, server, n: int, *, slider_s: float, assets, timeout: float, bro
     def simulate():
         try:
             simulated["result"] = asyncio.run(_viewers(
-                server, n - k, spread, slider_s, assets, timeout, random.Random(seed), start))
+                server, n - k, spread, slider_s, assets, timeout, random.Random(seed), start,
+                lull))
         except BaseException as exc:  # reported below
             simulated["error"] = exc
             start.set()
@@ -475,7 +480,8 @@ def run_round(H, server, n: int, *, slider_s: float, assets, timeout: float, bro
 # ------------------------------------------------------------------------------------------------
 
 def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: float = 20.0,
-            timeout: float = 120.0, chromium: int = 2, today_max_n: int = 60) -> dict:
+            timeout: float = 120.0, chromium: int = 2, today_max_n: int = 60,
+            lull: float = 0.0) -> dict:
     """{config: {n: Round}} for the two servers (see the module docstring)."""
     import psutil
 
@@ -531,7 +537,8 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
                             continue
                         r = run_round(H, server, n, slider_s=slider_s, assets=assets,
                                       timeout=timeout, browser=browser,
-                                      chromium=chromium if n in (10, 30) else 0, seed=n)
+                                      chromium=chromium if n in (10, 30) else 0, seed=n,
+                                      lull=lull)
                         results[config][n] = r
                         print(f"  {config} N={n}: page ready p50/p95 "
                               f"{_s(r.ready_p(50))}/{_s(r.ready_p(95))}, slider p50/p95 "
@@ -654,12 +661,15 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds for a page to load")
     p.add_argument("--chromium", type=int, default=2, help="real pages in the N=10, 30 rounds")
     p.add_argument("--today-max-n", type=int, default=60)
+    p.add_argument("--lull", type=float, default=0.0,
+                   help="seconds the simulated viewers wait after arriving before their first "
+                        "slider step (a class listening; the pool may refill meanwhile)")
     args = p.parse_args(argv)
     from .run import table
 
     results = measure(args.n, configs=args.configs, pool=args.pool,
                       slider_s=args.slider_seconds, timeout=args.timeout, chromium=args.chromium,
-                      today_max_n=args.today_max_n)
+                      today_max_n=args.today_max_n, lull=args.lull)
     print(f"machine: {os.cpu_count()} cores; load average now {os.getloadavg()[0]:.1f}")
     print(table(rows(results)))
     return 0
