@@ -100,12 +100,13 @@ def test_the_load_benchmarks_chromium_gets_only_the_cpu_the_server_leaves(tmp_pa
     def groups():  # in a thread of its own: the session's browser owns this thread's Playwright
         from playwright.sync_api import sync_playwright
 
+        before = {p.pid for p in psutil.Process().children(recursive=True)}  # the session's
         with sync_playwright() as playwright:
             browser = bench_demo._low_priority_chromium(H, playwright, tmp_path)
             try:
                 found = []
                 for p in psutil.Process().children(recursive=True):
-                    if p.name().startswith("chrom"):
+                    if p.pid not in before and p.name().startswith("chrom"):
                         group = Path(f"/proc/{p.pid}/autogroup").read_text().split()
                         found.append((os.getsid(p.pid), group[-1]))
                 return found
