@@ -18,18 +18,18 @@ first tab's ``q1`` slider one step at a student's pace (a step every 0.8-2.2 s, 
 ``--slider-seconds``; *slider latency* is from the update sent to the next frame of that figure.
 With ``--lull S`` the simulated viewers first wait S seconds (a class listening: long enough for
 the pool to begin refilling, so that the refills meet the first slider steps).
-Memory per viewer: each viewer kernel's RSS and USS (its own pages), after the slider phase; and the
-whole demo's memory (every process of the server, preheated kernels and model server included,
+Memory per viewer: each viewer kernel's RSS and USS (its own pages), after the slider phase; and
+the whole demo's memory (every process of the server, preheated kernels and model server included,
 proportional set size) divided by N. A few real Chromium pages (``--chromium``, 2 by default) join
-the N = 10 and N = 30 rounds in place of simulated viewers, to confirm page ready and the key
-press -> repaint latency in a browser. Chromium runs at the lowest CPU priority (its scheduling
-group at nice 19: :func:`_low_priority_chromium`): in a lecture hall the browsers run on the
-students' laptops, not on the server's cores; the Chromium pages' own times are therefore upper
-bounds. When a browser is available, the simulated viewers
-fetch the static files a real page fetched (recorded once), as a browser does (six kept-alive
-connections, compressed bodies accepted); with ``--chromium 0`` they fetch none, as browsers that
-have them cached. Between rounds every viewer leaves (its page's shutdown request, as a closed tab
-sends) and the benchmark waits until the preheated pool is full again.
+the N = 10 and N = 30 rounds in place of simulated viewers, to confirm page ready and the key press
+-> repaint latency in a browser. Chromium runs at the lowest CPU priority (its scheduling group at
+nice 19: :func:`_low_priority_chromium`): in a lecture hall the browsers run on the students'
+laptops, not on the server's cores; the Chromium pages' own times are therefore upper bounds. When
+a browser is available, the simulated viewers fetch the static files a real page fetched (recorded
+once), as a browser does (six kept-alive connections, compressed bodies accepted); with
+``--chromium 0`` they fetch none, as browsers that have them cached. Between rounds every viewer
+leaves (its page's shutdown request, as a closed tab sends) and the benchmark waits until the
+preheated pool is full again.
 
 Bounds: a page not ready within ``--timeout`` (120 s) counts as not ready; a round of today's
 server is skipped when free memory is short (it needs ~350 MiB per viewer), and every server is
