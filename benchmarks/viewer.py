@@ -6,9 +6,9 @@ the protocol a browser speaks (Jupyter's kernel websocket protocol v1), asks the
 widget's state as ipywidgets' page does (``request_states`` on the ``jupyter.widget.control``
 comm), and opens every ipympl canvas as ipympl's page code does (``refresh``,
 ``send_image_mode``, ``initialized``; a ``draw`` request is answered with ``draw``, a ``resize``
-with ``refresh``). It is *ready* when the figure of the tab on
-screen (the first) has arrived: what a viewer would see. :meth:`Viewer.move` moves a slider of that
-tab by one step, as a key press does, and returns the time until the next frame of its figure.
+with ``refresh``). It is *ready* when the figure of the tab on screen (the first) has arrived:
+what a viewer would see. :meth:`Viewer.move` moves a slider of that tab by one step, as a key
+press does, and returns the time until the next frame of its figure.
 
 Many viewers run in one asyncio loop (:mod:`benchmarks.bench_demo`); the messages are built with
 jupyter_server's own v1 (de)serialisation. 127.0.0.1 only: the benchmark starts the servers.

@@ -76,11 +76,12 @@ def test_a_server_that_dies_at_start_reports_its_log(tmp_path):
     assert server.stop() == []
 
 
-def test_the_load_benchmarks_chromium_gets_only_the_cpu_the_server_leaves(tmp_path):
+def test_the_load_benchmarks_chromium_gets_only_the_cpu_the_server_leaves(tmp_path, chromium):
     """The load benchmark's real pages stand for browsers on the students' laptops: every
     Chromium process sits in a scheduling group (its own session's autogroup) at nice 19. A nice
     value alone counts only inside the group, and Chromium resets it: before, two pages took more
-    than a core from the server."""
+    than a core from the server. (``chromium``: the session's browser, for its skip-or-fail rule
+    when there is none.)"""
     import concurrent.futures
     import os
     from pathlib import Path
@@ -89,11 +90,6 @@ def test_the_load_benchmarks_chromium_gets_only_the_cpu_the_server_leaves(tmp_pa
 
     from benchmarks import bench_demo
 
-    reason = H.browser_unavailable_reason()
-    if reason:
-        if H.browser_required():
-            pytest.fail(reason)
-        pytest.skip(reason)
     if not Path("/proc/self/autogroup").exists():
         pytest.skip("this kernel has no scheduling autogroups")
 
