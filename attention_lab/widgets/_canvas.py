@@ -82,6 +82,24 @@ def _give_back_freed_memory() -> None:
         trim(0)
 
 
+def _forget_renderer(artist) -> None:
+    """Drop the renderer that matplotlib's Text artists keep from their last draw (and with it
+    the renderer's pixel buffer), in ``artist`` and all it contains, without touching anything
+    drawn: an Axis's ticks are read as they are (``get_children`` would make new ones and mark
+    the figure stale)."""
+    from matplotlib.axis import Axis
+
+    if getattr(artist, "_renderer", None) is not None:
+        artist._renderer = None
+    if isinstance(artist, Axis):
+        children = [artist.label, artist.offsetText, *artist.__dict__.get("majorTicks", ()),
+                    *artist.__dict__.get("minorTicks", ())]
+    else:
+        children = artist.get_children()
+    for child in children:
+        _forget_renderer(child)
+
+
 @lru_cache(maxsize=None)
 def _fast_canvas_class():
     """ipympl's Canvas with faster frames for the browser (see ``FastCanvas``)."""
@@ -179,6 +197,7 @@ def _fast_canvas_class():
             if pack is not None:
                 pack()
             self.renderer, self._lastKey, self._last_buff = None, None, None
+            _forget_renderer(self.figure)
             self._cold = True
             _give_back_freed_memory()
 

@@ -5,7 +5,9 @@ layout (controls beside the figure)."""
 
 from __future__ import annotations
 
+import gc
 import io
+import weakref
 
 import numpy as np
 import pytest
@@ -287,9 +289,12 @@ def test_an_idle_figure_keeps_only_its_frame_and_comes_back_the_same(live, monke
 
     first = page_asks_for_the_whole_figure()
     pixels = np.asarray(canvas.get_renderer().buffer_rgba()).copy()
+    renderer = weakref.ref(canvas.get_renderer())
     canvas.cool()
     assert canvas._cold and given_back == [1]
     assert canvas.renderer is None and canvas._last_buff is None and figure._static is None
+    gc.collect()
+    assert renderer() is None, "something still holds the renderer (and its pixel buffer)"
     assert len(figure._packed[0]) < pixels.nbytes / 20       # the static layer, compressed
     n = len(drawn)
     assert page_asks_for_the_whole_figure() is first and len(drawn) == n and canvas._cold
