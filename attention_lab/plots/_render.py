@@ -178,7 +178,19 @@ def _glyph(ch: str, size: float, weight: str, dpi: float):
     return coverage, left, top, advance
 
 
-@lru_cache(maxsize=8192)
+#: lines of text kept rasterised (10-35 KiB each at a projector's size): a value a slider comes
+#: back to is pasted, not rasterised again (0.3-0.5 ms a line); bounded, so that a long session
+#: does not grow a kernel
+TEXT_CACHE_LINES = 256
+
+
+def forget_text() -> None:
+    """Free the rasterised lines (an idle figure); the glyphs they are made of stay cached."""
+    _coverage.cache_clear()
+    _text_bitmap.cache_clear()
+
+
+@lru_cache(maxsize=TEXT_CACHE_LINES)
 def _coverage(line: str, size: float, weight: str, dpi: float):
     """(coverage bitmap, rows below the baseline) of one line, composed from cached glyphs.
 
@@ -205,7 +217,7 @@ def _coverage(line: str, size: float, weight: str, dpi: float):
     return out, float(below)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=TEXT_CACHE_LINES)
 def _text_bitmap(line: str, size: float, weight: str, dpi: float, rgba: tuple):
     """(RGBA image, rows below the baseline) of one line of text in one colour."""
     coverage, descent = _coverage(line, size, weight, dpi)

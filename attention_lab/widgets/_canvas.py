@@ -20,6 +20,8 @@ from functools import lru_cache
 import ipywidgets as W
 import numpy as np
 
+from ..plots._render import forget_text
+
 try:  # ISA-L's deflate: 5-7x faster than zlib's at level 1, its output no larger
     from isal.isal_zlib import compress as _deflate
 except ImportError:  # a platform without isal's wheels: zlib (slower frames, the same pixels)
@@ -132,7 +134,7 @@ def _fast_canvas_class():
         - An idle figure is kept small (:meth:`cool`): ``cool_seconds`` after its last frame (and
           after a preheated kernel's warm-up), only its last whole frame's PNG and its static
           layer, compressed, stay; the pixel buffers (the renderer's and the copy of the last
-          frame) are freed and given back to the system. A page that opens gets the kept frame;
+          frame) and the labels' rasterised lines are freed and given back to the system. A page that opens gets the kept frame;
           the next change, or anyone asking for the pixels, draws the figure again (the first
           frame after it is whole).
         - The figure cannot be resized with the mouse: ipympl's front-end switches ``resizable``
@@ -196,6 +198,7 @@ def _fast_canvas_class():
             pack = getattr(self.figure, "pack_static", None)
             if pack is not None:
                 pack()
+            forget_text()
             self.renderer, self._lastKey, self._last_buff = None, None, None
             _forget_renderer(self.figure)
             self._cold = True

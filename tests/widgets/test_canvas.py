@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from attention_lab import widgets
+from attention_lab.plots import _render
 from attention_lab.widgets import _canvas
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # ipympl's Toolbar
@@ -295,6 +296,8 @@ def test_an_idle_figure_keeps_only_its_frame_and_comes_back_the_same(live, monke
     assert canvas.renderer is None and canvas._last_buff is None and figure._static is None
     gc.collect()
     assert renderer() is None, "something still holds the renderer (and its pixel buffer)"
+    assert _render._text_bitmap.cache_info().currsize == 0            # the labels' lines too
+    assert _render._coverage.cache_info().currsize == 0
     assert len(figure._packed[0]) < pixels.nbytes / 20       # the static layer, compressed
     n = len(drawn)
     assert page_asks_for_the_whole_figure() is first and len(drawn) == n and canvas._cold

@@ -107,6 +107,23 @@ def test_fast_text_looks_like_text(ha, va):
     assert 0.8 < masks[1].sum() / masks[0].sum() < 1.25
 
 
+def test_fast_text_keeps_a_bounded_number_of_lines_rasterised():
+    """A label that shows a new number on every frame of a long session does not grow the
+    kernel: at most TEXT_CACHE_LINES lines (a few MiB) stay rasterised."""
+    from attention_lab.plots import _render
+
+    fig = Figure(figsize=(2, 1), dpi=100)
+    FigureCanvasAgg(fig)
+    t = plots.FastText(0.5, 0.5, "", fontsize=12, transform=fig.transFigure)
+    fig.add_artist(t)
+    for i in range(_render.TEXT_CACHE_LINES + 100):
+        t.set_text(f"w = {i / 1000:.3f}")
+        fig.canvas.draw()
+    assert _render.TEXT_CACHE_LINES <= 512
+    assert _render._text_bitmap.cache_info().currsize <= _render.TEXT_CACHE_LINES
+    assert _render._coverage.cache_info().currsize <= _render.TEXT_CACHE_LINES
+
+
 def test_fast_text_api_and_bad_alignment():
     t = plots.FastText(0, 0, "a")
     t.set_text("b\nc")
