@@ -318,6 +318,23 @@ def test_an_idle_figure_keeps_only_its_frame_and_comes_back_the_same(live, monke
     assert not canvas._cold and canvas.renderer is not None and given_back == [1, 1]
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_explorers_cooled_figure_frees_its_renderer(name):
+    """matplotlib's artists keep the renderer they last drew with: cooling must let go of it in
+    every explorer's figure, or its pixel buffer stays (presentation size: 2 MiB and more)."""
+    pytest.importorskip("ipympl")
+    e = widgets.EXPLORERS[name](presentation=True)
+    canvas = e.canvas
+    canvas.send_binary = lambda data: None
+    canvas.syncing_data_url = False
+    canvas._handle_message(canvas, {"type": "draw"}, [])        # a whole frame, kept
+    renderer = weakref.ref(canvas.get_renderer())
+    canvas.cool()
+    gc.collect()
+    assert canvas._cold and renderer() is None
+    assert not canvas.figure.stale                               # cooling changed nothing shown
+
+
 def test_a_figure_cools_some_seconds_after_its_last_frame(live, monkeypatch):
     e, sent = live
     canvas = e.canvas
