@@ -16,8 +16,10 @@ change -> core -> artists -> Agg draw).
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -264,9 +266,12 @@ def cool_rows(quick: bool = False) -> list[Row]:
     canvas.send_binary = lambda data: None
     canvas._handle_message(canvas, {"type": "draw"}, [])  # a page's first frame
 
+    renderer = weakref.ref(canvas.get_renderer())  # alive for as long as anything holds it
+
     def held() -> int:
-        arrays = (canvas.renderer and np.asarray(canvas.renderer.buffer_rgba()),
-                  canvas._last_buff, figure._static)
+        gc.collect()
+        arrays = (renderer() and np.asarray(renderer().buffer_rgba()), canvas._last_buff,
+                  figure._static)
         return (sum(a.nbytes for a in arrays if a is not None) + len(canvas._whole_png or b"")
                 + len(figure._packed[0] if figure._packed else b""))
 
