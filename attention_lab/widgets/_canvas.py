@@ -239,11 +239,14 @@ def _fast_canvas_class():
                     self.keep_whole_frame()
                 return self._whole_png
             self.set_image_mode("diff")
-            output = np.where(buff != self._last_buff, buff, 0)
+            last = self._last_buff                                   # (H, W) uint32
+            np.multiply(buff, np.not_equal(buff, last), out=last)  # changed pixels, others 0
+            png = encode_png(last.view(np.uint8).reshape((*last.shape, 4)),
+                             self.png_compress_level)
+            np.copyto(last, buff)  # the frame the browser shows next (no new buffer per frame)
             self._settle_later()
-            self._last_buff, self._whole_png = buff.copy(), None
-            return encode_png(output.view(dtype=np.uint8).reshape((*output.shape, 4)),
-                              self.png_compress_level)
+            self._whole_png = None
+            return png
 
         def keep_whole_frame(self) -> None:
             """Encode the figure's current pixels (just drawn) as its next whole frame, without

@@ -121,8 +121,9 @@ def test_after_a_pause_a_change_sends_its_frame_at_once(live, monkeypatch):
     assert len(sent["frames"]) == 3 and sent["events"].count("draw") == 1
 
 
-def test_frames_have_the_pixels_of_ipympl_frames(live):
-    """Whatever frame is sent (full or diff), painting it over the last one gives the canvas."""
+def test_frames_have_the_pixels_of_ipympl_frames(live, monkeypatch):
+    """Whatever frame is sent (full or diff), painting it over the last one gives the canvas,
+    also after several diff frames in a row (a drag, each frame asked for by the browser)."""
     from ipympl.backend_nbagg import Canvas
 
     e, sent = live
@@ -130,13 +131,22 @@ def test_frames_have_the_pixels_of_ipympl_frames(live):
     canvas._force_full = True
     canvas.draw()
     screen = decode(sent["frames"][-1]).copy()
-    for value in (0.3, 0.31, 4.0):
-        e.controls["temperature"].value = value
-        canvas.draw()
-        frame = decode(sent["frames"][-1])
-        painted = frame[..., 3] > 0
-        screen[painted] = frame[painted]
-        np.testing.assert_array_equal(screen, np.asarray(canvas.get_renderer().buffer_rgba()))
+    for paced in (False, True):
+        # paced: changes come faster than quiet_seconds, the browser asks for each frame
+        monkeypatch.setattr(canvas, "quiet_seconds", 1e9 if paced else 0.0)
+        for value in (0.3, 0.31, 4.0, 0.5, 0.52):
+            n = len(sent["frames"])
+            e.controls["temperature"].value = value
+            if paced:  # (otherwise the change has sent its frame at once)
+                canvas._handle_message(canvas, {"type": "draw"}, [])
+            frame = decode(sent["frames"][-1])
+            assert len(sent["frames"]) > n and (whole(sent["frames"][-1]) != paced)
+            painted = frame[..., 3] > 0
+            now = np.asarray(canvas.get_renderer().buffer_rgba())
+            if paced:  # a diff paints only the pixels that changed
+                assert not (painted & (screen == now).all(axis=-1)).any()
+            screen[painted] = frame[painted]
+            np.testing.assert_array_equal(screen, now)
     canvas._png_is_old = canvas._force_full = True
     ours = decode(canvas.get_diff_image())
     canvas._png_is_old = canvas._force_full = True
