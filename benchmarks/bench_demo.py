@@ -19,13 +19,14 @@ first tab's ``q1`` slider one step at a student's pace (a step every 0.8-2.2 s, 
 With ``--lull S`` the simulated viewers first wait S seconds (a class listening: long enough for
 the pool to begin refilling, so that the refills meet the first slider steps).
 Memory per viewer: each viewer kernel's RSS and USS (its own pages), right after the slider phase
-(its figure hot) and again ``IDLE_S`` seconds later, once the figure has cooled (what the kernels of
-a class listening hold); and the whole demo's memory (every process of the server, preheated
-kernels and model server included, proportional set size) divided by N, when idle. A few real Chromium pages (``--chromium``, 2 by default) join
-the N = 10 and N = 30 rounds in place of simulated viewers, to confirm page ready and the key press
--> repaint latency in a browser. Chromium runs at the lowest CPU priority (its scheduling group at
-nice 19: :func:`_low_priority_chromium`): in a lecture hall the browsers run on the students'
-laptops, not on the server's cores; the Chromium pages' own times are therefore upper bounds. When
+(its figure hot) and again ``IDLE_S`` seconds later, once the figure has cooled (what the kernels
+of a class listening hold); and the whole demo's memory (every process of the server, preheated
+kernels and model server included, proportional set size) divided by N, when idle. A few real
+Chromium pages (``--chromium``, 2 by default) join the N = 10 and N = 30 rounds in place of
+simulated viewers, to confirm page ready and the key press -> repaint latency in a browser.
+Chromium runs at the lowest CPU priority (its scheduling group at nice 19:
+:func:`_low_priority_chromium`): in a lecture hall the browsers run on the students' laptops, not
+on the server's cores; the Chromium pages' own times are therefore upper bounds. When
 a browser is available, the simulated viewers fetch the static files a real page fetched (recorded
 once), as a browser does (six kept-alive connections, compressed bodies accepted); with
 ``--chromium 0`` they fetch none, as browsers that have them cached. Between rounds every viewer
@@ -555,9 +556,10 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
                               f"{_s(r.ready_p(50))}/{_s(r.ready_p(95))}, slider p50/p95 "
                               f"{_s(percentile(_ok(r.slider), 50))}/"
                               f"{_s(percentile(_ok(r.slider) + _lost(r.slider), 95))}, RSS/viewer "
-                              f"{_m(r.rss_mib)} hot, {_m(r.idle_rss_mib)} idle, CPU/arrival {_s(r.cpu_arrival_s)}, CPU/step "
-                              f"{_s(r.cpu_step_s)}, Chromium ready {r.browser_ready}, load average "
-                              f"{r.load[0]:.1f} -> {r.load[1]:.1f}", file=sys.stderr, flush=True)
+                              f"{_m(r.rss_mib)} hot, {_m(r.idle_rss_mib)} idle, CPU/arrival "
+                              f"{_s(r.cpu_arrival_s)}, CPU/step {_s(r.cpu_step_s)}, Chromium "
+                              f"ready {r.browser_ready}, load average {r.load[0]:.1f} -> "
+                              f"{r.load[1]:.1f}", file=sys.stderr, flush=True)
                         if config == "today":  # the viewers' kernels stay (no culling): stop them
                             _stop_kernels(server)
                 finally:

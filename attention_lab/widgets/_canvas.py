@@ -134,9 +134,9 @@ def _fast_canvas_class():
         - An idle figure is kept small (:meth:`cool`): ``cool_seconds`` after its last frame (and
           after a preheated kernel's warm-up), only its last whole frame's PNG and its static
           layer, compressed, stay; the pixel buffers (the renderer's and the copy of the last
-          frame) and the labels' rasterised lines are freed and given back to the system. A page that opens gets the kept frame;
-          the next change, or anyone asking for the pixels, draws the figure again (the first
-          frame after it is whole).
+          frame) and the labels' rasterised lines are freed and given back to the system. A
+          page that opens gets the kept frame; the next change, or anyone asking for the pixels,
+          draws the figure again (the first frame after it is whole).
         - The figure cannot be resized with the mouse: ipympl's front-end switches ``resizable``
           on for every live canvas; the canvas says again that it is off once the browser view
           is ready.
