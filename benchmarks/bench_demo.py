@@ -307,7 +307,7 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
     cpu = Cpu(server)
     await asyncio.gather(*(student(v) for v in ready))
     memory = _viewer_memory(server, [v.kernel_id for v in ready])
-    memory["cpu_step"] = cpu.used([v.kernel_id for v in ready])
+    step_cpu = cpu.used([v.kernel_id for v in ready])  # before the idle wait
     await asyncio.sleep(IDLE_S)
     idle = _viewer_memory(server, [v.kernel_id for v in ready])
     memory.update(idle_rss=idle["rss"], idle_uss=idle["uss"], pss=idle["pss"])
@@ -317,7 +317,7 @@ async def _viewers(server, n: int, spread: float, slider_s: float, assets, timeo
     memory["cpu_arrival"] = arrival_cpu / len(arrived) if arrived else None
     memory["voila_cpu_arrival"] = arrival_voila / len(arrived) if arrived else None
     memory["client_cpu_arrival"] = client
-    memory["cpu_step"] = memory["cpu_step"] / steps if steps else None
+    memory["cpu_step"] = step_cpu / steps if steps else None
     await asyncio.gather(*(v.close() for v in viewers))
     return viewers, [x for v in ready for x in v.latencies], memory
 
@@ -603,7 +603,7 @@ def _mean(values) -> float | None:
 
 
 def _m(values) -> str:
-    return f"{statistics.mean(values):.0f} MiB" if values else "-"
+    return "-" if not values else f"{_mean(values):.0f} MiB"
 
 
 def rows(results: dict) -> list[Row]:
