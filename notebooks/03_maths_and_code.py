@@ -72,16 +72,8 @@ print("numpy reference agrees within 1e-6:", np.allclose(ref.context, contexts.d
 # ## 2. The softmax axis, and what the score tensor costs
 #
 # The last axis of `scores` indexes the sources; softmax must run over it, so that each query gets
-# its own distribution. Which axis did a piece of code normalise? The explorer shows one batch
-# item's weights and which sums are 1.
+# its own distribution.
 #
-# ### Axis explorer
-
-# %%
-axis_explorer = widgets.AxisExplorer()
-axis_explorer
-
-# %% [markdown]
 # ### Does the right shape prove the right axis?
 
 # %%
@@ -99,6 +91,16 @@ with reveal(same_context_shape, why=why.same_context_shape) as r:
               f"query rows sum to 1: {bool(torch.allclose(w.sum(-1), torch.ones(B, T)))}, "
               f"largest context error {(c - contexts).abs().max().item():.3f}")
     r.answer = tuple((torch.softmax(scores, dim=-2) @ V).shape) == tuple(contexts.shape)
+
+# %% [markdown]
+# ### Axis explorer
+#
+# Which axis did a piece of code normalise? The explorer shows one batch item's weights and
+# which sums are 1.
+
+# %%
+axis_explorer = widgets.AxisExplorer()
+axis_explorer
 
 # %% [markdown]
 # ### What does the score matrix cost?

@@ -359,12 +359,20 @@ def test_02_sets_up_local_m_and_the_causal_alignment_before_using_them():
     assert "cache" in alignment and "`causal_mask(3, 5)`" in alignment
 
 
-def test_02_the_window_task_comes_after_the_question_it_would_answer():
-    """The window explorer's first task (give the target more weight than global attention) is
-    the answer to the local_target question: the explorer comes after its answer cell."""
-    q = next(q for q in _lessons.questions("02_mechanics") if q.name == "local_target")
-    shown = [i for i, c in enumerate(_lessons.notebook("02_mechanics").cells)
-             if "widgets.WindowExplorer()" in c.source]
+@pytest.mark.parametrize("stem,name,explorer,task", [
+    # the window explorer's first task: give the target more weight than global attention does
+    ("02_mechanics", "local_target", "WindowExplorer", "more weight than global attention"),
+    # the axis explorer's first task: an axis that keeps every shape but moves a context
+    ("03_maths_and_code", "same_context_shape", "AxisExplorer", "keeps every shape"),
+])
+def test_an_explorer_whose_task_answers_a_question_comes_after_that_question(stem, name,
+                                                                            explorer, task):
+    from attention_lab import widgets
+
+    assert any(task in t.goal for t in getattr(widgets, explorer).TASKS)  # it does answer it
+    q = next(q for q in _lessons.questions(stem) if q.name == name)
+    shown = [i for i, c in enumerate(_lessons.notebook(stem).cells)
+             if f"widgets.{explorer}()" in c.source]
     assert shown and all(i > q.answer_index for i in shown)
 
 

@@ -20,8 +20,8 @@ misconception 12). Restricted patterns, such as local windows, score fewer pairs
 minus_1e9_in_float16 = """-inf: float16's largest finite magnitude is 65504, and a number
 beyond it rounds to infinity. float32 keeps -1e9; bfloat16 has float32's range but few digits,
 so -1e9 becomes a nearby finite number. A fill of -1e9 written with float32 in mind is -inf in
-float16: harmless next to an eligible key, but an all-masked row then computes -inf - (-inf),
-which is NaN."""
+float16: harmless next to an eligible key; what it does to other rows is the precision
+explorer's first task."""
 
 padding_weight = """0.2 each, on five positions of padding. Every score of the row is the same
 fill, so after subtracting the maximum every exponent is 0, each exponential is 1, and the row
