@@ -4,26 +4,41 @@
 #   npm install -g configurable-http-proxy@4.6.3
 #   jupyterhub -f jupyterhub_config.py     # from a checkout; students open http://HOST:8000
 #
-# Each student logs in, gets a JupyterLab server of their own with their own copy of notebooks/
-# (made on their first start and never overwritten: their work stays theirs) and opens the level
-# notebooks; the explorers, exercises and `python -m attention_lab submit` work as on a laptop.
+# Each student logs in, gets a JupyterLab server of their own with their own copy of the
+# student bundle's notebooks/ (made on their first start and never overwritten: their work stays
+# theirs) and opens the level notebooks; the explorers, exercises and `python -m attention_lab
+# submit` work as on a laptop. What students get is the bundle of `python -m attention_lab
+# release`, built when the hub starts: never this checkout's notebooks/exercises/solutions/.
 # Everything specific to a site is marked SITE below. The test of this file
 # (tests/browser/test_browser_hub.py) runs it on 127.0.0.1 with a dummy login and servers under
 # the current user, three students at once.
 #
 # When a class outgrows one machine, run the same lab on Kubernetes with Zero to JupyterHub
-# (z2jh.jupyter.org): build the single-user image from this repository with repo2docker (it reads
-# environment.yml, which pins the same packages as requirements.txt, JupyterHub's single-user
+# (z2jh.jupyter.org): build the single-user image from the student bundle, never from this
+# repository (which holds the solutions): `python -m attention_lab release image/ && repo2docker
+# image/` (repo2docker reads the bundle's environment.yml: the same pins, JupyterHub's single-user
 # server included) and put that image, the authenticator and the resources below in the chart's
 # config.yaml (singleuser.image, hub.config, singleuser.memory, singleuser.cpu). See the README.
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821  (defined by JupyterHub when it loads this file)
 
 LAB = Path(__file__).resolve().parent  # the checkout this file belongs to
+sys.path.insert(0, str(LAB))
+from attention_lab.grading.release import ReleaseError, student_copy  # noqa: E402
+
+# SITE: where the student bundles are built (one folder per version of the lab). Students'
+# servers read their package and notebooks from there, so it must be readable by them; the
+# checkout's solutions need not be: `chmod -R go-rwx notebooks/exercises/solutions`.
+BUNDLES = Path(os.environ.get("ATTENTION_LAB_BUNDLES", LAB / "build" / "student-bundles"))
+try:
+    BUNDLE = student_copy(BUNDLES)  # built now if the lab changed since the last start
+except ReleaseError as exc:  # e.g. a stale student notebook: no hub rather than a wrong bundle
+    sys.exit(f"attention-lab: cannot build the student bundle: {exc}")
 
 # SITE: how students log in. PAM (accounts of this machine) is JupyterHub's default; for a course,
 # an LMS login (LTI 1.3: ltiauthenticator) or your university's OAuth (oauthenticator) is usual.
@@ -39,9 +54,8 @@ c.JupyterHub.bind_url = "http://:8000"
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {
-    # the checkout's package for every kernel (a site that installs attention-lab with pip into
-    # the single-user environment can drop this)
-    "PYTHONPATH": str(LAB),
+    # the bundle's package for every kernel: the code the bundle's notebooks were made with
+    "PYTHONPATH": str(BUNDLE),
     # one math thread per kernel: many students share the machine's cores
     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
 }
@@ -55,14 +69,14 @@ c.Spawner.http_timeout = 120
 
 
 def copy_notebooks(spawner):
-    """Give the student their own notebooks/ on their first start (a later start keeps theirs)."""
+    """Give the student their own copy of the bundle's notebooks/ on their first start (a later
+    start keeps theirs)."""
     home = Path(getattr(spawner, "home_dir", "") or Path(f"~{spawner.user.name}").expanduser())
     target = home / "notebooks"
     if target.exists():
         return
     home.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(LAB / "notebooks", target,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    shutil.copytree(BUNDLE / "notebooks", target)
     if os.geteuid() == 0 and home.owner() != "root":  # a hub run as root for system users
         for path in [target, *target.rglob("*")]:
             shutil.chown(path, user=home.owner(), group=home.group())

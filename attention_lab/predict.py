@@ -1,18 +1,49 @@
-"""Predict, then run: compare a student's written prediction with what the code computed.
+"""Predict, then run: the question first, the student's prediction, and only then the answer.
 
-A notebook asks a question in a cell that holds only an assignment, ``my_guess = ...``; the next
-cell computes the answer and calls :func:`reveal`, which prints one line: the answer, and how the
-prediction compares (right, close, off by how much). An unanswered ``...`` just shows the answer, so
-a notebook executed without predictions (as nbval does) prints the same line every time.
+Every predict cell of the level notebooks (01-04) is two code cells. The *question cell* asks in a
+``# Predict: ...`` comment and holds one assignment the student edits; the *answer cell* computes
+the answer inside a :func:`reveal` block::
+
+    # Predict: which source's key matches the query best (1-5)?
+    best_source = ...
+
+    with reveal(best_source, why="Source 2's key points most nearly the query's way ...") as r:
+        scores = keys @ query
+        print("scores:", np.round(scores, 2))
+        r.answer = int(scores.argmax()) + 1
+
+While the prediction is still ``...``, the answer cell prints only :data:`PROMPT`: what the block
+prints is held back, and the answer, the verdict and the explanation ``why`` are not shown. So a
+notebook executed without predictions (nbval's reference outputs, a rendered page, GitHub's
+preview) gives nothing away. Once a prediction is written, the cell prints the verdict ("you
+predicted 2, the answer is 2: right"), then what the block printed, then ``Why: ...``. A
+prediction of the wrong form (a word where a number is asked) gets a request for the right form,
+again without the answer.
+
+The notebook around a predict cell follows three rules (``tests/test_notebooks_spoilers.py``
+checks them): the explanation of the answer is ``why``, not prose under the answer cell;
+headings and prose above the question name the question, not its answer (no misconception
+label, no claim such as "attention does not supply order"); nothing the block would hold back is
+printed outside it before the question. Figures and explorers go in cells of their own.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import numbers
+import sys
+import textwrap
 
 import numpy as np
 
-__all__ = ["reveal", "verdict"]
+__all__ = ["PROMPT", "Reveal", "reveal", "verdict"]
+
+#: what an answer cell prints while its prediction is still ``...``
+PROMPT = ("Predict first: replace the ... in the cell above with your prediction, run that cell, "
+          "then run this one.")
+
+_UNSET = object()
 
 
 def _show(x) -> str:
@@ -40,23 +71,44 @@ def _yes_no(x):
     return None
 
 
-def verdict(prediction, answer, *, tol: float | None = None) -> str:
-    """The line :func:`reveal` prints (see there)."""
+def _form_problem(prediction, answer, choices) -> str:
+    """What to write instead when ``prediction`` has the wrong form for ``answer`` ('' if fine)."""
+    if isinstance(answer, (bool, np.bool_)):
+        return "" if _yes_no(prediction) is not None else "write yes or no (True or False)"
+    if isinstance(answer, numbers.Real):
+        ok = isinstance(prediction, numbers.Real) and not isinstance(prediction, (bool, np.bool_))
+        return "" if ok else "write a number"
+    if isinstance(answer, str):
+        if choices and str(prediction).strip().lower() not in choices:
+            return "write one of " + ", ".join(f'"{c}"' for c in choices)
+        return ""
+    if isinstance(answer, tuple) and not isinstance(prediction, (tuple, list, np.ndarray)):
+        return "write a tuple: numbers in parentheses, separated by commas"
+    return ""
+
+
+def _check_tol(tol) -> None:
     if tol is not None and not (isinstance(tol, numbers.Real) and tol >= 0):
         raise ValueError(f"tol must be a number >= 0, got {tol!r}")
-    shown = _show(answer)
+
+
+def verdict(prediction, answer, *, tol: float | None = None, choices=()) -> str:
+    """The verdict line of an answer cell: :data:`PROMPT` for ``...``; a request for the right
+    form (without the answer) for a prediction of the wrong form; else "you predicted X, the
+    answer is Y: right" (or "not this time", "off by ...", "right (within tol)")."""
+    _check_tol(tol)
+    choices = tuple(c.lower() for c in choices)
     if prediction is Ellipsis:
-        return (f"answer: {shown}  (no prediction yet: replace the ... above with yours, "
-                f"then run both cells)")
+        return PROMPT
+    problem = _form_problem(prediction, answer, choices)
+    if problem:
+        return (f"your prediction {_show(prediction)} does not answer this question: {problem} "
+                f"in the cell above, then run both cells again")
+    shown = _show(answer)
     head = f"you predicted {_show(prediction)}, the answer is {shown}: "
     if isinstance(answer, (bool, np.bool_)):
-        p = _yes_no(prediction)
-        if p is None:
-            return head + "write yes or no (True or False)"
-        return head + ("right" if p == bool(answer) else "not this time")
+        return head + ("right" if _yes_no(prediction) == bool(answer) else "not this time")
     if isinstance(answer, numbers.Real):
-        if isinstance(prediction, (bool, np.bool_)) or not isinstance(prediction, numbers.Real):
-            return head + "write a number"
         if not np.isfinite(float(answer)) or not np.isfinite(float(prediction)):
             return head + ("right" if _show(prediction) == shown else "not this time")
         off = abs(float(prediction) - float(answer))
@@ -71,11 +123,64 @@ def verdict(prediction, answer, *, tol: float | None = None) -> str:
     return head + ("right" if same == shown else "not this time")
 
 
-def reveal(prediction, answer, *, tol: float | None = None) -> None:
-    """Print the answer and how ``prediction`` compares with it.
+class Reveal:
+    """The answer cell's block (made by :func:`reveal`): holds back what the block prints, and on
+    leaving it prints :data:`PROMPT` or the verdict, the held-back printout and ``why``.
 
-    ``answer``: a number (compared exactly, or within ``tol``), a yes/no (``bool``; the prediction
-    may be ``True``/``False`` or "yes"/"no"), a word (case-insensitive) or a tuple such as a shape.
-    ``prediction`` is ``...`` until the student writes one. Never raises on the student's input.
-    """
-    print(verdict(prediction, answer, tol=tol))
+    The block sets :attr:`answer`; :attr:`held` is what it printed (kept for tests and for
+    :meth:`text`). An exception inside the block is not swallowed: what the block printed is
+    shown, then the exception propagates."""
+
+    def __init__(self, prediction, *, why: str, tol: float | None = None, choices=()):
+        if not isinstance(why, str) or not why.strip():
+            raise ValueError("why must say why the answer is what it is (a non-empty string)")
+        _check_tol(tol)
+        self.prediction, self.why, self.tol = prediction, why, tol
+        self.choices = tuple(choices)
+        self.answer = _UNSET
+        self.held = ""
+        self._buffer: io.StringIO | None = None
+        self._redirect = None
+
+    def __enter__(self) -> Reveal:
+        self._buffer = io.StringIO()
+        self._redirect = contextlib.redirect_stdout(self._buffer)
+        self._redirect.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self._redirect.__exit__(exc_type, exc, tb)
+        self.held = self._buffer.getvalue()
+        if exc_type is not None:
+            sys.stdout.write(self.held)
+            return False
+        if self.answer is _UNSET:
+            raise RuntimeError("the reveal block never set r.answer (write r.answer = ... in it)")
+        sys.stdout.write(self.text() + "\n")  # one write: one stream output in a notebook
+        return False
+
+    @property
+    def answered(self) -> bool:
+        """Whether the prediction is written in a form this question accepts."""
+        return self.prediction is not Ellipsis and not _form_problem(
+            self.prediction, self.answer, tuple(c.lower() for c in self.choices))
+
+    def text(self) -> str:
+        """What the cell prints: the prompt, or the verdict, the printout and the explanation."""
+        line = verdict(self.prediction, self.answer, tol=self.tol, choices=self.choices)
+        if not self.answered:
+            return line
+        why = textwrap.fill(" ".join(self.why.split()), width=96, initial_indent="Why: ",
+                            subsequent_indent="     ")
+        return "\n".join(part for part in (line, self.held.rstrip("\n"), why) if part)
+
+
+def reveal(prediction, *, why: str, tol: float | None = None, choices=()) -> Reveal:
+    """The block of an answer cell (see the module docstring): ``with reveal(guess, why=...) as
+    r:`` computes, may print, and sets ``r.answer``.
+
+    ``r.answer``: a number (compared exactly, or within ``tol``), a yes/no (``bool``; the
+    prediction may be ``True``/``False`` or "yes"/"no"), a word (case-insensitive; ``choices``
+    lists the words the question offers) or a tuple such as a shape. ``why``: the explanation,
+    shown with the answer. Never raises on the student's prediction."""
+    return Reveal(prediction, why=why, tol=tol, choices=choices)

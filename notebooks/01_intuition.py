@@ -11,10 +11,12 @@
 # instead of one fixed summary. Our example: five sources, each with a 3-number key and a 3-number
 # value, and one decoder query (made-up numbers, not learned vectors).
 #
-# Cells that start with `# Predict` ask you first: replace the `...` with your guess, run it, then
-# run the next cell, which computes the answer and compares. Sources, positions and coordinates
-# are counted from 1 in the text (numpy indexes from 0 in code). Cells headed **Misconception N**
-# demonstrate the chapter's misconceptions; the project README's table *Misconceptions* lists them.
+# Cells that start with `# Predict` ask you first: replace the `...` with your guess and run it.
+# The cell under it computes the answer, but shows it (with what it computed, whether you were
+# right, and why) only once you have predicted; until then it just reminds you. Sources,
+# positions and coordinates are counted from 1 in the text (numpy indexes from 0 in code). Code
+# cells marked `# Misconception N` demonstrate the chapter's misconceptions; the project README's
+# table *Misconceptions* lists them.
 
 # %%
 import numpy as np
@@ -22,6 +24,7 @@ import numpy as np
 from attention_lab import attend, plots, widgets
 from attention_lab.attention import weighted_sum
 from attention_lab.examples import LATER_QUERY, running_example
+from attention_lab.explanations import level1 as why
 from attention_lab.gradients import context_jacobian
 from attention_lab.predict import reveal
 from attention_lab.softmax import hardmax
@@ -44,19 +47,19 @@ print("values (one row per source):\n", values)
 best_source = ...
 
 # %%
-scores = keys @ query
-print("scores:", np.round(scores, 2))
-reveal(best_source, int(scores.argmax()) + 1)
+with reveal(best_source, why=why.best_source) as r:
+    scores = keys @ query  # (S,): one dot product per source
+    print("scores:", np.round(scores, 2))
+    r.answer = int(scores.argmax()) + 1
 
 # %% [markdown]
 # Softmax turns the scores into weights (positive, summing to 1), and the context is the
-# weighted mix of the values. Queries and keys decide the weights; the values only supply what is
-# returned.
+# weighted mix of the values.
 
 # %%
-r = attend(query, keys, values)
-print("weights:", np.round(r.weights, 3), " sum:", r.weights.sum())
-print("context:", np.round(r.context, 3))
+result = attend(query, keys, values)
+print("weights:", np.round(result.weights, 3), " sum:", result.weights.sum())
+print("context:", np.round(result.context, 3))
 
 # %% [markdown]
 # **The figure below** follows the query from left to right: five blue source boxes, each with a
@@ -65,24 +68,24 @@ print("context:", np.round(r.context, 3))
 # each weight to the vermillion context, thicker for a larger weight.
 
 # %%
-plots.overview_figure(r.scores, r.weights)
+plots.overview_figure(result.scores, result.weights)
 
 # %% [markdown]
-# ### Misconception 2: "keys and values must be identical"
+# ### Must the keys and the values be the same vectors?
 #
-# They do different jobs: keys are matched, values are returned. Early models used one state for
-# both, a valid special case.
+# Early encoder-decoders used one state as both the key and the value of a source.
 
 # %%
 # Predict: if the values were replaced by the keys, would the weights change (yes or no)?
 weights_change = ...
 
 # %%
-# Misconception 2: keys and values may differ (and may also coincide)
-same = attend(query, keys, keys)  # the early design: one state serves as key and value
-print("weights, values = keys :", np.round(same.weights, 3))
-print("context, values = keys :", np.round(same.context, 3), " vs", np.round(r.context, 3))
-reveal(weights_change, not np.allclose(same.weights, r.weights))
+# Misconception 2: one state as key and value, as the early designs did
+with reveal(weights_change, why=why.weights_change) as r:
+    same = attend(query, keys, keys)  # values = keys
+    print("weights, values = keys :", np.round(same.weights, 3))
+    print("context, values = keys :", np.round(same.context, 3), " vs", np.round(result.context, 3))
+    r.answer = not np.allclose(same.weights, result.weights)
 
 # %% [markdown]
 # ## 2. Same sources, different queries
@@ -91,14 +94,17 @@ reveal(weights_change, not np.allclose(same.weights, r.weights))
 # retrieves its own mix. The later query is $(-1, -0.8, -0.3)$.
 
 # %%
-# Predict: which source will the later query weight most (1-5)?
-later_best = ...
+# Predict: the later query shares most of its weight between two sources, almost equally.
+# Which two? Write a pair, the smaller number first, such as (1, 2).
+later_pair = ...
 
 # %%
-later = attend(later_query, keys, values)
-print("chapter's query weights:", np.round(r.weights, 3), "context", np.round(r.context, 3))
-print("later query weights    :", np.round(later.weights, 3), "context", np.round(later.context, 3))
-reveal(later_best, int(later.weights.argmax()) + 1)
+with reveal(later_pair, why=why.later_pair) as r:
+    later = attend(later_query, keys, values)
+    print("later query scores     :", np.round(later.scores, 2))
+    print("chapter's query weights:", np.round(result.weights, 3))
+    print("later query weights    :", np.round(later.weights, 3))
+    r.answer = tuple(sorted(int(i) + 1 for i in np.argsort(-later.weights)[:2]))
 
 # %% [markdown]
 # **The heatmap below** has one row per query and one column per source (darker = larger
@@ -106,101 +112,100 @@ reveal(later_best, int(later.weights.argmax()) + 1)
 # important in itself; the query decides.
 
 # %%
-plots.two_query_heatmap(np.vstack([r.weights, later.weights]),
+plots.two_query_heatmap(np.vstack([result.weights, later.weights]),
                         ["chapter's query", "later query"])
 
 # %% [markdown]
-# ## 3. Soft retrieval is differentiable; hard retrieval is not
+# ## 3. Soft and hard retrieval
 #
-# *Hard* retrieval returns the value of the best-scoring key only. *Soft* attention mixes.
+# *Hard* retrieval returns the value of the best-scoring key only. *Soft* attention mixes all the
+# values with its weights.
 #
-# ### Misconception 1: "attention chooses exactly one source item"
+# ### Does attention pick one source?
 #
-# Below, the query moves in five steps from the chapter's query to the later one.
+# Below, the query moves from the chapter's query to the later one in four equal steps: five
+# queries, each with its soft and its hard context.
 
 # %%
-# Predict: along the way, how many different contexts does HARD retrieval return?
+# Predict: for these five queries, how many different contexts does HARD retrieval return?
 hard_contexts = ...
 
 # %%
-# Misconception 1: soft attention mixes and moves smoothly; hard retrieval picks one item and jumps
-seen = set()
-for t in np.linspace(0, 1, 5):
-    q = (1 - t) * query + t * later_query
-    soft = attend(q, keys, values)
-    hard = weighted_sum(hardmax(soft.scores), values)
-    seen.add(tuple(hard))
-    print(f"step {t:.2f}: soft context {np.round(soft.context, 3)}   hard context {hard}")
-reveal(hard_contexts, len(seen))
+# Misconception 1: soft and hard retrieval along a path of queries
+with reveal(hard_contexts, why=why.hard_contexts) as r:
+    seen = set()
+    for t in np.linspace(0, 1, 5):
+        q = (1 - t) * query + t * later_query
+        soft = attend(q, keys, values)
+        hard = weighted_sum(hardmax(soft.scores), values)
+        seen.add(tuple(hard))
+        print(f"t = {t:.2f}: soft context {np.round(soft.context, 3)}   hard context {hard}")
+    r.answer = len(seen)
 
 # %% [markdown]
 # Training adjusts the query (through the weights that produce it) by the gradient of the loss,
-# which passes through $\partial c / \partial q$. The package computes it with torch autograd.
+# which passes through $\partial c / \partial q$: a $3 \times 3$ table (the *Jacobian*) whose
+# entry in row $i$, column $j$ says how fast context coordinate $i$ changes when query coordinate
+# $j$ moves a little. The package computes it with torch autograd.
 
 # %%
-# Predict: is the hard context's gradient with respect to the query all zeros (yes or no)?
+# Predict: is every entry of the HARD context's dc/dq zero (yes or no)?
 hard_gradient_zero = ...
 
 # %%
-soft_jac = context_jacobian(query, keys, values, retrieval="soft")  # (D_v, D_k)
-hard_jac = context_jacobian(query, keys, values, retrieval="hard")
-print("soft: dc/dq =\n", np.round(soft_jac, 3))
-print("hard: every entry of dc/dq is 0:", bool(np.all(hard_jac == 0)))
-reveal(hard_gradient_zero, bool(np.all(hard_jac == 0)))
+with reveal(hard_gradient_zero, why=why.hard_gradient_zero) as r:
+    soft_jac = context_jacobian(query, keys, values, retrieval="soft")  # (D_v, D_k)
+    hard_jac = context_jacobian(query, keys, values, retrieval="hard")
+    print("soft: dc/dq =\n", np.round(soft_jac, 3))
+    print("hard: every entry of dc/dq is 0:", bool(np.all(hard_jac == 0)))
+    r.answer = bool(np.all(hard_jac == 0))
 
 # %% [markdown]
-# Hard retrieval's context stays put until the best key changes, then jumps: its gradient is zero
-# almost everywhere, so learning gets no signal. Soft attention passes a gradient through every
-# score: that is what makes attention trainable.
+# ## 4. Does a large weight explain the output?
 #
-# ## 4. A large weight is not an explanation
+# A weight records how one computation routed its retrieval. Whether the output *depends* on a
+# source is a different question, and an intervention answers it: remove the source, measure how
+# far the output moves.
 #
-# A weight records how one computation routed its retrieval, not whether the output *depends* on
-# that source. Only an intervention (remove the source, measure the output) shows dependence.
-#
-# ### Misconception 9: "attention weights are causal explanations"
-#
-# Below, source 2's value is replaced by the mix the four others already give. Then each source is
-# removed in turn (its key and value deleted).
+# Below, source 2, the one with the largest weight, gets a new value: the mix that the four other
+# sources already give. Then each source is removed in turn (its key and value deleted).
 
 # %%
-# Predict: removing which source (1-5) moves the context least?
-least_moved = ...
+# Predict: by how much does the context move (its largest change in one coordinate) when
+# source 2 is removed?
+removed_source = ...
 
 # %%
-# Misconception 9: the largest weight, and removing that source changes nothing
-others = [0, 2, 3, 4]
-redundant = values.copy()
-redundant[1] = attend(query, keys[others], values[others]).context
-full = attend(query, keys, redundant)
-moves = []
-for i in range(5):
-    keep = [j for j in range(5) if j != i]
-    moves.append(np.abs(attend(query, keys[keep], redundant[keep]).context - full.context).max())
-    print(f"remove source {i + 1} (weight {full.weights[i]:.3f}): context moves by {moves[i]:.3f}")
-reveal(least_moved, int(np.argmin(moves)) + 1)
+# Misconception 9: the largest weight, and what removing each source does
+with reveal(removed_source, why=why.removed_source, tol=0.02) as r:
+    others = [0, 2, 3, 4]
+    redundant = values.copy()
+    redundant[1] = attend(query, keys[others], values[others]).context
+    full = attend(query, keys, redundant)
+    moves = []
+    for i in range(5):
+        keep = [j for j in range(5) if j != i]
+        moves.append(np.abs(attend(query, keys[keep], redundant[keep]).context - full.context).max())
+        print(f"remove source {i + 1} (weight {full.weights[i]:.3f}): context moves by {moves[i]:.3f}")
+    r.answer = round(float(moves[1]), 3)
 
 # %% [markdown]
-# ## 5. Attention does not supply order
-#
-# ### Misconception 10: "attention supplies order"
+# ## 5. Does attention know the order of its sources?
 
 # %%
 # Predict: shuffle the five sources (keys and values together). Does the context change?
 context_changes = ...
 
 # %%
-# Misconception 10: attention treats the sources as a set
-order = np.array([4, 2, 0, 3, 1])
-shuffled = attend(query, keys[order], values[order])
-print("weights follow their sources:", np.allclose(shuffled.weights, r.weights[order]))
-print("context:", np.round(shuffled.context, 3))
-reveal(context_changes, not np.allclose(shuffled.context, r.context))
+# Misconception 10: the same sources in another order
+with reveal(context_changes, why=why.context_changes) as r:
+    order = np.array([4, 2, 0, 3, 1])
+    shuffled = attend(query, keys[order], values[order])
+    print("weights follow their sources:", np.allclose(shuffled.weights, result.weights[order]))
+    print("context:", np.round(shuffled.context, 3), " before:", np.round(result.context, 3))
+    r.answer = not np.allclose(shuffled.context, result.context)
 
 # %% [markdown]
-# Order must come from the representations themselves (a recurrent encoder, or positional
-# information, Chapter 21).
-#
 # ## 6. Query explorer: your turn
 #
 # Sliders for the query, the temperature, and soft or hard retrieval; the diagram, bars, heatmap
@@ -219,10 +224,14 @@ query_explorer = widgets.QueryExplorer()
 query_explorer
 
 # %%
-# after the task: one query that solves it (its own computation, your explorer is untouched)
-solved = attend(np.array([-1.5, 0.0, 1.5]), keys, values)
-print("weights:", np.round(solved.weights, 3), " context:", np.round(solved.context, 3))
-reveal(third_coordinate, round(float(solved.context[2]), 3), tol=0.1)
+# after the task: a query of its own (your explorer is untouched), key 4 lengthened step by step
+with reveal(third_coordinate, why=why.third_coordinate, tol=0.1) as r:
+    for length in np.arange(0.0, 10.0, 0.01):
+        half = attend(length * keys[3], keys, values)
+        if half.weights[3] >= 0.5:
+            break
+    print("weights:", np.round(half.weights, 3), " context:", np.round(half.context, 3))
+    r.answer = round(float(half.context[2]), 3)
 
 # %% [markdown]
 # ## Summary

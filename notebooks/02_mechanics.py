@@ -6,10 +6,10 @@
 # softmax, (3) temperature, (4) masks, (5) global and local access. Each step ends with an
 # explorer that sets you a task and ticks it off when you reach it.
 #
-# Cells that start with `# Predict` ask first: replace the `...`, run it, then run the next cell.
-# Sources and positions are counted from 1 in the text (numpy indexes from 0 in code). Cells
-# headed **Misconception N** demonstrate the chapter's misconceptions; the project README's table
-# *Misconceptions* lists them.
+# Cells that start with `# Predict` ask first: replace the `...` and run it; the cell under it
+# shows the answer, and why, once you have predicted. Sources and positions are counted from 1 in
+# the text (numpy indexes from 0 in code). Cells marked **Misconception N** demonstrate the
+# chapter's misconceptions; the project README's table *Misconceptions* lists them.
 
 # %%
 import numpy as np
@@ -19,6 +19,7 @@ from attention_lab import (additive_scores, attend, attend_scores, bilinear_scor
                            padding_mask, plots, softmax, widgets)
 from attention_lab.examples import (CHAPTER_TEMPERATURES, local_example, running_additive_params,
                                     running_example)
+from attention_lab.explanations import level2 as why
 from attention_lab.predict import reveal
 from attention_lab.softmax import concentration
 
@@ -65,16 +66,13 @@ def ranking(e):
     return (np.argsort(-e) + 1).tolist()  # source numbers, best first
 
 
-print("ranking, dot     :", ranking(dot))
-print("ranking, bilinear:", ranking(bilinear))
-print("ranking, additive:", ranking(additive))
-reveal(same_ranking, ranking(dot) == ranking(bilinear))
+with reveal(same_ranking, why=why.same_ranking) as r:
+    print("ranking, dot     :", ranking(dot))
+    print("ranking, bilinear:", ranking(bilinear))
+    print("ranking, additive:", ranking(additive))
+    r.answer = ranking(dot) == ranking(bilinear)
 
 # %% [markdown]
-# Here $W$ is close to the identity, so dot and bilinear agree on the order; only the random
-# additive scores rank differently. A trained $W$ or additive network learns its own notion of
-# a match: the score function is part of the model.
-#
 # ### Misconception 4: "scores are probabilities"
 
 # %%
@@ -96,11 +94,28 @@ score_explorer = widgets.ScoreExplorer()
 score_explorer
 
 # %% [markdown]
-# ## 2. Softmax turns scores into competing weights
+# ## 2. Softmax: from scores to weights
 #
 # $$\alpha_i = \frac{\exp(e_i)}{\sum_{j=1}^{S} \exp(e_j)}, \qquad c = \sum_i \alpha_i v_i$$
-#
-# A stable softmax subtracts the largest score first, so no exponential can overflow:
+
+# %%
+# Predict: add 100 to every score. Do the weights change (yes/no)?
+shift_changes = ...
+
+# %%
+def softmax_by_the_formula(scores):
+    e = np.exp(scores)
+    return e / e.sum()
+
+
+with reveal(shift_changes, why=why.shift_changes) as r:
+    print("weights          :", np.round(softmax_by_the_formula(dot), 3))
+    print("weights, +100    :", np.round(softmax_by_the_formula(dot + 100), 3))
+    r.answer = not np.allclose(softmax_by_the_formula(dot + 100), softmax_by_the_formula(dot))
+
+# %% [markdown]
+# So a *stable* softmax subtracts the largest score first: the weights stay the same, and no
+# exponential can overflow.
 
 # %%
 def stable_softmax(scores):
@@ -117,37 +132,32 @@ result = attend(query, keys, values)
 print("library agrees:", np.allclose(result.weights, weights) and np.allclose(result.context, context))
 
 # %% [markdown]
-# The context has the width of one value (3), not five values side by side.
+# The context has the width of one value (3), not five values side by side. Multiplying the
+# scores, unlike adding to them, does change the weights (a temperature, section 3), and there
+# the formula without the shift overflows: $\exp(980)$ is infinite in float64 and
+# $\infty/\infty$ is NaN.
 
 # %%
-# Predict: add 100 to every score. Do the weights change (yes/no)?
-shift_changes = ...
-
-# %%
-print("shifted by +100 :", np.round(stable_softmax(dot + 100), 3))
-reveal(shift_changes, not np.allclose(stable_softmax(dot + 100), weights))
 big = 1000 * dot
 print("naive,  x1000   :", naive_softmax(big))
 print("stable, x1000   :", np.round(stable_softmax(big), 3))
 
 # %% [markdown]
-# $\exp(m)$ cancels between numerator and denominator. Scaling by 1000 does change the weights (a
-# temperature, section 3), and there the formula without the shift overflows: $\exp(980)$ is
-# infinite in float64 and $\infty/\infty$ is NaN.
-#
-# ### Misconception 3: "attention weights are independent probabilities"
+# ### Does raising one score change the other weights?
 
 # %%
 # Predict: raise only score 2 by 1. Does source 1's weight go "up", "down" or stay the "same"?
 source1_weight = ...
 
 # %%
-# Misconception 3: the weights compete through the shared denominator
-raised = dot.copy()
-raised[1] += 1.0
-print("before:", np.round(softmax(dot), 3))
-print("after :", np.round(softmax(raised), 3), " (only score 2 changed)")
-reveal(source1_weight, "down" if softmax(raised)[0] < softmax(dot)[0] else "up")
+# Misconception 3: one score raised, every weight compared
+with reveal(source1_weight, why=why.source1_weight, choices=("up", "down", "same")) as r:
+    raised = dot.copy()
+    raised[1] += 1.0
+    print("before:", np.round(softmax(dot), 3))
+    print("after :", np.round(softmax(raised), 3), " (only score 2 changed)")
+    change = softmax(raised)[0] - softmax(dot)[0]
+    r.answer = "same" if np.isclose(change, 0) else ("up" if change > 0 else "down")
 
 # %% [markdown]
 # ### Misconception 5: "a larger score always means a larger contribution"
@@ -165,21 +175,26 @@ print("largest score: source", dot.argmax() + 1, "| largest contribution to c₃
 # Source 2 has the largest score, but its value is small in coordinate 3; source 5 contributes
 # six times more there. A mask can also remove a high-scoring key altogether (section 4).
 #
-# ## 3. Temperature changes concentration, not ranking
+# ## 3. What does a temperature change?
 #
-# Dividing the scores by $\tau > 0$ before the softmax keeps the order of the weights: $\tau < 1$
-# sharpens, $\tau > 1$ flattens. (Transformers' fixed $1/\sqrt{d_k}$ is derived in the next
-# chapter.)
+# A temperature $\tau > 0$ divides the scores before the softmax:
+# $\alpha_i = \exp(e_i / \tau) / \sum_j \exp(e_j / \tau)$. (Transformers' fixed $1/\sqrt{d_k}$
+# is derived in the next chapter.)
 
 # %%
 # Predict: the largest weight is 0.361 at temperature 1. What is it at temperature 0.5?
 largest_at_half = ...
 
 # %%
+with reveal(largest_at_half, why=why.largest_at_half, tol=0.05) as r:
+    for t in (1.0, 0.5):
+        print(f"temperature {t}: largest weight {softmax(dot, temperature=t).max():.3f}")
+    r.answer = round(float(softmax(dot, temperature=0.5).max()), 3)
+
+# %%
 by_temperature = np.array([softmax(dot, temperature=t) for t in CHAPTER_TEMPERATURES])
 for t, w in zip(CHAPTER_TEMPERATURES, by_temperature):
     print(f"temperature {t}: weights {np.round(w, 3)}  largest {w.max():.3f}")
-reveal(largest_at_half, round(float(by_temperature[0].max()), 3), tol=0.05)
 
 # %% [markdown]
 # **The figure below** draws these weights as three bar charts (temperature 0.5, 1, 2): source 2
@@ -214,14 +229,17 @@ for t in (1.0, 0.05):
 #
 # ## 4. Masks decide which keys may be retrieved
 #
-# A mask is a boolean per key, `True` = eligible (PyTorch's convention). It acts **before** the
-# softmax: an ineligible score becomes $-\infty$, whose exponential is exactly 0, and the eligible
-# weights renormalise. In the running example, sources 4 and 5 are padding:
+# A mask is a boolean per key, `True` = eligible: the convention of `attn_mask` in PyTorch's
+# `scaled_dot_product_attention`. `nn.MultiheadAttention`'s `key_padding_mask` is the opposite
+# (`True` = ignore), so it gets `~valid`. A mask acts **before** the softmax: an ineligible score
+# becomes $-\infty$, whose exponential is exactly 0, and the eligible weights renormalise. In the
+# running example, sources 4 and 5 are padding:
 
 # %%
 valid = ex.valid
 masked_weights = stable_softmax(np.where(valid, dot, -np.inf))
 print("valid          :", valid)
+print("key_padding_mask for nn.MultiheadAttention (True = ignore):", ~valid)
 print("masked weights:", np.round(masked_weights, 3), "sum:", round(masked_weights.sum(), 3))
 print("masked context:", np.round(masked_weights @ values, 3))
 
@@ -246,37 +264,35 @@ row_sum_after = ...
 mask_explorer = widgets.MaskExplorer()
 mask_explorer
 
-# %% [markdown]
-# ### Misconception 6: "masking after the softmax is the same as masking before it"
-
 # %%
-# Misconception 6: mask after softmax without renormalising loses mass
-wrong = weights * valid  # softmax over all five keys, then zero the padding
-print("masked after softmax :", np.round(wrong, 3), " sum:", round(wrong.sum(), 3))
-print("context, wrong order :", np.round(wrong @ values, 3), " right:",
-      np.round(masked_weights @ values, 3))
-reveal(row_sum_after, round(float(wrong.sum()), 3), tol=0.05)
+# Misconception 6: the mask applied after the softmax, without renormalising
+with reveal(row_sum_after, why=why.row_sum_after, tol=0.05) as r:
+    wrong = weights * valid  # softmax over all five keys, then zero the padding
+    print("masked after softmax :", np.round(wrong, 3), " sum:", round(wrong.sum(), 3))
+    print("context, wrong order :", np.round(wrong @ values, 3), " right:",
+          np.round(masked_weights @ values, 3))
+    r.answer = round(float(wrong.sum()), 3)
 
 # %% [markdown]
-# The padding's mass is lost, the context shrinks towards zero, and by how much depends on the
-# amount of padding.
-#
-# ### Misconception 7: "padding masks and causal masks are interchangeable"
+# ### Padding masks and causal masks
 #
 # A **padding** mask depends on a sequence's length and is the same for every query. A **causal**
 # mask depends on the query's position: in a decoder's *self*-attention ($T = S$, the target
 # attends to itself) position $t$ may not see later positions. Cross-attention over a finished
-# source needs padding only. A batch of two targets of lengths 4 and 2 needs both, combined:
+# source needs padding only. Below, a batch of two targets of lengths 4 and 2 is padded on the
+# *left* (as batched text generation does: the real tokens sit at the end, next to what comes
+# next) and needs both masks, combined:
 
 # %%
-pad = padding_mask([4, 2], 4)[:, None, :]  # (B, 1, S): the same row for every query
-causal = causal_mask(4)                    # (T, S): the same for every sequence
-both = combine_masks(pad, causal)          # (B, T, S): eligible under both
-print("sequence 2 (length 2), padding AND causal (rows: queries):\n", both[1].astype(int))
+pad = padding_mask([4, 2], 4)[:, ::-1][:, None, :]  # (B, 1, S): left padding, same for every query
+causal = causal_mask(4)                             # (T, S): the same for every sequence
+both = combine_masks(pad, causal)                   # (B, T, S): eligible under both
+print("sequence 2 (length 2, padded on the left), padding AND causal (rows: queries):\n",
+      both[1].astype(int))
 
 # %% [markdown]
-# Swap one for the other and each breaks what the other guarded. With equal scores every
-# eligible key gets the same weight, so the weights show the eligibility directly.
+# What if one of the two masks is used alone? With equal scores every eligible key gets the same
+# weight, so the weights show the eligibility directly.
 
 # %%
 # Predict: with the padding mask ALONE, how much weight does position 1 of sequence 1 (length 4)
@@ -284,20 +300,30 @@ print("sequence 2 (length 2), padding AND causal (rows: queries):\n", both[1].as
 future_weight = ...
 
 # %%
-# Misconception 7: padding and causal masks encode different rules
-equal = np.zeros((2, 4, 4))  # equal scores: uniform weights over whatever is eligible
-only_pad = softmax(equal, mask=pad)
-only_causal = softmax(equal, mask=causal)
-print("padding only, sequence 1, position 1:", np.round(only_pad[0, 0], 3), "(sees the future)")
-print("causal only,  sequence 2, position 3:", np.round(only_causal[1, 2], 3), "(uses padding)")
-reveal(future_weight, round(float(only_pad[0, 0, 1:].sum()), 3), tol=0.05)
+# Misconception 7: each mask alone, on real queries
+with reveal(future_weight, why=why.future_weight, tol=0.05) as r:
+    equal = np.zeros((2, 4, 4))  # equal scores: uniform weights over whatever is eligible
+    only_pad = softmax(equal, mask=pad)
+    only_causal = softmax(equal, mask=causal)
+    print("padding only, sequence 1, position 1:", np.round(only_pad[0, 0], 3),
+          "(sees the future)")
+    print("causal only,  sequence 2, position 3 (its first real token):",
+          np.round(only_causal[1, 2], 3), "(uses padding)")
+    r.answer = round(float(only_pad[0, 0, 1:].sum()), 3)
+
+# %% [markdown]
+# In self-attention $T = S$ and query $t$ sees keys $1..t$. When the queries are fewer than the
+# keys, for example $T = 3$ new queries of a decoder whose cache already holds $S = 5$ keys,
+# "causal" needs an *alignment*: upper-left lines the first query up with the first key
+# (`causal_mask(3, 5)`, SDPA's `is_causal`), lower-right the last query with the last key
+# (`align="lower_right"`, what decoding with a cache needs):
+
+# %%
 print("T=3, S=5, causal, upper-left :\n", causal_mask(3, 5).astype(int))
 print("T=3, S=5, causal, lower-right:\n", causal_mask(3, 5, align="lower_right").astype(int))
 
 # %% [markdown]
-# With $T \ne S$ "causal" needs an alignment: upper-left (the first query with the first key,
-# SDPA's `is_causal`) or lower-right (the last with the last, as in decoding with a cache). That
-# is a convention: code must state it.
+# Neither is "the" causal mask; which one a piece of code uses is a convention it must state.
 #
 # ## 5. Global and local access
 #
@@ -316,17 +342,19 @@ print("library agrees:", np.array_equal(window, local_mask(p_centre - 1, D, 10))
 plots.window_figure(np.ones(10, dtype=bool), window)
 
 # %% [markdown]
-# ### Window explorer
+# ### What does a window cost, and what does it lose?
 #
-# The query matches one *target* position strongly (the star). When the target falls outside the
-# window, local attention cannot retrieve it.
+# For a sequence attending to itself, Luong's *local-m* window centres query $t$ on its own
+# position: `local_m_mask(T, S, D)` lets query $t$ see the keys $j$ with $|j - t| \le D$.
 
 # %%
-window_explorer = widgets.WindowExplorer()
-window_explorer
+T = S = 1000
+print("scored pairs, global      :", T * S)
+print("scored pairs, local (D=8) :", int(local_m_mask(T, S, 8).sum()))
 
 # %% [markdown]
-# ### Misconception 11: "global attention is always preferable"
+# Far fewer scores. What the task needs, here, is the value at one *target* position, which the
+# query matches strongly; the window of the figure covers positions 4-7.
 
 # %%
 # Predict: target 6 lies inside the window (positions 4-7). Globally it gets 0.545 of the
@@ -334,27 +362,37 @@ window_explorer
 local_target = ...
 
 # %%
-# Misconception 11: local access is cheaper and, when justified, loses nothing the task needs
-T = S = 1000
-print("scored pairs, global      :", T * S)
-print("scored pairs, local (D=8) :", int(local_m_mask(T, S, 8).sum()))
-for target in (6, 8):
-    ex10 = local_example(target=target - 1)
-    g, loc = attend_scores(ex10.scores, ex10.values), attend_scores(ex10.scores, ex10.values,
-                                                                    mask=window)
-    print(f"target {target} ({'inside' if window[target - 1] else 'outside'} the window): "
-          f"global weight {g.weights[target - 1]:.3f}, local weight {loc.weights[target - 1]:.3f}"
-          f", context moves by {np.abs(loc.context - g.context).max():.3f}")
-ex6 = local_example(target=5)
-on_local = attend_scores(ex6.scores, ex6.values, mask=window).weights[5]
-reveal(local_target, "higher" if on_local > attend_scores(ex6.scores, ex6.values).weights[5]
-       else "lower")
+# Misconception 11: the window against global access, target inside and outside it
+with reveal(local_target, why=why.local_target, choices=("higher", "lower", "same")) as r:
+    for target in (6, 8):
+        ex10 = local_example(target=target - 1)
+        g = attend_scores(ex10.scores, ex10.values)
+        loc = attend_scores(ex10.scores, ex10.values, mask=window)
+        v = ex10.values[target - 1]  # what the task needs
+        print(f"target {target} ({'inside' if window[target - 1] else 'outside'} the window): "
+              f"weight on the target: global {g.weights[target - 1]:.3f}, local "
+              f"{loc.weights[target - 1]:.3f}\n    context's distance from the target's value: "
+              f"global {np.linalg.norm(g.context - v):.3f}, local {np.linalg.norm(loc.context - v):.3f}")
+    ex6 = local_example(target=5)
+    change = (attend_scores(ex6.scores, ex6.values, mask=window).weights[5]
+              - attend_scores(ex6.scores, ex6.values).weights[5])
+    r.answer = "same" if np.isclose(change, 0) else ("higher" if change > 0 else "lower")
 
 # %% [markdown]
-# A window costs far fewer scores. It still changes the computation (fewer keys compete, so the
-# context moves), but when the target lies inside it loses nothing the task needs; outside, the
-# target is simply missed. State the access pattern before interpreting weights or run times.
+# A window changes the computation even when it keeps the target: fewer keys compete. When the
+# target lies inside, it loses nothing the task needs; outside, the target is simply missed.
+# State the access pattern before interpreting weights or run times.
 #
+# ### Window explorer
+#
+# The query matches one *target* position strongly (the star). Move the window, its width and
+# the target.
+
+# %%
+window_explorer = widgets.WindowExplorer()
+window_explorer
+
+# %% [markdown]
 # ## Summary
 #
 # * A score compares the query with one key; it is not a probability. Dot and bilinear scores

@@ -5,10 +5,11 @@
 # implementation is checked: shapes, the softmax axis, fill values and dtypes, the all-masked row,
 # the convex hull, additive scores with different widths, and agreement with PyTorch.
 #
-# Cells that start with `# Predict` ask first: replace the `...`, run it, then run the next cell.
-# Positions, queries and batch items are counted from 1 in the text (numpy and torch index from 0
-# in code). Cells headed **Misconception N** demonstrate the chapter's misconceptions; the project
-# README's table *Misconceptions* lists them.
+# Cells that start with `# Predict` ask first: replace the `...` and run it; the cell under it
+# shows the answer, and why, once you have predicted. A prediction that is a number may also be
+# `np.inf`, `-np.inf` or `np.nan`. Positions, queries and batch items are counted from 1 in the
+# text (numpy and torch index from 0 in code). Cells marked **Misconception N** demonstrate the
+# chapter's misconceptions; the project README's table *Misconceptions* lists them.
 
 # %%
 import numpy as np
@@ -19,6 +20,7 @@ from attention_lab import additive_scores, attend, plots, softmax, widgets
 from attention_lab.attention import within_value_range
 from attention_lab.analysis.cost import attention_flops, score_matrix_bytes, score_matrix_elements
 from attention_lab.examples import HULL_VALUES, HULL_WEIGHTS, additive_example, running_example
+from attention_lab.explanations import level3 as why
 from attention_lab.predict import reveal
 from attention_lab.softmax import fill_softmax, round_to_dtype, safe_fill
 from attention_lab.tensor import attention
@@ -48,13 +50,17 @@ B, T, S, D_k, D_v = 2, 3, 5, 4, 6
 Q = torch.randn(B, T, D_k)
 K = torch.randn(B, S, D_k)
 V = torch.randn(B, S, D_v)
-scores = Q @ K.transpose(-2, -1)          # (B, T, S)
-weights = torch.softmax(scores, dim=-1)   # normalise over the sources
+with reveal(scores_shape, why=why.scores_shape) as r:
+    print("Q:", tuple(Q.shape), " K^T:", tuple(K.transpose(-2, -1).shape))
+    scores = Q @ K.transpose(-2, -1)
+    r.answer = tuple(scores.shape)
+
+# %%
+weights = torch.softmax(scores, dim=-1)   # (B, T, S): normalise over the sources
 contexts = weights @ V                    # (B, T, D_v)
 print("scores:  ", tuple(scores.shape))
 print("weights: ", tuple(weights.shape), "row sums:", weights[0, 0].sum().item())
 print("contexts:", tuple(contexts.shape))
-reveal(scores_shape, tuple(scores.shape))
 
 # %%
 ours = attention(Q, K, V)  # the library's torch path (scale 1: the chapter's unscaled dot)
@@ -66,36 +72,38 @@ print("numpy reference agrees within 1e-6:", np.allclose(ref.context, contexts.d
 # ## 2. The softmax axis, and what the score tensor costs
 #
 # The last axis of `scores` indexes the sources; softmax must run over it, so that each query gets
-# its own distribution. Which axis did a piece of code normalise? The explorer shows one batch
-# item's weights and which sums are 1.
+# its own distribution.
 #
+# ### Does the right shape prove the right axis?
+
+# %%
+# Predict: softmax over the queries (dim=-2) instead of the sources. Do the contexts still have
+# the shape (2, 3, 6) (yes/no)?
+same_context_shape = ...
+
+# %%
+# Misconception 14: the softmax over each axis, its shapes and its sums
+with reveal(same_context_shape, why=why.same_context_shape) as r:
+    for dim, name in [(-1, "sources (right)"), (-2, "queries"), (0, "batch")]:
+        w = torch.softmax(scores, dim=dim)
+        c = w @ V
+        print(f"softmax over {name:16s}: weights {tuple(w.shape)}, contexts {tuple(c.shape)}, "
+              f"query rows sum to 1: {bool(torch.allclose(w.sum(-1), torch.ones(B, T)))}, "
+              f"largest context error {(c - contexts).abs().max().item():.3f}")
+    r.answer = tuple((torch.softmax(scores, dim=-2) @ V).shape) == tuple(contexts.shape)
+
+# %% [markdown]
 # ### Axis explorer
+#
+# Which axis did a piece of code normalise? The explorer shows one batch item's weights and
+# which sums are 1.
 
 # %%
 axis_explorer = widgets.AxisExplorer()
 axis_explorer
 
 # %% [markdown]
-# ### Misconception 14: "matching output shape proves the correct softmax axis was used"
-
-# %%
-# Predict: softmax over the queries (dim=-2) instead. The shape of the contexts? Write a tuple.
-wrong_axis_shape = ...
-
-# %%
-# Misconception 14: the wrong axis keeps every shape and changes the model
-for dim, name in [(-1, "sources (right)"), (-2, "queries"), (0, "batch")]:
-    w = torch.softmax(scores, dim=dim)
-    c = w @ V
-    print(f"softmax over {name:16s}: weights {tuple(w.shape)}, contexts {tuple(c.shape)}, "
-          f"query rows sum to 1: {bool(torch.allclose(w.sum(-1), torch.ones(B, T)))}, "
-          f"largest context error {(c - contexts).abs().max().item():.3f}")
-reveal(wrong_axis_shape, tuple((torch.softmax(scores, dim=-2) @ V).shape))
-
-# %% [markdown]
-# Nothing crashes: test the sums, not the shapes.
-#
-# ### Misconception 12: "attention removes the quadratic cost of self-attention"
+# ### What does the score matrix cost?
 #
 # Global attention scores every query against every key: $T \times S$ scores per batch item and
 # head, $O(TS(D_k + D_v))$ arithmetic. In self-attention $T = S$: the cost grows with the square
@@ -107,11 +115,12 @@ mib_8192 = ...
 
 # %%
 # Misconception 12: self-attention (T = S) scores T * S = T^2 pairs
-for n in (128, 512, 2048, 8192):
-    mib = score_matrix_bytes(1, n, n, dtype="float32") / 2**20
-    print(f"T = S = {n:5d}: {score_matrix_elements(1, n, n):>11,} scores, {mib:8.1f} MiB in "
-          f"float32, {attention_flops(n, n, 64, 64) / 1e9:8.2f} GFLOP at D_k = D_v = 64")
-reveal(mib_8192, score_matrix_bytes(1, 8192, 8192, dtype="float32") / 2**20, tol=16)
+with reveal(mib_8192, why=why.mib_8192, tol=16) as r:
+    for n in (128, 512, 2048, 8192):
+        mib = score_matrix_bytes(1, n, n, dtype="float32") / 2**20
+        print(f"T = S = {n:5d}: {score_matrix_elements(1, n, n):>11,} scores, {mib:8.1f} MiB in "
+              f"float32, {attention_flops(n, n, 64, 64) / 1e9:8.2f} GFLOP at D_k = D_v = 64")
+    r.answer = score_matrix_bytes(1, 8192, 8192, dtype="float32") / 2**20
 
 # %% [markdown]
 # ## 3. A masked softmax with $-\infty$
@@ -146,51 +155,25 @@ print("masked mass:", checked_weights[~one_mask].sum())
 # then the dtype matters: float16's largest magnitude is 65504.
 
 # %%
-# Predict: what does -1e9 become when cast to float16? Write a number (-np.inf is one).
+# Predict: what does -1e9 become when cast to float16? Write a number.
 minus_1e9_in_float16 = ...
 
 # %%
-for dtype in ("float32", "float16", "bfloat16"):
-    print(f"{dtype:8s}: -1e9 becomes {float(round_to_dtype(-1e9, dtype)):.4g}, "
-          f"most negative finite {safe_fill(dtype):.4g}, "
-          f"0.361 becomes {float(round_to_dtype(0.361, dtype)):.6g}")
-reveal(minus_1e9_in_float16, float(round_to_dtype(-1e9, "float16")))
+with reveal(minus_1e9_in_float16, why=why.minus_1e9_in_float16) as r:
+    for dtype in ("float32", "float16", "bfloat16"):
+        print(f"{dtype:8s}: -1e9 becomes {float(round_to_dtype(-1e9, dtype)):.4g}, "
+              f"most negative finite {safe_fill(dtype):.4g}, "
+              f"0.361 becomes {float(round_to_dtype(0.361, dtype)):.6g}")
+    r.answer = float(round_to_dtype(-1e9, "float16"))
 
 # %% [markdown]
 # A finite fill such as the dtype's most negative number avoids the NaN of $-\infty - (-\infty)$
-# and, next to any eligible key, still gives the masked keys weight 0. It does **not** make an
-# all-masked row safe: every score is then the fill, each exponential is 1, and the row returns
-# uniform weight over the padding (the precision explorer below shows it). That row still needs a
-# policy.
-#
-# ### Misconception 13: "all-masked rows have zero attention by default"
+# and, next to any eligible key, still gives the masked keys weight 0. What does it give a row in
+# which every key is masked?
 
 # %%
-# Misconception 13: an all-masked row is NaN unless a policy says otherwise
-nothing = np.zeros(5, dtype=bool)
-with np.errstate(invalid="ignore"):
-    naive_weights, naive_context = masked_attention(query, keys, values, nothing)
-print("naive all-masked weights:", naive_weights, " context:", naive_context)
-for policy in ("zeros", "nan"):
-    print(f"attend(..., empty={policy!r}):", attend(query, keys, values, mask=nothing,
-                                                     empty=policy).weights)
-try:
-    attend(query, keys, values, mask=nothing, empty="raise")
-except ValueError as err:
-    print("attend(..., empty='raise'): ValueError:", err)
-
-# %% [markdown]
-# The library makes the choice an argument, `empty=`. PyTorch's `scaled_dot_product_attention`
-# returns zeros for such a row; the plain `masked_fill(-inf)` + `softmax` pattern gives NaN:
-
-# %%
-m = torch.ones(B, T, S, dtype=torch.bool)
-m[0, 1] = False  # batch item 1, query 2: no eligible key
-sdpa = F.scaled_dot_product_attention(Q, K, V, attn_mask=m, scale=1.0)
-plain = torch.softmax(scores.masked_fill(~m, float("-inf")), dim=-1)
-print("SDPA context of the empty row      :", sdpa[0, 1].tolist())
-print("masked_fill + softmax, weights      :", plain[0, 1].tolist())
-print("attention_lab.tensor.attention      :", attention(Q, K, V, mask=m).weights[0, 1].tolist())
+# Predict: float16, fill finfo(float16).min, all five positions masked. Each position's weight?
+padding_weight = ...
 
 # %% [markdown]
 # ### Precision explorer
@@ -204,20 +187,52 @@ precision_explorer = widgets.PrecisionExplorer()
 precision_explorer
 
 # %%
-# Predict: float16, fill finfo(float16).min, all five positions masked. Each position's weight?
-padding_weight = ...
+# after the tasks: the kernel simulation of the core, on the cases the tasks ask for
+with reveal(padding_weight, why=why.padding_weight, tol=0.01) as r:
+    e = keys @ query
+    nothing = np.zeros(5, dtype=bool)
+    for name, mask, fill, scale, stable in [
+            ("-1e9, all masked, stable    ", nothing, -1e9, 1, True),
+            ("finfo.min, all masked       ", nothing, safe_fill("float16"), 1, True),
+            ("naive, scores x 20, no mask ", np.ones(5, bool), -1e9, 20, False)]:
+        print(f"float16, {name}:", np.round(fill_softmax(scale * e, mask, fill, dtype="float16",
+                                                         stable=stable).astype(float), 3))
+    uniform = fill_softmax(e, nothing, safe_fill("float16"), dtype="float16").astype(float)
+    r.answer = round(float(uniform[0]), 3)
+
+# %% [markdown]
+# ### What should a row with no eligible key return?
+#
+# Nothing in the softmax says: with $-\infty$ the row is $0/0$, with a finite fill it is uniform
+# over the padding. Neither is zero unless something decides it.
 
 # %%
-# after the tasks: the same three cases through the kernel simulation of the core
-e = keys @ query
-for name, mask, fill, scale, stable in [
-        ("-1e9, all masked, stable    ", nothing, -1e9, 1, True),
-        ("finfo.min, all masked       ", nothing, safe_fill("float16"), 1, True),
-        ("naive, scores x 20, no mask ", np.ones(5, bool), -1e9, 20, False)]:
-    print(f"float16, {name}:", np.round(fill_softmax(scale * e, mask, fill, dtype="float16",
-                                                     stable=stable).astype(float), 3))
-uniform = fill_softmax(e, nothing, safe_fill("float16"), dtype="float16").astype(float)
-reveal(padding_weight, round(float(uniform[0]), 3), tol=0.01)
+# Misconception 13: an all-masked row is zero only if a policy says so
+nothing = np.zeros(5, dtype=bool)
+with np.errstate(invalid="ignore"):
+    naive_weights, naive_context = masked_attention(query, keys, values, nothing)
+print("-inf fill, all-masked weights:", naive_weights, " context:", naive_context)
+for policy in ("zeros", "nan"):
+    print(f"attend(..., empty={policy!r}):", attend(query, keys, values, mask=nothing,
+                                                     empty=policy).weights)
+try:
+    attend(query, keys, values, mask=nothing, empty="raise")
+except ValueError as err:
+    print("attend(..., empty='raise'): ValueError:", err)
+
+# %% [markdown]
+# The library makes the choice an argument, `empty=`. PyTorch's `scaled_dot_product_attention`
+# returns zeros for such a row from PyTorch 2.5 on (earlier versions return NaN); the plain
+# `masked_fill(-inf)` + `softmax` pattern gives NaN:
+
+# %%
+m = torch.ones(B, T, S, dtype=torch.bool)
+m[0, 1] = False  # batch item 1, query 2: no eligible key
+sdpa = F.scaled_dot_product_attention(Q, K, V, attn_mask=m, scale=1.0)
+plain = torch.softmax(scores.masked_fill(~m, float("-inf")), dim=-1)
+print("SDPA context of the empty row      :", sdpa[0, 1].tolist())
+print("masked_fill + softmax, weights      :", plain[0, 1].tolist())
+print("attention_lab.tensor.attention      :", attention(Q, K, V, mask=m).weights[0, 1].tolist())
 
 # %% [markdown]
 # ## 5. A context is a mixture: it stays inside the values' hull
@@ -243,19 +258,19 @@ plots.hull_figure(hull_values, hull_weights, hull_contexts)
 wrong_pass = ...
 
 # %%
-Vn = V.double().numpy()
-right = attend(Q.double().numpy(), K.double().numpy(), Vn)
-wrong_c = softmax(right.scores, axis=0) @ Vn  # normalised over the batch: wrong
-ok_right = all(within_value_range(right.context[b, t], Vn[b]).all() for b in range(B) for t in range(T))
-ok_wrong = [bool(within_value_range(wrong_c[b, t], Vn[b]).all()) for b in range(B) for t in range(T)]
-print("right axis: every context inside its values' range:", ok_right)
-print("batch axis: inside, per query:", ok_wrong)
-reveal(wrong_pass, sum(ok_wrong))
+with reveal(wrong_pass, why=why.wrong_pass) as r:
+    Vn = V.double().numpy()
+    right = attend(Q.double().numpy(), K.double().numpy(), Vn)
+    wrong_c = softmax(right.scores, axis=0) @ Vn  # normalised over the batch: wrong
+    ok_right = all(within_value_range(right.context[b, t], Vn[b]).all()
+                   for b in range(B) for t in range(T))
+    ok_wrong = [bool(within_value_range(wrong_c[b, t], Vn[b]).all())
+                for b in range(B) for t in range(T)]
+    print("right axis: every context inside its values' range:", ok_right)
+    print("batch axis: inside, per query:", ok_wrong)
+    r.answer = sum(ok_wrong)
 
 # %% [markdown]
-# The check is **necessary, not sufficient**: 2 of the 6 wrong contexts pass it. A failure proves a
-# bug; a pass proves nothing. Test the row sums as well.
-#
 # ### Hull explorer
 #
 # Three relative weights (normalised to sum to 1) and a temperature; the context is the vermillion
@@ -282,19 +297,26 @@ print("additive weights:    ", np.round(stable_softmax(loop_scores), 3))
 
 # %% [markdown]
 # Vectorised: project the query once and all sources at once; broadcasting adds the query to
-# every source row.
+# every source row. Here the same parameters score a longer source of 8 states, so that the
+# two sizes differ.
 
 # %%
-# Predict: the shape of hidden = tanh(W_q q + source W_h^T) below? Write a tuple.
+# Predict: with 8 source states, the shape of hidden = tanh(W_q q + source W_h^T)? Write a tuple.
 hidden_shape = ...
 
 # %%
-hidden = np.tanh(a.W_q @ a.q + a.source @ a.W_h.T)  # (5, 5): one alignment vector per source
-vector_scores = hidden @ a.v_a
-print("vectorised equals loop:", np.allclose(vector_scores, loop_scores))
-print("library equals loop:   ", np.allclose(additive_scores(a.q, a.source, a.W_q, a.W_h, a.v_a),
-                                             loop_scores))
-reveal(hidden_shape, hidden.shape)
+longer = np.vstack([a.source, np.random.default_rng(20).normal(size=(3, 6))])  # (8, 6)
+with reveal(hidden_shape, why=why.hidden_shape) as r:
+    hidden = np.tanh(a.W_q @ a.q + longer @ a.W_h.T)
+    print("W_q q:", (a.W_q @ a.q).shape, " source W_h^T:", (longer @ a.W_h.T).shape)
+    r.answer = hidden.shape
+
+# %%
+vector_scores = hidden @ a.v_a  # (S,) from hidden (S, A): one alignment vector per source
+loop = np.array([a.v_a @ np.tanh(a.W_q @ a.q + a.W_h @ h) for h in longer])
+print("vectorised equals loop:", np.allclose(vector_scores, loop))
+print("library equals loop:   ", np.allclose(additive_scores(a.q, longer, a.W_q, a.W_h, a.v_a),
+                                             loop))
 
 # %% [markdown]
 # ## 7. Agreement with PyTorch's kernel

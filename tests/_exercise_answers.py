@@ -61,6 +61,10 @@ def ok_softmax_temperature(scores, temperature):
     return _softmax(np.asarray(scores) / temperature)
 
 
+#: exercise 5's comparison of the temperatures 0.5, 1 and 2, as 2.4 records it
+OK_COMPARISON = {"largest_weight": [0.539, 0.361, 0.276], "same_order": True}
+
+
 def ok_padding_mask(lengths, S):
     return np.arange(S) < np.asarray(lengths)[:, None]
 
@@ -182,7 +186,7 @@ def ok_attention_entropy(weights):
 CORRECT = {
     "1.1": ok_parts(), "1.2": ok_context_vector, "1.3": ok_in_convex_hull,
     "1.4": ok_test_query_dependence, "2.1": ok_dot_scores, "2.2": OK_BY_HAND,
-    "2.4": ok_softmax_temperature, "2.5": ok_padding_mask,
+    "2.4": (ok_softmax_temperature, OK_COMPARISON), "2.5": ok_padding_mask,
     "2.6": (ok_masked_softmax, ok_test_masked_softmax),
     "2.7": ok_local_attention, "3.1": ok_stable_softmax,
     "3.2": ("zeros", ok_masked_softmax_safe, policy_test("zeros")),
@@ -394,12 +398,27 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         ([0.6, 0.3, 0.2], "fail", ("sums to 1.1000",)),
     ],
     "2.4": [
-        (lambda scores, temperature: _softmax(np.asarray(scores) * temperature), "fail",
-         ("softmax(scores * temperature)", "divides", "temperature 0.5")),
-        (lambda scores, temperature: _softmax(scores), "fail",
+        ((lambda scores, temperature: _softmax(np.asarray(scores) * temperature), OK_COMPARISON),
+         "fail", ("softmax(scores * temperature)", "divides", "temperature 0.5")),
+        ((lambda scores, temperature: _softmax(scores), OK_COMPARISON), "fail",
          ("do not change with the temperature",)),
-        (lambda scores, temperature: _softmax(np.asarray(scores) / temperature, axis=0), "fail",
-         ("axis 0",)),
+        ((lambda scores, temperature: _softmax(np.asarray(scores) / temperature, axis=0),
+          OK_COMPARISON), "fail", ("axis 0",)),
+        ((ok_softmax_temperature, ...), "fail",
+         ("temperature_comparison is still `...`", "passes all")),
+        ((ok_softmax_temperature, {"largest_weight": ..., "same_order": ...}), "fail",
+         ("largest_weight, same_order is still `...`",)),
+        ((ok_softmax_temperature, {**OK_COMPARISON, "same_order": False}), "fail",
+         ("same_order is False", "keeps their order")),
+        ((ok_softmax_temperature, {**OK_COMPARISON, "largest_weight": [0.276, 0.361, 0.539]}),
+         "fail", ("reverse order",)),
+        ((ok_softmax_temperature, {**OK_COMPARISON, "largest_weight": [0.539, 0.4, 0.276]}),
+         "fail", ("largest_weight[1] = 0.400 is not the largest weight at temperature 1",)),
+        ((ok_softmax_temperature, {"largest": [0.539, 0.361, 0.276]}), "fail",
+         ("keys 'largest_weight' (three numbers) and 'same_order'",)),
+        (ok_softmax_temperature, "fail",
+         ("as a tuple: check('2.4', (softmax_temperature, temperature_comparison)); got a "
+          "function",)),
     ],
     "2.5": [
         (lambda lengths, S: np.arange(S) >= np.asarray(lengths)[:, None], "fail",
@@ -417,11 +436,12 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         ((lambda scores, mask: _softmax(scores) * mask, ok_test_masked_softmax), "fail",
          ("masked after the softmax without renormalising",)),
         ((lambda scores, mask: _softmax(np.where(mask, scores, -100.0)), ok_test_masked_softmax),
-         "fail", ("not exactly 0", "finite fill")),
+         "fail", ("not exactly 0", "did not underflow to 0", "not far enough below",
+                  "-np.inf, which always gives 0")),
         ((lambda scores, mask: _softmax(np.where(mask, -np.inf, scores)), ok_test_masked_softmax),
          "fail", ("sit on the masked keys", "True means eligible")),
         ((_zeroed_scores, ok_test_masked_softmax), "fail",
-         ("far below zero", "scores * mask", "-inf", "float16 eligible scores far below zero")),
+         ("far below zero", "scores * mask", "-inf", "float64 eligible scores around -1e4")),
         ((_naive_masked, ok_test_masked_softmax), "fail", ("far below zero", "no shift")),
         ((ok_masked_softmax, _test_allclose), "fail",
          ("your test accepted", "-30", "not allclose")),
@@ -497,7 +517,7 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
     "3.4": [
         (lambda q, keys, values, W_q, W_k, v: _additive(np.tanh(keys @ W_q.T + W_k @ q) @ v,
                                                          values),
-         "fail", ("swapped", "equal widths")),
+         "fail", ("swapped", "every width 3")),
         (lambda q, keys, values, W_q, W_k, v: _additive((keys @ W_k.T + W_q @ q) @ v, values),
          "fail", ("leave out the tanh",)),
         (lambda q, keys, values, W_q, W_k, v: _additive(np.tanh((keys @ W_k.T + W_q @ q) @ v),
@@ -505,7 +525,8 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
          "fail", ("tanh after",)),
     ],
     "3.5": [
-        (lambda Q, K, V: _batched_axis(Q, K, V, 1), "fail", ("target axis", "one query")),
+        (lambda Q, K, V: _batched_axis(Q, K, V, 1), "fail",
+         ("your softmax runs over the target axis", "every axis a different size")),
         (lambda Q, K, V: (lambda w: (w, w @ V))(_softmax(Q @ np.swapaxes(K, -1, -2)
                                                          / np.sqrt(Q.shape[-1]))), "fail",
          ("sqrt(D_k)", "scaled_dot_product_attention", "unscaled")),

@@ -9,33 +9,75 @@ import pytest
 from attention_lab import attend
 from attention_lab.examples import running_example
 from attention_lab.gradients import context_jacobian
-from attention_lab.predict import reveal, verdict
+from attention_lab import predict
+from attention_lab.predict import PROMPT, reveal, verdict
 
 EX = running_example()
 
 
-def test_the_reveal_compares_numbers_shapes_and_words():
-    assert verdict(..., 0.684, tol=0.05).startswith("answer: 0.684  (no prediction yet")
+def test_the_verdict_compares_numbers_shapes_and_words():
     assert verdict(0.7, 0.684, tol=0.05).endswith("right (within 0.05)")
     assert verdict(1, 0.684, tol=0.05).endswith("off by 0.316")
     assert verdict(2, 2).endswith("right") and verdict(3, 2).endswith("not this time")
     assert verdict((2, 3, 5), (2, 3, 5)).endswith("right")
     assert verdict([2, 3, 6], (2, 3, 5)).endswith("not this time")
     assert verdict("yes", True).endswith("right") and verdict(False, True).endswith("not this time")
-    assert verdict("maybe", True).endswith("write yes or no (True or False)")
     assert verdict("Down", "down").endswith("right")
-    assert verdict("abc", 0.5, tol=0.1).endswith("write a number")
-    assert verdict(True, 0.5, tol=0.1).endswith("write a number")
     assert verdict(-np.inf, float("-inf")).endswith("right")
     assert verdict(-1e9, float("-inf")).endswith("not this time")
     with pytest.raises(ValueError, match="tol must be a number >= 0, got -1"):
         verdict(1, 1, tol=-1)
 
 
-def test_reveal_prints_one_line(capsys):
-    reveal(..., (5, 5))
-    assert capsys.readouterr().out == ("answer: (5, 5)  (no prediction yet: replace the ... above "
-                                       "with yours, then run both cells)\n")
+@pytest.mark.parametrize("prediction,answer,kw,asks", [
+    (..., 0.684, {}, PROMPT),
+    ("maybe", True, {}, "write yes or no (True or False)"),
+    ("abc", 0.5, {}, "write a number"),
+    (True, 0.5, {}, "write a number"),
+    ("sideways", "down", {"choices": ("up", "down", "same")}, 'write one of "up", "down", "same"'),
+    (5, (2, 3), {}, "write a tuple: numbers in parentheses, separated by commas"),
+])
+def test_no_prediction_or_one_of_the_wrong_form_never_gets_the_answer(prediction, answer, kw, asks):
+    line = verdict(prediction, answer, **kw)
+    assert asks in line and predict._show(answer) not in line.replace(asks, "")
+    assert "the answer is" not in line
+
+
+def test_an_unanswered_cell_prints_only_the_prompt(capsys):
+    with reveal(..., why="Because the keys decide.") as r:
+        print("scores: [0.98 0.39]")
+        r.answer = 2
+    assert capsys.readouterr().out == PROMPT + "\n"
+    assert r.held == "scores: [0.98 0.39]\n" and not r.answered
+
+
+def test_an_answered_cell_prints_the_verdict_what_it_held_back_and_why(capsys):
+    with reveal(3, why="Because the keys decide " + "and the values do not " * 6 + ".") as r:
+        print("scores: [0.98 0.39]")
+        r.answer = 2
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "you predicted 3, the answer is 2: not this time"
+    assert out[1] == "scores: [0.98 0.39]"
+    assert out[2].startswith("Why: Because the keys decide") and len(out) > 3
+    assert all(len(line) <= 96 for line in out) and out[3].startswith("     ")
+
+
+def test_an_error_in_the_block_shows_what_it_printed_and_propagates(capsys):
+    with pytest.raises(ZeroDivisionError):
+        with reveal(..., why="x") as r:
+            print("before the error")
+            r.answer = 1 / 0
+    assert capsys.readouterr().out == "before the error\n"
+
+
+def test_a_block_that_sets_no_answer_and_a_missing_why_are_named():
+    with pytest.raises(RuntimeError, match="never set r.answer"):
+        with reveal(1, why="x"):
+            pass
+    with pytest.raises(ValueError, match="why must say why"):
+        reveal(1, why=" ")
+    with pytest.raises(ValueError, match="tol must be a number >= 0"):
+        reveal(1, why="x", tol="0.1")
 
 
 def test_the_soft_jacobian_is_the_derivative_and_nonzero():

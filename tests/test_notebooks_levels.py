@@ -15,6 +15,7 @@ import pytest
 
 import jupytext
 
+import _lessons
 from attention_lab import softmax
 from attention_lab.examples import CHAPTER_TEMPERATURES, running_example
 from attention_lab.nbtools import pair_problems
@@ -38,6 +39,17 @@ def outputs(name: str, mime: str = "text/plain") -> list[str]:
 
 def stored_text(name: str) -> str:
     return "\n".join(outputs(name))
+
+
+def revealed_text(stem: str) -> str:
+    """What the answer cells print once a prediction is written (held back until then)."""
+    return "\n".join(r.held for r in _lessons.reveals(stem).values())
+
+
+def explanation(stem: str, name: str) -> str:
+    """The explanation the answer cell of the question ``name`` shows."""
+    q = next(q for q in _lessons.questions(stem) if q.name == name)
+    return " ".join(_lessons.reveals(stem)[q.answer_index].why.split())
 
 
 def _temperature_lines():
@@ -232,38 +244,17 @@ def test_explorers_show_their_first_task_in_the_stored_output(name, explorers):
     assert len(views) == explorers
 
 
-# --- predict, then run ------------------------------------------------------------------------
-
-def predictions(stem: str) -> list[tuple[int, str, str]]:
-    """(cell index, variable, question) of each prediction cell: a code cell holding a
-    ``# Predict...`` question and only ``name = ...``, whose variable a later cell reveals."""
-    cs = cells(stem)
-    found = []
-    for i, c in enumerate(cs):
-        m = re.fullmatch(r"((?:#[^\n]*\n)+)(\w+) = \.\.\.\s*", c.source)
-        if c.cell_type == "code" and m and m.group(1).startswith("# Predict"):
-            found.append((i, m.group(2), m.group(1)))
-    return found
-
+# --- predict, then run (what they may show: tests/test_notebooks_spoilers.py) -----------------
 
 @pytest.mark.parametrize("stem", LEVELS.values())
 def test_six_or_more_predictions_each_revealed_after_the_question(stem):
-    cs = cells(stem)
-    found = predictions(stem)
+    found = _lessons.questions(stem)
     assert len(found) >= 6, f"{stem}: only {len(found)} predict-then-run cells"
-    nb = nbformat.read(NB / f"{stem}.ipynb", as_version=4)
-    code_outputs = {i: c for i, c in enumerate(nb.cells)}
-    for i, var, question in found:
-        later = [j for j in range(i + 1, len(cs))
-                 if cs[j].cell_type == "code" and f"reveal({var}," in cs[j].source]
-        assert later, f"{stem}: the prediction {var} is never revealed"
-        j = later[0]
-        # the question's cell prints nothing: the answer comes only after it
-        assert not code_outputs[i].get("outputs"), f"{stem}: {var}'s cell shows an output"
-        between = "\n".join(cs[k].source for k in range(i + 1, j))
-        assert f"reveal({var}" not in between
-        shown = "".join(o.get("text", "") for o in code_outputs[j].get("outputs", []))
-        assert "answer: " in shown and "no prediction yet" in shown, (stem, var, shown)
+    cs = _lessons.notebook(stem).cells
+    for q in found:
+        assert q.answer_index is not None, f"{stem}: the prediction {q.name} is never revealed"
+        between = "\n".join(cs[k].source for k in range(q.index + 1, q.answer_index))
+        assert not re.search(rf"\b{q.name}\b", between), f"{stem}: {q.name} is used before its answer"
 
 
 # --- the corrections of issue 13, against the notebooks' own outputs ---------------------------
@@ -271,33 +262,46 @@ def test_six_or_more_predictions_each_revealed_after_the_question(stem):
 def test_03_the_finite_fill_is_not_called_safe_and_its_all_masked_row_is_shown():
     text = prose("03_maths_and_code")
     assert "safe finite fill" not in text and "safe fill" not in stored_text("03_maths_and_code")
-    assert "does **not** make an\n# all-masked row safe" in (NB / "03_maths_and_code.py").read_text()
-    line = next(x for x in output_lines("03_maths_and_code") if "finfo.min, all masked" in x)
+    assert "does not make an all-masked row safe" in explanation("03_maths_and_code",
+                                                                 "padding_weight")
+    line = next(x for x in revealed_text("03_maths_and_code").splitlines()
+                if "finfo.min, all masked" in x)
     weights = [float(v) for v in re.findall(r"\d\.\d+|\d", line.split(":")[1])]
     assert len(weights) == 5 and all(abs(w - 0.2) < 1e-3 for w in weights)  # uniform on padding
 
 
 def test_03_the_hull_check_is_necessary_not_sufficient_with_its_own_count():
     text = prose("03_maths_and_code")
-    assert "strong" not in text and "**necessary, not sufficient**" in text
-    line = next(x for x in output_lines("03_maths_and_code") if x.startswith("batch axis: inside"))
+    why = explanation("03_maths_and_code", "wrong_pass")
+    assert "strong" not in text + why and "necessary, not sufficient" in why
+    assert "a necessary check, not a sufficient one" in text
+    line = next(x for x in revealed_text("03_maths_and_code").splitlines()
+                if x.startswith("batch axis: inside"))
     passing = line.count("True")
     assert passing > 0, "the claim needs wrong contexts that pass"
-    assert f"{passing} of the 6 wrong contexts pass it" in " ".join(text.split())
+    assert why.startswith(f"{passing} of the 6.")
 
 
 def test_02_dot_and_bilinear_rank_alike_only_additive_differs():
-    out = dict(re.findall(r"^ranking, (\w+)\s*: (.+)$", stored_text("02_mechanics"), flags=re.M))
+    out = dict(re.findall(r"^ranking, (\w+)\s*: (.+)$", revealed_text("02_mechanics"), flags=re.M))
     assert out["dot"] == out["bilinear"] != out["additive"]
     text = " ".join(prose("02_mechanics").split())
     assert "rank the same keys differently" not in text
     assert "Dot and bilinear scores rank the running example's keys the same way" in text
 
 
-def test_02_the_window_changes_the_context_and_loses_only_nothing_the_task_needs():
-    line = next(x for x in output_lines("02_mechanics") if x.startswith("target 6 (inside"))
-    assert "global weight 0.545, local weight 0.784" in line
-    assert float(line.rsplit("context moves by", 1)[1]) > 0.1
+def test_02_the_window_loses_nothing_the_task_needs_when_it_holds_the_target():
+    """The claim and the example agree: what the task needs is the target's value, and the
+    window's context is closer to it than global attention's when the target is inside the
+    window (6), farther when it is outside (8)."""
+    out = revealed_text("02_mechanics")
+    rows = re.findall(r"^target (\d+) \((inside|outside) the window\): weight on the target: "
+                      r"global ([\d.]+), local ([\d.]+)\n    context's distance from the target's "
+                      r"value: global ([\d.]+), local ([\d.]+)$", out, flags=re.M)
+    assert [r[:2] for r in rows] == [("6", "inside"), ("8", "outside")]
+    (_, _, g6, l6, dg6, dl6), (_, _, g8, l8, dg8, dl8) = rows
+    assert (g6, l6) == ("0.545", "0.784") and float(l8) == 0
+    assert float(dl6) < float(dg6) and float(dl8) > float(dg8)
     text = " ".join(prose("02_mechanics").split())
     assert all(m.group(0).endswith("the task needs")
                for m in re.finditer(r"loses nothing[a-z ]*", text)), "an unqualified 'loses nothing'"
@@ -310,13 +314,126 @@ def test_02_the_window_centre_counts_from_1_like_the_figure():
     assert "positions 4-7" in stored_text("02_mechanics")  # the figure's description
 
 
-def test_02_causal_masks_in_self_attention_combined_with_padding_and_swapped():
+def _int_rows(block: str) -> list[list[int]]:
+    return [[int(v) for v in row.split()] for row in re.findall(r"\[([\d ]+)\]", block)]
+
+
+def test_02_each_mask_alone_breaks_what_the_other_guards_on_a_real_query():
+    """Padding alone lets a query see its future; causal alone lets a *real* query (not a padding
+    position, whose output is discarded anyway) see padding, as it does with left padding."""
     out = stored_text("02_mechanics")
-    assert "padding AND causal" in out and "(sees the future)" in out and "(uses padding)" in out
+    both = _int_rows(out.split("padding AND causal (rows: queries):", 1)[1].split("\n\n")[0])[:4]
+    padding = [j for j in range(4) if not any(row[j] for row in both)]  # sequence 2's padding
+    shown = revealed_text("02_mechanics")
+    m = re.search(r"causal only, +sequence 2, position (\d) \(its first real token\): \[([\d. ]+)\] "
+                  r"\(uses padding\)", shown)
+    position, weights = int(m.group(1)), [float(v) for v in m.group(2).split()]
+    assert position - 1 not in padding, "the causal-only case is a padding query"
+    assert sum(weights[j] for j in padding) > 0.5
+    m = re.search(r"padding only, sequence 1, position 1: \[([\d. ]+)\] \(sees the future\)", shown)
+    assert sum(float(v) for v in m.group(1).split()[1:]) > 0.5
     assert "causal, lower-right" in out and "causal, upper-left" in out
     text = " ".join(prose("02_mechanics").split())
-    for phrase in ("*self*-attention", "needs padding only", "alignment", "convention"):
+    for phrase in ("*self*-attention", "needs padding only", "alignment", "convention",
+                   "padded on the *left*"):
         assert phrase in text
+
+
+def test_02_says_which_pytorch_mask_means_what_and_shows_the_conversion():
+    text = " ".join(prose("02_mechanics").split())
+    assert "PyTorch's convention" not in text
+    assert "`attn_mask` in PyTorch's `scaled_dot_product_attention`" in text
+    assert "`key_padding_mask` is the opposite (`True` = ignore)" in text
+    assert "key_padding_mask for nn.MultiheadAttention (True = ignore): [False False False  True  " \
+           "True]" in stored_text("02_mechanics")
+
+
+def test_02_sets_up_local_m_and_the_causal_alignment_before_using_them():
+    cs = cells("02_mechanics")
+    for name in ("local_m_mask(", 'align="lower_right"'):
+        first = next(i for i, c in enumerate(cs) if c.cell_type == "code" and name in c.source
+                     and not c.source.startswith("import"))
+        before = " ".join(c.source for c in cs[:first] if c.cell_type == "markdown")
+        assert name.rstrip("(") in before, f"{name} is used before the prose introduces it"
+    alignment = next(c.source for c in cs if "needs an *alignment*" in c.source)
+    assert "cache" in alignment and "`causal_mask(3, 5)`" in alignment
+
+
+@pytest.mark.parametrize("stem,name,explorer,task", [
+    # the window explorer's first task: give the target more weight than global attention does
+    ("02_mechanics", "local_target", "WindowExplorer", "more weight than global attention"),
+    # the axis explorer's first task: an axis that keeps every shape but moves a context
+    ("03_maths_and_code", "same_context_shape", "AxisExplorer", "keeps every shape"),
+])
+def test_an_explorer_whose_task_answers_a_question_comes_after_that_question(stem, name,
+                                                                            explorer, task):
+    from attention_lab import widgets
+
+    assert any(task in t.goal for t in getattr(widgets, explorer).TASKS)  # it does answer it
+    q = next(q for q in _lessons.questions(stem) if q.name == name)
+    shown = [i for i, c in enumerate(_lessons.notebook(stem).cells)
+             if f"widgets.{explorer}()" in c.source]
+    assert shown and all(i > q.answer_index for i in shown)
+
+
+def test_03_says_from_which_pytorch_version_sdpa_returns_zeros():
+    text = " ".join(prose("03_maths_and_code").split())
+    assert ("returns zeros for such a row from PyTorch 2.5 on (earlier versions return NaN)"
+            in text)
+
+
+def test_03_the_all_masked_row_is_described_the_same_way_everywhere():
+    """Not "NaN unless a policy says otherwise" next to the uniform weights of a finite fill: the
+    row is 0/0 with -inf, uniform with a finite fill, and zero only by a declared policy."""
+    src = (NB / "03_maths_and_code.py").read_text()
+    assert "is NaN unless a policy says otherwise" not in src
+    section = src.split("### What should a row with no eligible key return?")[1]
+    prose_13 = " ".join(section.split("# %%\n", 1)[0].replace("#", " ").split())
+    assert "with $-\\infty$ the row is $0/0$, with a finite fill it is uniform" in prose_13
+    assert "# Misconception 13: an all-masked row is zero only if a policy says so" in src
+
+
+def test_01_the_later_query_asks_about_its_near_tie_not_a_winner():
+    """The later query's two largest weights differ by less than 0.01: a fair prediction cannot
+    tell them apart, so the question asks for the pair."""
+    q = next(q for q in _lessons.questions("01_intuition") if q.name == "later_pair")
+    assert "almost equally" in q.text and "Which two?" in q.text
+    line = next(x for x in revealed_text("01_intuition").splitlines()
+                if x.startswith("later query weights"))
+    w = sorted((float(v) for v in re.findall(r"\d\.\d+", line)), reverse=True)
+    assert w[0] - w[1] < 0.01 < w[1] - w[2]
+    assert not any(q.name == "later_best" for q in _lessons.questions("01_intuition"))
+
+
+def test_shape_questions_use_sizes_that_differ():
+    """A predicted shape whose sizes are equal (5, 5) cannot show which size is which."""
+    for stem in LEVELS.values():
+        for r in _lessons.reveals(stem).values():
+            if isinstance(r.answer, tuple):
+                assert len(set(r.answer)) == len(r.answer), (stem, r.answer)
+
+
+def test_01_counts_the_steps_of_the_path_and_explains_the_jacobian():
+    text = " ".join(prose("01_intuition").split())
+    src = (NB / "01_intuition.py").read_text()
+    assert "np.linspace(0, 1, 5)" in src and "in four equal steps: five queries" in text
+    assert "five steps" not in text
+    assert ("the *Jacobian*) whose entry in row $i$, column $j$ says how fast context coordinate "
+            "$i$ changes when query coordinate $j$ moves a little") in text
+
+
+def test_01_no_code_hands_over_a_query_that_solves_the_explorer_task():
+    """The query explorer's first task asks for a query giving source 4 half of the weight; no
+    query written out in the notebook's code does that (the task is the student's)."""
+    from attention_lab import attend
+    from attention_lab.examples import running_example
+
+    ex = running_example()
+    code = "\n".join(c.source for c in cells("01_intuition") if c.cell_type == "code")
+    for literal in re.findall(r"np\.array\(\[([-\d., ]+)\]\)", code):
+        q = np.array([float(v) for v in literal.split(",")])
+        if q.shape == (3,):
+            assert attend(q, ex.keys, ex.values).weights[3] < 0.5, literal
 
 
 def test_01_uses_no_mask_before_masks_are_taught():
@@ -330,7 +447,7 @@ def test_01_has_no_widget_api_lesson():
 
 
 def test_01_shows_differentiable_retrieval():
-    out = stored_text("01_intuition")
+    out = revealed_text("01_intuition")
     assert "hard: every entry of dc/dq is 0: True" in out
     soft = out.split("soft: dc/dq =", 1)[1].split("hard:", 1)[0]
     assert any(abs(float(v)) > 0.01 for v in re.findall(r"-?\d\.\d+", soft))

@@ -11,7 +11,8 @@ Each level has one source of truth, ``notebooks/exercises/solutions/<stem>_solut
 and the student version replaces the block by ``raise NotImplementedError`` (at the marker's
 indentation), or by the block's ``#> `` lines, uncommented, when it has any (a stub value such as
 ``parts = {...}`` or an empty written-answer template). Markdown between
-``<!-- BEGIN SOLUTION -->`` and ``<!-- END SOLUTION -->`` appears only in the solutions.
+``<!-- BEGIN SOLUTION -->`` and ``<!-- END SOLUTION -->`` appears only in the solutions; a
+markdown cell that holds nothing else is left out of the student notebook.
 
 ``build`` also gives every exercise notebook (solution and student) its assignment id in a
 jupytext header, ``{"attention_lab": {"assignment": "02_mechanics"}}`` in the notebook's
@@ -88,7 +89,24 @@ def student_version(text: str) -> str:
             out.append(line)
     if block is not None:
         raise MarkerError("a solution block is not closed (missing END SOLUTION)")
-    return "\n".join(out) + "\n"
+    return "\n".join(_without_empty_markdown(out)) + "\n"
+
+
+def _without_empty_markdown(lines: list[str]) -> list[str]:
+    """``lines`` less the markdown cells (``# %% [markdown]`` and what follows up to the next
+    cell) that hold no text, with the blank line before each dropped cell."""
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("# %%")] + [len(lines)]
+    keep = list(lines[:starts[0]])
+    for a, b in zip(starts, starts[1:]):
+        cell = lines[a:b]
+        if cell[0].startswith("# %% [markdown]") and not any(
+                ln.lstrip("#").strip() for ln in cell[1:]):
+            while keep and not keep[-1].strip():
+                keep.pop()
+            keep.append("")
+            continue
+        keep.extend(cell)
+    return keep
 
 
 def assignment_of(solution: Path) -> str:

@@ -143,6 +143,28 @@ class Reject(Exception):
     """Raised by a comparison with the student-facing reason."""
 
 
+class Ambiguous(Reject):
+    """The output fits several known mistakes that this case cannot tell apart (a softmax over
+    the batch axis and over the target axis agree when B = T = 1). The judge then takes its
+    headline from a case that can tell them apart, if one fails."""
+
+    def __init__(self, candidates: list[str]):
+        self.candidates = list(candidates)
+        first = [c.split(":")[0] for c in self.candidates]
+        super().__init__("your result fits more than one known mistake, which this case cannot "
+                         "tell apart: " + "; or ".join(first))
+
+
+def diagnosis(found: list[str]) -> None:
+    """Raise the one known mistake of ``found`` as :class:`Reject`, or :class:`Ambiguous` when
+    several fit; nothing when none does."""
+    distinct = list(dict.fromkeys(found))
+    if len(distinct) == 1:
+        raise Reject(distinct[0])
+    if distinct:
+        raise Ambiguous(distinct)
+
+
 def to_array(out, what: str = "your result") -> np.ndarray:
     if out is None:
         raise Reject(f"{what}: got None (did you forget `return`?)")
@@ -209,8 +231,10 @@ def where(bad: np.ndarray) -> str:
 
 
 def diagnose(case: Case, arr, mistakes, dtype=None, ref=None) -> str:
-    """The message of the first known mistake whose output matches ``arr`` (and differs from the
-    reference), or ''."""
+    """The message of the known mistake whose output matches ``arr`` (and differs from the
+    reference), or ''. Raises :class:`Ambiguous` when several mistakes match: this case cannot
+    say which one was made."""
+    found = []
     for make, message in mistakes:
         try:
             with np.errstate(all="ignore"):
@@ -223,8 +247,10 @@ def diagnose(case: Case, arr, mistakes, dtype=None, ref=None) -> str:
         if ref is not None and close(wrong, ref, dtype):
             continue
         if close(arr, wrong, dtype):
-            return message
-    return ""
+            found.append(message)
+    if len(set(found)) > 1:
+        diagnosis(found)
+    return found[0] if found else ""
 
 
 def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
@@ -271,8 +297,9 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
         leak = (~m) & (a != 0)
         if leak.any():
             val = a[np.argwhere(leak)[0][0]] if a.ndim == 1 else a[tuple(np.argwhere(leak)[0])]
-            tiny = " (a finite fill such as -100 or -1e4 leaves exp(fill - max) > 0; fill with "\
-                   "-np.inf, or set masked weights to 0)" if 0 < abs(val) < 1e-6 else ""
+            tiny = (": exp(fill - max) did not underflow to 0, so the fill is not far enough "
+                    "below the eligible scores (as -30 is not); fill with -np.inf, which always "
+                    "gives 0, or set masked weights to 0") if 0 < abs(val) < 1e-6 else ""
             raise Reject(f"masked key at {where(leak)} got weight {val:.3g}, not exactly "
                          f"0{tiny}")
     ref64 = np.asarray(ref, dtype=np.float64)
@@ -350,6 +377,11 @@ class Spec:
         """(status, message) when a declared part is missing or not allowed, else None."""
         return None
 
+    def judge_declared(self) -> tuple[str, str] | None:
+        """(status, message) when a declared part is wrong, judged once every case passed (2.4's
+        comparison); None when it is right or there is none."""
+        return None
+
     def accepts_raise(self, case: Case, raised: dict) -> bool:
         """Whether raising ``raised`` (type, message) is the right answer to ``case``."""
         return False
@@ -400,11 +432,12 @@ def cases_for(ex: Exercise, seed: int) -> list[Case]:
 
 
 # ====================================================================== judging
-def _case_text(case: Case, out=None, show_out: bool = True) -> str:
+def _case_text(case: Case, out=None, show_out: bool = True,
+               label: str = "Minimal failing case") -> str:
     if case.hidden:
         return (f"Failing case: {case.note}, one of the grader's own random cases (its inputs are "
                 f"not shown; check() in your notebook tries random cases of its own)")
-    lines = [f"Minimal failing case: {case.note}"]
+    lines = [f"{label}: {case.note}"]
     width = max((len(n) for n in case.names), default=0)
     for name, val in zip(case.names, case.args):
         lines.append(f"    {name:<{width}} = {fmt(val)}")
@@ -451,8 +484,9 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
             return Verdict("pass", "", "pass")
         return Verdict("fail", reason, reason.split(":")[0])
     if kind == "shape":
-        return Verdict("fail", f"pass the functions as a tuple ({label}), got "
-                               f"{record.get('what')}", "wrong answer object")
+        return Verdict("fail", f"pass the answer's parts together, as a tuple: check({ex.id!r}, "
+                               f"({label})); got {_a(str(record.get('what')))}",
+                       "wrong answer object")
     if kind == "notcallable":
         val = record.get("value")
         name = ex.answer_names[int(record.get("index", 0))]
@@ -475,7 +509,8 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
                 and not any(c2.fn == c.fn and "out" in r2 for c2, r2 in zip(cases, calls))}
     used_fns = {c.fn for c in cases}
     if used_fns and stub_fns == used_fns:
-        return Verdict("not_attempted", f"`{label}` still raises NotImplementedError (the stub)",
+        stubbed = ", ".join(ex.function_names) or label
+        return Verdict("not_attempted", f"`{stubbed}` still raises NotImplementedError (the stub)",
                        "not attempted")
     problem = spec.declaration_problem()
     if problem is not None:
@@ -486,6 +521,7 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
         return "your function" if len(ex.answer_names) == 1 else f"`{ex.answer_names[case.fn]}`"
 
     failures = []  # (status, reason, case index)
+    ambiguous: dict[int, Ambiguous] = {}  # case index: the mistakes that case cannot tell apart
     outputs = []
     for i, case in enumerate(cases):
         rec = calls[i] if i < len(calls) else None
@@ -524,6 +560,9 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
             continue
         try:
             spec.compare(case, out)
+        except Ambiguous as r:
+            ambiguous[i] = r
+            failures.append(("fail", str(r), i))
         except Reject as r:
             failures.append(("fail", str(r), i))
     n = len(cases)
@@ -531,6 +570,11 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
     printed_note = (f"\n(Your function printed {printed} characters; the check hides them.)"
                     if printed else "")
     if not failures:
+        later = spec.judge_declared()
+        if later is not None:
+            status, reason = later
+            return Verdict(status, f"{reason}\n(Your {ex.function_names[0]} passes all {n} cases.)"
+                           + printed_note, reason.split(":")[0], {"cases": n})
         extra = ""
         try:
             extra = spec.on_pass(cases, outputs)
@@ -540,12 +584,15 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
         if extra:
             msg += "\n" + extra
         return Verdict("pass", msg + printed_note, "pass", {"cases": n})
-    status, reason, i = failures[0]
+    # the headline: the first failure, unless it fits several mistakes and a later one does not
+    head = next((f for f in failures if f[2] not in ambiguous), failures[0])
+    status, reason, i = head
     case = cases[i]
     rec = calls[i] if i < len(calls) else {}
     show_out = status == "fail" and "out" in rec
-    body = [reason, _case_text(case, rec.get("out"), show_out)]
-    others = failures[1:]
+    label = "Minimal failing case" if head is failures[0] else "Smallest failing case that shows it"
+    body = [reason, _case_text(case, rec.get("out"), show_out, label)]
+    others = [f for f in failures if f is not head]
     if others:
         def key(text):
             return re.sub(r"[-+]?\d[\d.e+-]*", "#", text)[:60]
@@ -553,6 +600,8 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
         seen = {key(reason)}
         fresh = []
         for st, rs, j in others:
+            if j in ambiguous and reason in ambiguous[j].candidates:
+                continue  # a case that cannot tell the headline's mistake from another
             if key(rs) not in seen:
                 fresh.append((rs, j))
                 seen.add(key(rs))
@@ -596,6 +645,11 @@ def uses_reference(record: dict) -> str:
     return ""
 
 
+#: a written answer shows its rubric only once every field holds this many words: the rubric
+#: is for comparing an argument with, not for writing one from
+WRITTEN_MIN_WORDS = 12
+
+
 def _judge_written(ex: Exercise, value) -> Verdict:
     names = [f for f, _ in ex.fields]
     if value is None or value is Ellipsis:
@@ -617,9 +671,16 @@ def _judge_written(ex: Exercise, value) -> Verdict:
     note = f"{len(texts)} of {len(names)} field(s) answered, {words} words"
     if empty:
         note += f"; still empty: {', '.join(empty)}"
-    rubric = "\n".join(f"  - {item}" for item in ex.rubric)
+    thin = [f for f in names if len(texts.get(f, "").split()) < WRITTEN_MIN_WORDS]
+    if thin:
+        after = (f"The rubric is shown once every field holds an answer of at least "
+                 f"{WRITTEN_MIN_WORDS} words (not yet: {', '.join(thin)}): write your argument "
+                 f"first, then compare it with the rubric.")
+    else:
+        after = "Compare your answer with the rubric:\n" + "\n".join(
+            f"  - {item}" for item in ex.rubric)
     msg = (f"Recorded for your instructor ({note}). Written answers are never graded "
-           f"automatically.\nCompare your answer with the rubric:\n{rubric}")
+           f"automatically.\n{after}")
     return Verdict("needs_instructor", msg, "needs instructor",
                    {"answer": {k: v[:5000] for k, v in texts.items()}, "words": words})
 
@@ -638,7 +699,8 @@ def encoded_inputs(cases: list[Case]) -> list[dict]:
     return [{"args": [one(a) for a in c.args], "fn": c.fn} for c in cases]
 
 
-__all__ = ["Case", "Verdict", "Spec", "Reject", "IMPL_NOTES", "cases_for", "judge",
+__all__ = ["Case", "Verdict", "Spec", "Reject", "Ambiguous", "diagnosis", "IMPL_NOTES",
+           "cases_for", "judge",
            "encoded_inputs", "decode_record", "BadRecord", "STUDENT_SEED", "REFERENCE_MODULES",
            "uses_reference"]
 

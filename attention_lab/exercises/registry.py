@@ -10,6 +10,9 @@ written), so every id has exactly one kind:
 ``test``      the student writes a test function (for 2.6 and 3.2 also the implementation it
               tests, and for 3.2 a declared policy); the check runs the test against correct and
               broken implementations and checks the implementation as a ``function``
+
+An answer may also *declare* a value beside its functions (3.2's policy, 2.4's recorded
+comparison of the temperatures): ``declared`` names it, and its check judges it.
 ``written``   a structured text answer; shown with a rubric after the attempt and graded
               ``needs_instructor`` (never passed automatically)
 
@@ -157,14 +160,19 @@ _add("2.3", 4, "Why a constant shift leaves softmax unchanged", "written", "shif
              "largest term is exactly 1 (the denominator is >= 1)",
              "softmax is shift-invariant but not scale-invariant: multiplying the scores (or "
              "changing the temperature) does change the weights"))
-_add("2.4", 5, "Softmax with a temperature", "function", "softmax_temperature",
+_add("2.4", 5, "Softmax with a temperature, and the comparison of 0.5, 1 and 2", "function",
+     ("softmax_temperature", "temperature_comparison"),
      "softmax_temperature(scores, temperature): scores (..., S) -> weights (..., S), softmax of "
      "scores / temperature over the last axis. Then compare the chapter's temperatures 0.5, 1 "
-     "and 2 yourself in the cell below the check.",
+     "and 2 with it on the chapter's dot scores and record what you found: "
+     "temperature_comparison = {'largest_weight': [the largest weight at 0.5, at 1 and at 2], "
+     "'same_order': True or False (are the positions in the same order of weight at all "
+     "three?)}. Pass both: check('2.4', (softmax_temperature, temperature_comparison)).",
      hints=("The temperature divides the scores before the exponential.",
             "Normalise over the last axis (the keys): sum(axis=-1, keepdims=True).",
-            "For the comparison: look at the largest weight and at the order of the weights at "
-            "each temperature."))
+            "For the comparison: print the weights at each temperature, their largest entry and "
+            "np.argsort(-weights) + 1, the positions from the largest weight down."),
+     declared=("temperature_comparison",))
 _add("2.5", 9, "Padding mask from lengths", "function", "padding_mask",
      "padding_mask(lengths, S): lengths (B,) integers -> bool mask (B, S) with True = eligible: "
      "sequence b has the real positions 1..lengths[b] (the columns 0..lengths[b] - 1). The "
@@ -175,9 +183,11 @@ _add("2.5", 9, "Padding mask from lengths", "function", "padding_mask",
             "attention); the mask always has S columns, even when no length reaches S."))
 _add("2.6", 10, "Test that masked keys get exactly zero weight", "test",
      ("masked_softmax", "test_masked_softmax"),
-     "masked_softmax(scores, mask): scores (..., S), bool mask broadcastable to scores, True = "
-     "eligible -> weights (..., S) in which masked keys get exactly 0 and each row's eligible "
-     "weights sum to 1 (every row has an eligible key). test_masked_softmax(masked_softmax) -> "
+     "masked_softmax(scores, mask): scores (..., S) in float64 or float32, bool mask "
+     "broadcastable to scores, True = eligible -> weights (..., S) in which masked keys get "
+     "exactly 0 and each row's eligible weights sum to 1 (every row has an eligible key). A "
+     "fill far below every score (-np.inf, or -1e9 here) gives exactly 0; -30 does not. "
+     "test_masked_softmax(masked_softmax) -> "
      "bool: True when the implementation it is given does that, False otherwise; the check runs "
      "it on correct and broken implementations. Pass both: check('2.6', (masked_softmax, "
      "test_masked_softmax)).",
@@ -187,8 +197,9 @@ _add("2.6", 10, "Test that masked keys get exactly zero weight", "test",
             "too), call the implementation, and check two things: masked weights == 0 exactly "
             "(not allclose: 1e-13 is not 0) and every row's sum close to 1.",
             "Zeroing weights after the softmax leaves the eligible weights summing to less than 1; "
-            "a finite fill such as -30 leaves masked weights tiny but not zero. A good test "
-            "rejects both."))
+            "a finite fill such as -30 leaves masked weights tiny but not zero (exp(-30 - max) > "
+            "0), while -1e9 is far enough below these scores to give exactly 0 (float16 and "
+            "all-masked rows are exercise 11's). A good test rejects the first two."))
 _add("2.7", 15, "Global versus a local window", "function", "local_attention",
      "local_attention(query, keys, values, centre, half_width) -> (weights (S,), context (D_v,)): "
      "unscaled dot-product attention restricted to the positions j with |j - centre| <= "
@@ -209,7 +220,8 @@ _add("3.1", 8, "A stable softmax", "function", "stable_softmax",
             "After the shift every exponent is <= 0, so nothing overflows and the largest term is 1."))
 _add("3.2", 11, "Define and test the all-masked row", "test",
      ("all_masked_policy", "masked_softmax_safe", "test_all_masked_policy"),
-     "all_masked_policy: what a row without an eligible key returns, 'zeros' (PyTorch's SDPA), "
+     "all_masked_policy: what a row without an eligible key returns, 'zeros' (what PyTorch's "
+     "SDPA returns from PyTorch 2.5 on; NaN before), "
      "'nan' or 'raise' (a ValueError). masked_softmax_safe(scores, mask): like masked_softmax, "
      "following that policy on all-masked rows, in float64, float32 and float16. "
      "test_all_masked_policy(masked_softmax) -> bool: True when the implementation it is given "

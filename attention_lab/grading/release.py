@@ -1,11 +1,14 @@
-"""``python -m attention_lab release OUT_DIR``: the bundle a graded course hands to students.
+"""``python -m attention_lab release OUT_DIR``: the student copy of the lab, which every path
+that hands the lab to students uses.
 
 The repository ships the instructor solutions (``notebooks/exercises/solutions/``) for
-self-study; a graded course hands students this bundle instead: the four level notebooks, the
-four student exercise notebooks (each carrying its assignment id), the package (needed to run
+self-study; a graded course hands students this bundle instead: the four level notebooks (their
+stored outputs hold no answers: see :mod:`attention_lab.predict`), the four student exercise
+notebooks (each carrying its assignment id, without stored outputs), the package (needed to run
 them, to check answers and to submit), ``requirements.txt``/``pyproject.toml`` to install it, and
 a short README for students (``templates/release_README.md``). Never the solutions, the lecture
-demo, the tests or the benchmarks.
+demo, the tests or the benchmarks. The JupyterHub set-up (``jupyterhub_config.py``) hands out the
+same bundle through :func:`student_copy`, built once per version of the sources.
 
 Before writing, ``release`` checks that the student notebooks are the ones the authoring tool
 makes from the current solutions (a stale student notebook could be an old copy of a solution),
@@ -18,6 +21,7 @@ into place when complete.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -32,7 +36,9 @@ from ..exercises.registry import NOTEBOOKS
 ROOT = authoring.ROOT
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 LEVELS = ["01_intuition", "02_mechanics", "03_maths_and_code", "04_research"]
-FILES = ["requirements.txt", "pyproject.toml"]
+#: the pins, written into the bundle without the lines of NOT_FOR_STUDENTS
+PINS = ("requirements.txt", "environment.yml")
+FILES = [*PINS, "pyproject.toml"]
 #: pins of requirements.txt a student does not need (the tests, the lecture demo)
 NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila"}
 
@@ -49,7 +55,9 @@ def contents() -> list[tuple[str, str]]:
              for level, stem in sorted(NOTEBOOKS.items())]
     rows += [("attention_lab/", "the package the notebooks use (checks, hints, submit)"),
              ("requirements.txt, pyproject.toml",
-              "what `pip install -r requirements.txt` installs")]
+              "what `pip install -r requirements.txt` installs"),
+             ("environment.yml", "the same pins for conda, and for repo2docker (a JupyterHub "
+                                 "image built from this folder)")]
     return rows
 
 
@@ -127,25 +135,53 @@ def check_sources() -> None:
                                f"attention_lab.exercises.authoring build --execute)")
 
 
+def sources() -> list[tuple[Path, str]]:
+    """(file of the checkout, its path in the bundle) for every file the bundle copies; the
+    README and ``requirements.txt`` are written from ``templates/`` and the checkout's pins."""
+    rows = [(ROOT / "notebooks" / f"{n}.ipynb", f"notebooks/{n}.ipynb") for n in LEVELS]
+    rows += [(ROOT / "notebooks" / "exercises" / f"{stem}.ipynb",
+              f"notebooks/exercises/{stem}.ipynb") for stem in NOTEBOOKS.values()]
+    package = ROOT / "attention_lab"
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(package)
+        if path.is_file() and path.suffix != ".pyc" and not any(
+                part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            rows.append((path, f"attention_lab/{rel.as_posix()}"))
+    rows.append((ROOT / "pyproject.toml", "pyproject.toml"))
+    return rows
+
+
+def without_outputs(src: Path, dest: Path) -> None:
+    """Copy a notebook with its code cells' outputs and execution counts removed: a student's
+    exercise notebook starts as it will be handed in, with nothing run."""
+    import nbformat
+
+    nb = nbformat.read(src, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    nbformat.write(nb, dest)
+
+
 def build(dest: Path) -> None:
     """Write the bundle into the empty folder ``dest``."""
     import jinja2
 
     import attention_lab
 
-    (dest / "notebooks" / "exercises").mkdir(parents=True)
-    for name in LEVELS:
-        shutil.copy2(ROOT / "notebooks" / f"{name}.ipynb", dest / "notebooks")
-    for stem in NOTEBOOKS.values():
-        shutil.copy2(ROOT / "notebooks" / "exercises" / f"{stem}.ipynb",
-                     dest / "notebooks" / "exercises")
-    shutil.copytree(ROOT / "attention_lab", dest / "attention_lab",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".*"))
-    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    for src, rel in sources():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if rel.startswith("notebooks/exercises/"):
+            without_outputs(src, target)
+        else:
+            shutil.copy2(src, target)
     pins = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    (dest / "requirements.txt").write_text("\n".join(
-        ln for ln in pins if ln.split("==")[0].strip() not in NOT_FOR_STUDENTS) + "\n",
-        encoding="utf-8")
+    for name in PINS:
+        lines = (ROOT / name).read_text(encoding="utf-8").splitlines()
+        (dest / name).write_text("\n".join(
+            ln for ln in lines if ln.strip().lstrip("- ").split("==")[0].strip()
+            not in NOT_FOR_STUDENTS) + "\n", encoding="utf-8")
     torch_pin = next((ln.split("==")[1].strip() for ln in pins if ln.startswith("torch==")), "")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
@@ -179,6 +215,25 @@ def release(out: Path) -> list[Path]:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return sorted(p for p in out.rglob("*") if p.is_file())
+
+
+def digest() -> str:
+    """A hash of everything the bundle is made from (its files' paths and bytes, and the pins)."""
+    h = hashlib.sha256()
+    for src, rel in [*sources(), *((ROOT / name, name) for name in PINS)]:
+        h.update(rel.encode() + b"\0" + src.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def student_copy(cache: Path) -> Path:
+    """The student bundle of the current sources: ``cache/bundle-<digest>``, built by
+    :func:`release` on first use and reused while the sources stay the same. A changed source
+    gives a new folder, so a restarted JupyterHub never changes a bundle that running servers use
+    (old bundles are left for the site to delete). Raises :class:`ReleaseError` as ``release``."""
+    target = Path(cache) / f"bundle-{digest()[:16]}"
+    if not target.is_dir() or not any(target.iterdir()):
+        release(target)
+    return target
 
 
 def main(argv: list[str] | None = None) -> int:

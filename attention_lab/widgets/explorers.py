@@ -415,8 +415,10 @@ class MaskExplorer(Explorer):
     def describe(self):
         s = self.state
         w = plots.fmt_vec(s.weights) if s.weights is not None else s.error
+        after = (f"; masked after softmax: row sum {s.after_row_sum:.3f}" if s.after_softmax
+                 else "")  # the wrong order's sum only once shown: a task predicts it
         return (f"MaskExplorer: eligible {s.mask.astype(int).tolist()} -> weights {w}, row sum "
-                f"{num(s.row_sum)}; masked after softmax: row sum {s.after_row_sum:.3f}")
+                f"{num(s.row_sum)}{after}")
 
 
 # =============================================================================================

@@ -10,7 +10,7 @@
 # Six of the chapter's exercises on cost, interventions, audits and reproducibility (chapter
 # exercises 16, 17, 19, 20, 21 and 22). Four checks are computational; four answers are
 # written and recorded for your instructor, who grades them with the rubric the check shows
-# after your attempt.
+# once each field of your answer holds at least 12 words.
 #
 # Replace each `raise NotImplementedError` (or empty string) with your answer, run the cell,
 # then the check; `hint("4.1")` gives one more hint per run. Hand in with

@@ -522,6 +522,20 @@ _PROGRESS_JS = f"""
 }}
 """
 
+_TEXT_OUTPUTS_JS = f"""
+() => {{
+  const join = (t) => Array.isArray(t) ? t.join('') : (t || '');
+  const w = {_PANEL};
+  const found = [];
+  w.content.widgets.forEach((cell) => {{
+    if (cell.model.type !== 'code') return;
+    for (const o of cell.model.outputs.toJSON())
+      found.push(join(o.text) || join((o.data || {{}})['text/plain']));
+  }});
+  return found;
+}}
+"""
+
 _ERRORS_JS = f"""
 () => {{
   const w = {_PANEL};
@@ -631,3 +645,8 @@ class LabNotebook:
 
     def errors(self) -> list[str]:
         return self.page.evaluate(_ERRORS_JS)
+
+    def text_outputs(self) -> list[str]:
+        """The text of every output of the notebook's code cells (streams and text/plain), from
+        the notebook's model: JupyterLab renders only the cells near the viewport."""
+        return self.page.evaluate(_TEXT_OUTPUTS_JS)

@@ -51,7 +51,8 @@ def fixed_only(query, keys):
 
 ANSWERS = {"2.1": fixed_only, "2.2": [0.659, 0.242, 0.099],
            "2.3": {"derivation": HOSTILE, "consequence": "subtract the maximum"},
-           "2.4": lambda scores, temperature: (_ for _ in ()).throw(ValueError("oops")),
+           "2.4": (lambda scores, temperature: (_ for _ in ()).throw(ValueError("oops")),
+                   {"largest_weight": [0.539, 0.361, 0.276], "same_order": True}),
            "2.6": (masked_after_softmax, test_masked_softmax)}
 
 

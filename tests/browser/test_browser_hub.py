@@ -1,8 +1,11 @@
 """A class on JupyterHub: the example ``jupyterhub_config.py`` run with its proxy on 127.0.0.1, and
 three students at once, each in a browser of their own: log in, get a server (started at the same
-time), open 02_mechanics in JupyterLab, run it without an error, move a slider and see the figure
-repaint with the core's numbers. Afterwards the hub, the proxy, the students' servers and their
-kernels are all gone (also when the test fails).
+time), open 02_mechanics in JupyterLab, run it without an error (its answer cells ask for a
+prediction and show no answer), move a slider and see the figure repaint with the core's numbers;
+one student also runs an exercise notebook. Each student's home holds the student bundle
+(``python -m attention_lab release``) and nothing of the solutions, and their kernels run the
+bundle's package. Afterwards the hub, the proxy, the students' servers and their kernels are all
+gone (also when the test fails).
 
 The hub configuration for one machine is ``tests/browser/hub_config.py`` (a dummy login, servers
 under the current user: why, there). The proxy is npm's ``configurable-http-proxy`` (.ci/run
@@ -23,11 +26,14 @@ from pathlib import Path
 import pytest
 
 import harness as H
+from attention_lab.grading import release
+from attention_lab.predict import PROMPT
 
 pytestmark = pytest.mark.hub
 
 USERS = ("ada", "bob", "cy")
 NOTEBOOK = "notebooks/02_mechanics.ipynb"  # in each student's home
+EXERCISES = "notebooks/exercises/02_mechanics_exercises.ipynb"
 
 
 def proxy_command() -> str | None:
@@ -85,7 +91,8 @@ def hub(tmp_path_factory):
            "ATTENTION_LAB_HUB_USERS": ",".join(USERS), "ATTENTION_LAB_HUB_PORT": str(port),
            "ATTENTION_LAB_HUB_API_PORT": str(H.free_port()),
            "ATTENTION_LAB_HUB_PROXY_API_PORT": str(H.free_port()),
-           "ATTENTION_LAB_HUB_PROXY": proxy_command()}
+           "ATTENTION_LAB_HUB_PROXY": proxy_command(),
+           "ATTENTION_LAB_BUNDLES": str(work / "bundles")}
     cmd = [sys.executable, "-m", "jupyterhub", "-f", str(Path(__file__).with_name("hub_config.py"))]
     server = H.Server("JupyterHub", cmd, port=port, token="", env=env, cwd=work,
                       log=work / "hub.log", timeout=120,
@@ -136,6 +143,9 @@ def test_three_students_run_the_mechanics_notebook_on_the_hub(chromium, hub):
         for user, nb in notebooks.items():
             progress = nb.wait_run(timeout=240)
             assert progress["pending"] == 0 and nb.errors() == [], f"{user}: {progress}"
+            shown = nb.text_outputs()
+            assert sum(PROMPT in text for text in shown) == 7, f"{user}: {shown}"
+            assert not any("the answer is" in text for text in shown)
         phases["02_mechanics run"] = time.monotonic() - t0
         for user, (_, page) in students.items():
             root = page.locator(".al-explorer-temperature").first
@@ -146,12 +156,28 @@ def test_three_students_run_the_mechanics_notebook_on_the_hub(chromium, hub):
             driver.check_drawn(min_width=400)
             driver.press("temperature", "ArrowRight", 2)  # the figure repaints, numbers right
         phases["slider moved, figure repainted"] = time.monotonic() - t0
-        # each student has their own copy of the notebooks and their own server process
+        exercises = labs["bob"].open(EXERCISES, timeout=120)
+        progress = exercises.run_all(timeout=240)
+        assert progress["pending"] == 0 and exercises.errors() == [], progress
+        checked = " ".join(exercises.text_outputs())
+        assert checked.count("not attempted") >= 7, checked  # every check ran, nothing answered
+        phases["exercise notebook run"] = time.monotonic() - t0
+        # each student has their own copy of the bundle's notebooks and their own server, whose
+        # kernels import the bundle's package
         work = Path(hub.env["ATTENTION_LAB_HUB_WORK"])
+        blocks = release.answer_blocks()
         for user in USERS:
-            assert (work / "home" / user / NOTEBOOK).is_file()
-        servers = [p for p in map(_cmdline, hub.descendants()) if "jupyterhub.singleuser" in p]
+            home = work / "home" / user
+            assert (home / NOTEBOOK).is_file() and (home / EXERCISES).is_file()
+            assert not [p for p in home.rglob("*") if "solution" in p.name.lower()], user
+            assert release.leaks(home, blocks) == [], user
+        handed = json.loads((work / "home" / "cy" / EXERCISES).read_text())
+        assert all(c.get("outputs", []) == [] for c in handed["cells"])  # cy has not run it
+        bundles = list((work / "bundles").iterdir())
+        assert len(bundles) == 1, bundles
+        servers = [p for p in hub.descendants() if "jupyterhub.singleuser" in _cmdline(p)]
         assert len(servers) == len(USERS), servers
+        assert {_environ(p).get("PYTHONPATH") for p in servers} == {str(bundles[0])}
         assert hub.listening() == {"127.0.0.1"}
     finally:
         for context, _ in students.values():
@@ -167,3 +193,12 @@ def _cmdline(pid: int) -> str:
         return " ".join(psutil.Process(pid).cmdline())
     except psutil.Error:
         return ""
+
+
+def _environ(pid: int) -> dict:
+    import psutil
+
+    try:
+        return psutil.Process(pid).environ()
+    except psutil.Error:
+        return {}

@@ -110,3 +110,111 @@ def test_release_refuses_a_used_folder_and_stale_student_notebooks(tmp_path, mon
     assert release.main([str(tmp_path / "new")]) == 2
     assert "authoring build --execute" in capsys.readouterr().err
     assert not (tmp_path / "new").exists()
+
+
+def test_exercise_notebooks_are_handed_out_unrun_and_level_notebooks_as_checked(bundle):
+    """An exercise notebook starts with nothing run (no outputs, no execution counts); a level
+    notebook is the checkout's, whose stored outputs hold no answers
+    (tests/test_notebooks_spoilers.py)."""
+    for stem in release.NOTEBOOKS.values():
+        nb = json.loads((bundle / "notebooks" / "exercises" / f"{stem}.ipynb").read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+        checked = json.loads((EXERCISES / f"{stem}.ipynb").read_text())
+        assert [c["source"] for c in nb["cells"]] == [c["source"] for c in checked["cells"]]
+        assert nb["metadata"]["attention_lab"] == checked["metadata"]["attention_lab"]
+    for name in release.LEVELS:
+        assert (bundle / "notebooks" / f"{name}.ipynb").read_bytes() == (
+            ROOT / "notebooks" / f"{name}.ipynb").read_bytes()
+
+
+def test_the_student_copy_is_built_once_per_version_of_the_sources(tmp_path, monkeypatch):
+    built = []
+    real = release.release
+    monkeypatch.setattr(release, "release", lambda out: built.append(out) or real(out))
+    first = release.student_copy(tmp_path / "cache")
+    assert first.parent == tmp_path / "cache" and first.name == f"bundle-{release.digest()[:16]}"
+    assert (first / "notebooks" / "exercises" / "02_mechanics_exercises.ipynb").is_file()
+    assert release.student_copy(tmp_path / "cache") == first and built == [first]
+    # a changed source: a new bundle beside the old one, which stays as it was
+    monkeypatch.setattr(release, "digest", lambda: "f" * 64)
+    second = release.student_copy(tmp_path / "cache")
+    assert second != first and built == [first, second] and (first / "README.md").is_file()
+
+
+def test_the_digest_follows_every_source(monkeypatch, tmp_path):
+    before = release.digest()
+    assert before == release.digest()
+    rows = release.sources()
+    assert {rel for _, rel in rows} >= {"notebooks/01_intuition.ipynb", "pyproject.toml",
+                                        "attention_lab/predict.py",
+                                        "notebooks/exercises/04_research_exercises.ipynb"}
+    assert not [rel for _, rel in rows if "__pycache__" in rel or "solution" in rel]
+    changed = tmp_path / "predict.py"
+    changed.write_text("# changed\n")
+    monkeypatch.setattr(release, "sources", lambda: [
+        (changed if rel == "attention_lab/predict.py" else src, rel) for src, rel in rows])
+    assert release.digest() != before
+
+
+def test_the_bundle_pins_what_the_checkout_pins_for_pip_and_for_repo2docker(bundle):
+    """A JupyterHub image is built from the bundle (repo2docker reads its environment.yml), not
+    from the repository, which holds the solutions: both pin files keep every pin but the test
+    tools, and agree."""
+    def pins(text):
+        return {ln.strip().lstrip("- ") for ln in text.splitlines()
+                if "==" in ln and not ln.strip().startswith("#")}
+
+    req, env = (pins((bundle / n).read_text()) for n in ("requirements.txt", "environment.yml"))
+    assert req == env and "torch==2.13.0" in env and "jupyterhub==5.4.6" in env
+    assert not [p for p in env if p.split("==")[0] in release.NOT_FOR_STUDENTS]
+    assert pins((ROOT / "environment.yml").read_text()) - env == {
+        p for p in pins((ROOT / "environment.yml").read_text())
+        if p.split("==")[0] in release.NOT_FOR_STUDENTS}
+    assert "- -e ." in (bundle / "environment.yml").read_text()
+
+
+def _load_hub_config(monkeypatch, bundles: Path):
+    """jupyterhub_config.py loaded as JupyterHub loads it (``get_config`` in its namespace)."""
+    from traitlets.config import Config
+
+    config = Config()
+    monkeypatch.setenv("ATTENTION_LAB_BUNDLES", str(bundles))
+    ns = {"get_config": lambda: config, "__file__": str(ROOT / "jupyterhub_config.py")}
+    exec(compile((ROOT / "jupyterhub_config.py").read_text(), "jupyterhub_config.py", "exec"), ns)
+    return config, ns
+
+
+def test_the_hub_hands_each_student_the_bundle_and_runs_the_bundles_package(tmp_path,
+                                                                            monkeypatch):
+    config, ns = _load_hub_config(monkeypatch, tmp_path / "bundles")
+    bundle = ns["BUNDLE"]
+    assert bundle.parent == tmp_path / "bundles" and (bundle / "attention_lab").is_dir()
+    assert config.Spawner.environment["PYTHONPATH"] == str(bundle)
+
+    class Spawner:  # what the hook reads of JupyterHub's spawner
+        home_dir = str(tmp_path / "home" / "ada")
+        user = type("User", (), {"name": "ada"})
+
+    config.Spawner.pre_spawn_hook(Spawner)
+    home = tmp_path / "home" / "ada"
+    got = sorted(p.relative_to(home).as_posix() for p in home.rglob("*") if p.is_file())
+    assert got == sorted(p.relative_to(bundle).as_posix()
+                         for p in (bundle / "notebooks").rglob("*") if p.is_file())
+    assert release.leaks(home, release.answer_blocks()) == []
+    mine = home / "notebooks" / "02_mechanics.ipynb"
+    mine.write_text("my work")
+    config.Spawner.pre_spawn_hook(Spawner)  # a later start keeps what the student did
+    assert mine.read_text() == "my work"
+
+
+def test_the_hub_refuses_to_start_with_a_bundle_it_cannot_build(tmp_path, monkeypatch):
+    def stale():
+        raise release.ReleaseError("notebooks/exercises/x.py is not what its solution gives")
+
+    monkeypatch.setattr(release, "check_sources", stale)
+    with pytest.raises(SystemExit) as exc:
+        _load_hub_config(monkeypatch, tmp_path / "bundles")
+    assert str(exc.value) == ("attention-lab: cannot build the student bundle: "
+                              "notebooks/exercises/x.py is not what its solution gives")
+    assert not (tmp_path / "bundles").exists() or not any((tmp_path / "bundles").iterdir())

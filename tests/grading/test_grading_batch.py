@@ -279,7 +279,7 @@ def test_wrong_notebook_fails_with_reasons(graded):
     assert ex["2.1"]["status"] == "fail" and "sqrt(D_k)" in ex["2.1"]["message"]
     assert ex["2.6"]["status"] == "fail" and "without renormalising" in ex["2.6"]["message"]
     assert ex["2.4"]["status"] == "error" and "raised SyntaxError" in ex["2.4"]["message"]
-    assert "defines `softmax_temperature`" in ex["2.4"]["message"]
+    assert "defines `softmax_temperature" in ex["2.4"]["message"]
     assert ex["2.5"]["status"] == "not_attempted" and ex["2.3"]["status"] == "not_attempted"
     assert graded["subs"]["wrong.ipynb"]["total"] == 0
 

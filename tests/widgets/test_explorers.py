@@ -352,3 +352,14 @@ def test_fast_canvas_sends_the_same_pixels_as_ipympl():
     canvas._png_is_old = canvas._force_full = True
     stock = np.asarray(Image.open(io.BytesIO(Canvas.get_diff_image(canvas))))
     assert np.array_equal(ours, stock)
+
+
+def test_the_mask_explorer_names_the_wrong_order_sum_only_once_shown(explorers):
+    """Its first task asks for a prediction of that sum: the stored text of a displayed
+    explorer (and the text a screen reader gets) must not give it before the box is ticked."""
+    e = explorers["mask"]
+    e.reset()
+    assert "after softmax" not in e.describe() and "0.684" not in e.describe()
+    e.controls["after_softmax"].value = True
+    assert e.describe().endswith("masked after softmax: row sum 0.684")
+    e.reset()

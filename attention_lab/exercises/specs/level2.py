@@ -15,14 +15,14 @@ from ...masks import local_mask, padding_mask
 from ...scores import dot_scores
 from ...softmax import softmax
 from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_bool, as_tuple, check_weights, close,
-                       describe_type, diagnose, expect_shape, fmt, numeric, rand, softmax_axis,
-                       to_array, value_mismatch)
+                       describe_type, diagnose, diagnosis, expect_shape, fmt, numeric, rand,
+                       softmax_axis, to_array, value_mismatch)
 
 _RX = running_example()
 
 
 def softmax64(scores, temperature=1.0, **kw):
-    """The reference softmax in float64 (the cases hold float16 and float32 scores too)."""
+    """The reference softmax in float64 (the cases hold float32 scores too)."""
     return softmax(np.asarray(scores, dtype=np.float64), temperature=temperature, **kw)
 
 
@@ -120,6 +120,69 @@ class ByHand(Spec):
 
 # ---------------------------------------------------------------- 2.4 temperature
 class Temperature(Spec):
+    """``softmax_temperature(scores, temperature)`` on fixed and random cases; then the declared
+    ``temperature_comparison``, the student's record of chapter exercise 5: the largest weight
+    of the chapter's dot scores at the temperatures 0.5, 1 and 2, and whether the order of the
+    positions stays the same."""
+
+    COMPARED = (0.5, 1.0, 2.0)
+    KEYS = ("largest_weight", "same_order")
+
+    def judge_declared(self):
+        comp = self.declared.get("temperature_comparison")
+        if comp is Ellipsis or comp is None:
+            return "fail", ("temperature_comparison is still `...`: record your comparison of "
+                            "the temperatures 0.5, 1 and 2 in it")
+        if not isinstance(comp, dict) or sorted(comp) != sorted(self.KEYS):
+            return "fail", (f"temperature_comparison is {describe_type(comp)}"
+                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
+                            + "; write a dict with the keys 'largest_weight' (three numbers) "
+                              "and 'same_order' (True or False)")
+        if comp["largest_weight"] is Ellipsis or comp["same_order"] is Ellipsis:
+            missing = [k for k in self.KEYS if comp[k] is Ellipsis]
+            return "fail", f"temperature_comparison: {', '.join(missing)} is still `...`"
+        try:
+            largest = numeric(to_array(comp["largest_weight"], "largest_weight"),
+                              "largest_weight").astype(np.float64)
+        except Reject as r:
+            return "fail", f"temperature_comparison: {r}"
+        if largest.shape != (3,):
+            return "fail", (f"temperature_comparison: largest_weight has shape "
+                            f"{tuple(largest.shape)}; write three numbers, the largest weight at "
+                            f"the temperatures 0.5, 1 and 2 in that order")
+        scores = _RX.keys @ _RX.query
+        ref = np.array([softmax64(scores, t).max() for t in self.COMPARED])
+        near = np.abs(largest - ref) <= 5e-3
+        if not near.all():
+            if np.all(np.abs(largest - ref[::-1]) <= 5e-3):
+                return "fail", ("temperature_comparison: largest_weight is in reverse order; list "
+                                "the temperatures as 0.5, 1, 2")
+            i = int(np.flatnonzero(~near)[0])
+            return "fail", (f"temperature_comparison: largest_weight[{i}] = {largest[i]:.3f} is "
+                            f"not the largest weight at temperature {self.COMPARED[i]:g}: compute "
+                            f"it with your softmax_temperature on the chapter's dot scores")
+        same = comp["same_order"]
+        if not isinstance(same, (bool, np.bool_)):
+            return "fail", (f"temperature_comparison: same_order is {describe_type(same)}; "
+                            f"write True or False")
+        if not same:
+            return "fail", ("temperature_comparison: same_order is False, but compare the orders "
+                            "again: dividing every score by one positive number keeps their "
+                            "order, so the positions come in the same order of weight at every "
+                            "temperature")
+        return None
+
+    def on_pass(self, cases, outputs):
+        comp = self.declared.get("temperature_comparison")
+        if not isinstance(comp, dict) or "largest_weight" not in comp:
+            return ""
+        try:
+            shown = fmt(np.asarray(comp["largest_weight"], dtype=np.float64))
+        except (TypeError, ValueError):
+            return ""
+        return (f"Your comparison: the largest weight is {shown} at the temperatures 0.5, 1 and 2, "
+                f"and the order of the positions stays the same.")
+
     def fixed(self):
         s = _RX.keys @ _RX.query
         return [
@@ -210,16 +273,17 @@ class PaddingMask(Spec):
         if np.array_equal(arr, ref):
             return
         pos = np.arange(S)
-        if np.array_equal(arr, ~ref):
-            raise Reject("your mask is inverted: True marks padding here, but the convention is "
-                         "True = eligible (PyTorch's key_padding_mask is the opposite; convert "
-                         "with ~)")
-        if np.array_equal(arr, pos <= L[:, None]):
-            raise Reject("one position too many is eligible: a sequence of length n has the real "
-                         "positions 1..n, which are the columns 0..n-1 (column < length)")
-        if np.array_equal(arr, pos < (L[:, None] - 1)):
-            raise Reject("the last real position of each sequence is masked: a sequence of length "
-                         "n has the real positions 1..n, the columns 0..n-1 (column < length)")
+        diagnosis([why for wrong, why in [
+            (~ref, "your mask is inverted: True marks padding here, but the convention is True = "
+                   "eligible (that of SDPA's attn_mask; nn.MultiheadAttention's key_padding_mask "
+                   "is the opposite: convert with ~)"),
+            (pos <= L[:, None], "one position too many is eligible: a sequence of length n has "
+                                "the real positions 1..n, which are the columns 0..n-1 (column < "
+                                "length)"),
+            (pos < (L[:, None] - 1), "the last real position of each sequence is masked: a "
+                                     "sequence of length n has the real positions 1..n, the "
+                                     "columns 0..n-1 (column < length)"),
+        ] if np.array_equal(arr, wrong)])
         b = int(np.argwhere((arr != ref).any(axis=1))[0][0])
         raise Reject(f"row {b + 1} (length {int(L[b])}) is wrong: yours {fmt(arr[b])}")
 
@@ -297,9 +361,8 @@ class MaskedSoftmax(Spec):
                  self.NAMES),
             Case("scores (2, 3, 4) with a mask (2, 1, 4) that broadcasts over the queries",
                  (s3, m3), self.NAMES),
-            Case("float16 eligible scores far below zero, [-20 -19 -18], beside a masked key",
-                 (np.array([-20.0, -19.0, -18.0, 0.5], dtype=np.float16), far), self.NAMES,
-                 data={"far": True}),
+            Case("float32 scores: the chapter's five, keys 4 and 5 masked",
+                 (s.astype(np.float32), _RX.valid.copy()), self.NAMES),
             Case("float64 eligible scores around -1e4 beside a masked key",
                  (np.array([-1e4, -1e4 + 1, -1e4 + 2, 3.0]), far), self.NAMES,
                  data={"far": True}),

@@ -5,6 +5,7 @@ bilinear attention, 3.4 additive attention, 3.5 batched cross-attention on the r
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -324,6 +325,9 @@ class DotBilinear(Spec):
 
 
 # ---------------------------------------------------------------- 3.4 additive
+TRANSPOSE_NOTE = " (with any other widths that product raises a shape error)"
+
+
 class Additive(Spec):
     n_random = 2
     NAMES = ("q", "keys", "values", "W_q", "W_k", "v")
@@ -333,6 +337,8 @@ class Additive(Spec):
         r = lambda *s: np.round(rng.normal(size=s), 2)  # noqa: E731
         ex = additive_example(19)
         return [
+            Case("every width 3: D_q = D_k = A = 3, so W_q and W_k are square",
+                 (r(3), r(4, 3), r(4, 2), r(3, 3), r(3, 3), r(3)), self.NAMES),
             Case("equal widths D_q = D_k = 3, alignment width A = 4",
                  (r(3), r(5, 3), r(5, 3), r(4, 3), r(4, 3), r(4)), self.NAMES),
             Case("the chapter's example: D_q = 4, D_k = 6, A = 5 (default_rng(19))",
@@ -365,11 +371,23 @@ class Additive(Spec):
             check_weights(warr, ref_w, what="your weights")
         except Reject as r:
             if warr.shape == ref_w.shape and warr.dtype.kind == "f":
+                square_k, square_q = Wk.shape[0] == Wk.shape[1], Wq.shape[0] == Wq.shape[1]
                 why = diagnose(case, warr, [
                     (lambda c: softmax64(np.tanh(K @ Wq.T + Wk @ q) @ v)
                      if Wq.shape == Wk.shape and q.shape[0] == K.shape[1] else None,
                      "your scores match the two matrices swapped: the query goes through W_q "
                      "(width D_q) and each key through W_k (width D_k)"),
+                    (lambda c: softmax64(np.tanh(K @ Wk + Wq @ q) @ v) if square_k else None,
+                     f"your scores match keys @ W_k, with W_k not transposed: W_k is (A, D_k), so "
+                     f"the projected keys are keys @ W_k.T, shape (S, A){TRANSPOSE_NOTE}"),
+                    (lambda c: softmax64(np.tanh(K @ Wk.T + q @ Wq) @ v) if square_q else None,
+                     f"your scores match q @ W_q, which multiplies by W_q transposed: W_q is "
+                     f"(A, D_q), so the projected query is W_q @ q, shape (A,){TRANSPOSE_NOTE}"),
+                    (lambda c: softmax64(np.tanh(K @ Wk + q @ Wq) @ v)
+                     if square_k and square_q else None,
+                     f"your scores match keys @ W_k and q @ W_q: both matrices are used "
+                     f"transposed; the projections are keys @ W_k.T (S, A) and W_q @ q (A,)"
+                     f"{TRANSPOSE_NOTE}"),
                     (lambda c: softmax64((K @ Wk.T + Wq @ q) @ v),
                      "your scores leave out the tanh: e_i = v . tanh(W_q q + W_k k_i)"),
                     (lambda c: softmax64(np.tanh((K @ Wk.T + Wq @ q) @ v)),
@@ -379,9 +397,20 @@ class Additive(Spec):
             raise
         check_values(c, ref_c, "your context", "one entry per value coordinate, D_v")
 
+    def raise_note(self, case, raised):
+        """A matrix product of mismatched shapes: which shapes the projections need."""
+        if not re.search(r"matmul|aligned|shape|mismatch|size", raised.get("message", "")):
+            return ""
+        q, K, V, Wq, Wk, v = case.args
+        return (f"a matrix product got shapes that do not fit: here q is {q.shape}, keys "
+                f"{K.shape}, W_q {Wq.shape} = (A, D_q) and W_k {Wk.shape} = (A, D_k), so the "
+                f"query is projected with W_q @ q and the keys with keys @ W_k.T; keys @ W_k or "
+                f"q @ W_q uses the matrix untransposed")
+
     def on_pass(self, cases, outputs):
+        chapter = next(i for i, c in enumerate(cases) if c.note.startswith("the chapter's"))
         return (f"On the chapter's example (query width 4, key width 6) your weights are "
-                f"{fmt(np.asarray(outputs[1][0]))}.")
+                f"{fmt(np.asarray(outputs[chapter][0]))}.")
 
 
 # ---------------------------------------------------------------- 3.5 batched, right axis
@@ -394,6 +423,8 @@ class Batched(Spec):
         n = ("Q", "K", "V")
         return [
             Case("one query: B=1, T=1, S=3", (r(1, 1, 2), r(1, 3, 2), r(1, 3, 3)), n),
+            Case("every axis a different size: B=2 sequences of T=1 query, S=3 keys",
+                 (r(2, 1, 2), r(2, 3, 2), r(2, 3, 2)), n),
             Case("the chapter's shapes: B=2, T=3, S=5, D_k=4, D_v=6", (r(2, 3, 4), r(2, 5, 4),
                                                                        r(2, 5, 6)), n),
             Case("T = S = 4: a square score matrix, where a wrong axis keeps the shape",

@@ -11,8 +11,9 @@
 # masks (chapter exercises 2, 3, 4, 5, 9, 10 and 15). Each exercise has an answer cell and a
 # check cell. A check says **pass**, **fail** (with the reason and the smallest input that goes
 # wrong) or **not attempted**; `hint("2.4")` gives one more hint per run; `status()` at the end
-# lists where you stand. Exercise 4 is a written answer: it is recorded for your instructor and
-# the check shows a rubric to compare against.
+# lists where you stand. Exercise 4 is a written answer: it is recorded for your instructor, and
+# once each field holds an answer of at least 12 words the check shows the rubric to compare
+# it with.
 #
 # Positions are numbered 1..S, as in the level notebooks: position `j` is row `j - 1` of an
 # array. Replace each `raise NotImplementedError` (or `...`, or empty string) with your answer,
@@ -102,7 +103,7 @@ shift_invariance = {
 check("2.3", shift_invariance)
 
 # %% [markdown]
-# ## Exercise 5 (check 2.4): temperature
+# ## Exercise 5 (check 2.4): temperature, and the comparison of 0.5, 1 and 2
 #
 # Write `softmax_temperature(scores, temperature)`: the softmax of `scores / temperature`
 # over the last axis, for a vector `(S,)` or rows `(..., S)`.
@@ -118,24 +119,33 @@ def softmax_temperature(scores, temperature):
     # END SOLUTION
 
 
-# %%
-check("2.4", softmax_temperature)
-
 # %% [markdown]
 # Now compare. Use your function on the chapter's dot scores `chapter_scores` at the
 # temperatures 0.5, 1 and 2: print the weights, the largest weight and the order of the
-# positions from the largest weight down. What changes with the temperature, and what does not?
+# positions from the largest weight down. Then record what you found in
+# `temperature_comparison`: the largest weight at each temperature (three numbers, rounded to
+# three decimals) and whether the order of the positions is the same at all three. The check
+# tests your function and your comparison together.
 
 # %%
 chapter_scores = np.dot(ex.keys, ex.query)  # one dot product per key, as in exercise 2
 # BEGIN SOLUTION
 #> # your comparison: for each temperature 0.5, 1 and 2, the weights, the largest weight and the order
+#>
+#> temperature_comparison = {
+#>     "largest_weight": ...,  # [at 0.5, at 1, at 2]
+#>     "same_order": ...,      # True or False
+#> }
 for temperature in (0.5, 1.0, 2.0):
     w = softmax_temperature(chapter_scores, temperature)
     order = np.argsort(-w) + 1  # positions 1..S, largest weight first
     print(f"temperature {temperature}: weights {np.round(w, 3)}, largest {w.max():.3f}, "
           f"order of the positions {order}")
+temperature_comparison = {"largest_weight": [0.539, 0.361, 0.276], "same_order": True}
 # END SOLUTION
+
+# %%
+check("2.4", (softmax_temperature, temperature_comparison))
 
 # %% [markdown]
 # <!-- BEGIN SOLUTION -->
@@ -168,15 +178,18 @@ check("2.5", padding_mask)
 # %% [markdown]
 # ## Exercise 10 (check 2.6): test that masked keys receive exactly zero weight
 #
-# Two parts. First the implementation: `masked_softmax(scores, mask)`, where `scores` has shape
-# `(..., S)` and `mask` is boolean and broadcasts to it (True = eligible). Masked keys must get
-# weight **exactly** 0 and each row's eligible weights must sum to 1. Every row has at least one
-# eligible key (exercise 11 in level 3 deals with rows that have none).
+# Two parts. First the implementation: `masked_softmax(scores, mask)`, where `scores` is a
+# float64 or float32 array of shape `(..., S)` and `mask` is boolean and broadcasts to it
+# (True = eligible). Masked keys must get weight **exactly** 0 and each row's eligible weights
+# must sum to 1. Every row has at least one eligible key (exercise 11 in level 3 deals with rows
+# that have none, and with float16). A fill far below every score gives exactly 0: `-np.inf`
+# always, `-1e9` for these scores too (its exponential underflows to 0); a fill of `-30` does
+# not.
 #
 # Then the test: `test_masked_softmax(masked_softmax)` receives *an* implementation and returns
 # `True` when it gives masked keys exactly zero weight and makes every row sum to 1, `False`
 # otherwise. Choose your own scores and mask. The check runs your test on correct
-# implementations and on broken ones (weights zeroed after the softmax, a finite fill, ...): it
+# implementations and on broken ones (weights zeroed after the softmax, a fill of -30, ...): it
 # must tell them apart.
 
 # %%

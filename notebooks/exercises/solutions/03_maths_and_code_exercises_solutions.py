@@ -56,7 +56,8 @@ check("3.1", stable_softmax)
 #
 # `softmax([-inf, -inf, ...])` is undefined: a row whose keys are all masked needs a *declared*
 # policy. Three are common: `"zeros"` (all-zero weights and a zero context, what PyTorch's
-# `scaled_dot_product_attention` returns), `"nan"` (NaN weights, so that the caller notices) and
+# `scaled_dot_product_attention` returns from PyTorch 2.5 on; earlier versions return NaN),
+# `"nan"` (NaN weights, so that the caller notices) and
 # `"raise"` (a `ValueError`). A finite fill such as `-1e9` is not a policy: it spreads the weight
 # uniformly over keys that must get none, and in float16 it is not even representable.
 #
