@@ -23,17 +23,17 @@ from ..exercises.judging import Case, cases_for
 from ..exercises.registry import Exercise
 
 
-def tests_an_impl(case: Case) -> bool:
+def hands_an_impl(case: Case) -> bool:
     return any(isinstance(a, Impl) for a in case.args)
 
 
 def run_cases(ex: Exercise, seed: int) -> list[Case]:
     """The cases of ``ex`` for a run with ``seed``, in the order the grader asks them."""
     cases = cases_for(ex, seed)
-    own = [c for c in cases if not tests_an_impl(c)]
-    handed = [c for c in cases if tests_an_impl(c)]
+    own = [c for c in cases if not hands_an_impl(c)]
+    handed = [c for c in cases if hands_an_impl(c)]
     order = np.random.default_rng([seed, zlib.crc32(ex.id.encode()), 7]).permutation(len(handed))
     return own + [handed[i] for i in order]
 
 
-__all__ = ["run_cases", "tests_an_impl"]
+__all__ = ["run_cases", "hands_an_impl"]

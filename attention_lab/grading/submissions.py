@@ -12,7 +12,7 @@ and content hashes). Everything here treats the folder and the bytes as untruste
 * what the grader does with a file's bytes is linear in their size and bounded: more than
   ``MAX_FILE_BYTES``, more than ``MAX_JSON_ITEMS`` JSON items (counted in the bytes before any
   parsing, so that parsing holds at most about 100 bytes per item), more than ``MAX_CELLS``
-  cells or more than ``MAX_CODE_BYTES`` of code gives :class:`TooLarge` (a ``too_large`` row);
+  cells or more than ``MAX_SOURCE_BYTES`` of cell source gives :class:`TooLarge` (a ``too_large`` row);
 * a file that is not a notebook gets :class:`Unreadable` with a one-line reason, never an
   exception from a parser.
 """
@@ -30,7 +30,7 @@ SUBMISSION_FORMAT = "attention-lab-submission"
 MAX_FILE_BYTES = 50 * 2 ** 20
 MAX_JSON_ITEMS = 1_000_000  # commas and brackets: an upper bound of the values JSON would hold
 MAX_CELLS = 5_000
-MAX_CODE_BYTES = 2 * 2 ** 20
+MAX_SOURCE_BYTES = 2 * 2 ** 20
 SUFFIXES = (".ipynb", ".submission.json")
 SKIPPED_FOLDERS = ("__pycache__", ".ipynb_checkpoints")
 
@@ -214,7 +214,7 @@ def peek(name: str, data: bytes | None) -> dict:
 
 
 def _within_bounds(cells: list) -> None:
-    """Raise :class:`TooLarge` for more than ``MAX_CELLS`` cells or ``MAX_CODE_BYTES`` of code."""
+    """Raise :class:`TooLarge` for more than ``MAX_CELLS`` cells or ``MAX_SOURCE_BYTES`` of code."""
     if len(cells) > MAX_CELLS:
         raise TooLarge(f"{len(cells):,} cells, more than the {MAX_CELLS:,} the grader runs: too "
                        f"large to grade (remove the empty cells and hand it in again)")
@@ -222,9 +222,9 @@ def _within_bounds(cells: list) -> None:
     for cell in cells:
         src = cell.get("source", "") if isinstance(cell, dict) else ""
         code += sum(map(len, src)) if isinstance(src, list) else len(str(src))
-    if code > MAX_CODE_BYTES:
+    if code > MAX_SOURCE_BYTES:
         raise TooLarge(f"{code:,} characters of cell source, more than the "
-                       f"{MAX_CODE_BYTES:,} the grader reads: too large to grade")
+                       f"{MAX_SOURCE_BYTES:,} the grader reads: too large to grade")
 
 
 def parse_submission(name: str, data: bytes):

@@ -648,11 +648,7 @@ def test_every_test_the_threat_model_names_exists():
     readme = (ROOT / "README.md").read_text()
     model = readme[readme.index("### How grading works, and the threat model"):
                    readme.index("### Benchmark\n")]
-    named = set(re.findall(r"\b(test_[a-z0-9_]+)\b", model)) - {"test_grading_batch",
-                                                                 "test_grading_isolation",
-                                                                 "test_grading_sandbox",
-                                                                 "test_grading_runner",
-                                                                 "test_exercises_checks"}
+    named = set(re.findall(r"\b(test_[a-z0-9_]+)\b(?!\.py)", model))  # not the modules
     defined = {m for f in (ROOT / "tests").rglob("test_*.py")
                for m in re.findall(r"^def (test_[a-z0-9_]+)", f.read_text(), re.MULTILINE)}
     assert len(named) >= 20 and named <= defined, sorted(named - defined)
