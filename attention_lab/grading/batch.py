@@ -25,7 +25,8 @@ How a submission is graded (:mod:`.runner` runs it, :mod:`.sandbox` confines it)
   ``attention_lab.exercises`` inside the notebook changes nothing.
 
 Statuses per exercise: ``pass | fail | error | not_attempted | timeout | unreadable |
-too_large | needs_instructor``. The batch never aborts: one bad notebook only ever affects its own row.
+too_large | needs_instructor``. The batch never aborts: one bad notebook only ever affects its
+own row.
 The command exits 0 when the report is written, 2 for a bad folder or argument.
 
 The steps, in order: :func:`.submissions.discover` the files and

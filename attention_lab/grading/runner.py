@@ -158,7 +158,8 @@ def _harness_source(config: dict, first: bool) -> str:
 #: (blank) lines it has.
 _DEFINES = re.compile(r"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+(\w+)|(\w+)[ \t]*(?::[^=\n]*)?=(?!=)"
                       r"|(?:from[ \t]+\S+[ \t]+)?import[ \t]+([^#\n]*))", re.MULTILINE)
-_IMPORTED = re.compile(r"(?:[\w.]+[ \t]+as[ \t]+(\w+)|(?<![\w.])([A-Za-z_]\w*)(?![\w.]))(?:[ \t]*,|[ \t]*$)")
+_IMPORTED = re.compile(r"(?:[\w.]+[ \t]+as[ \t]+(\w+)|(?<![\w.])([A-Za-z_]\w*)(?![\w.]))"
+                       r"(?:[ \t]*,|[ \t]*$)")
 
 
 def names_defined(source: str) -> set[str]:

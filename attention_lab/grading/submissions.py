@@ -12,7 +12,8 @@ and content hashes). Everything here treats the folder and the bytes as untruste
 * what the grader does with a file's bytes is linear in their size and bounded: more than
   ``MAX_FILE_BYTES``, more than ``MAX_JSON_ITEMS`` JSON items (counted in the bytes before any
   parsing, so that parsing holds at most about 100 bytes per item), more than ``MAX_CELLS``
-  cells or more than ``MAX_SOURCE_BYTES`` of cell source gives :class:`TooLarge` (a ``too_large`` row);
+  cells or more than ``MAX_SOURCE_BYTES`` of cell source gives :class:`TooLarge` (a
+  ``too_large`` row);
 * a file that is not a notebook gets :class:`Unreadable` with a one-line reason, never an
   exception from a parser.
 """
@@ -214,7 +215,8 @@ def peek(name: str, data: bytes | None) -> dict:
 
 
 def _within_bounds(cells: list) -> None:
-    """Raise :class:`TooLarge` for more than ``MAX_CELLS`` cells or ``MAX_SOURCE_BYTES`` of code."""
+    """Raise :class:`TooLarge` for more than ``MAX_CELLS`` cells or ``MAX_SOURCE_BYTES`` of
+    cell source."""
     if len(cells) > MAX_CELLS:
         raise TooLarge(f"{len(cells):,} cells, more than the {MAX_CELLS:,} the grader runs: too "
                        f"large to grade (remove the empty cells and hand it in again)")

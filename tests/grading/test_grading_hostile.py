@@ -217,7 +217,8 @@ def forge(user_ns, config, mod):
                         args = tuple(mod.decode(a) for a in inp["args"])
                         calls.append(mod.call(fns[inp["fn"]], args, 5))
                 values = {{str(i): mod.encode(f) for i, f in enumerate(fns) if not callable(f)}}
-                record = {{"kind": "calls", "calls": calls, **({{"values": values}} if values else {{}})}}
+                record = {{"kind": "calls", "calls": calls,
+                           **({{"values": values}} if values else {{}})}}
                 out.write(json.dumps({{"event": "done", "id": ex["id"], "record": record}}) + "\\n")
         return
     link = mod._Link(config["channel"])  # this grader's channel: speak its protocol
@@ -229,7 +230,8 @@ def forge(user_ns, config, mod):
             ex = msg["look"]
             current = ex["id"]
             objs = [user_ns.get(n, mod.MISSING) for n in ex["names"]]
-            obj = mod.MISSING if mod.MISSING in objs else (objs[0] if len(objs) == 1 else tuple(objs))
+            obj = (mod.MISSING if mod.MISSING in objs else
+                   objs[0] if len(objs) == 1 else tuple(objs))
             head, fns = mod.answer_of(ex["kind"], obj, len(objs), set(ex["called"]))
             link.send({{"head": head}})
         elif "call" in msg:

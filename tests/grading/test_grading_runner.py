@@ -11,7 +11,8 @@ import pytest
 
 from attention_lab.exercises.registry import EXERCISES
 from attention_lab.grading.cases import run_cases
-from attention_lab.grading.runner import Limits, defined_names, names_defined, only_feedback, run_notebook
+from attention_lab.grading.runner import (Limits, defined_names, names_defined, only_feedback,
+                                          run_notebook)
 from attention_lab.grading.sandbox import JobFolders, ProcessSandbox, Sandbox, for_job
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -74,6 +75,24 @@ def test_exit_in_a_cell_is_attributed_to_that_cell(tmp_path):
     assert run.interrupted == {}
     assert run.records["2.1"]["kind"] == "calls" and run.records["2.5"]["kind"] == "calls"
     assert run.records["2.6"] == {"kind": "missing"}
+
+
+@linux
+def test_the_graders_own_cpu_on_a_job_is_bounded(tmp_path):
+    """Whatever makes the grader work for a job (a kernel's messages, its channel, its cells),
+    the job's thread may use ``Limits.grader_seconds`` of CPU: then the job stops, too_large."""
+    from attention_lab.grading.batch import verdicts_from_run
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import time\ntime.sleep(30)"),
+                nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query")]
+    ex = EXERCISES["2.1"]
+    run = run_notebook(nb, tmp_path / "work", [ex], {ex.id: run_cases(ex, 3)},
+                       Limits(cell_timeout=60, timeout=60, grader_seconds=0.0))
+    assert "took more than 0 s of CPU" in run.too_large and run.records == {}
+    assert 0 < run.grader_seconds and run.attempts == 1  # stopped: no kernel after it
+    grades, status, message = verdicts_from_run(run, {ex.id: []}, nb, [ex])
+    assert status == "too_large" and grades["2.1"].status == "too_large"
 
 
 @linux
