@@ -2,8 +2,8 @@
 
 One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in named steps:
 
-1. **prepare** (once): the job's folders (:class:`.sandbox.JobFolders`), the grader's inputs,
-   the kernel's (minimal) environment, the cells not worth running;
+1. **prepare** (once): the job's folders (:class:`.sandbox.JobFolders`), the kernel's (minimal)
+   environment, the cells not worth running;
 2. **start** (per kernel): nbclient/jupyter_client start a kernel through the sandbox
    (:class:`.sandbox.Sandbox`: limits, namespaces); it inherits two sockets of the grader's
    (:mod:`.channel`): its harness channel and its stderr (whose last lines the grader keeps in
@@ -158,8 +158,7 @@ def _harness_source(config: dict, first: bool) -> str:
 #: (blank) lines it has.
 _DEFINES = re.compile(r"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+(\w+)|(\w+)[ \t]*(?::[^=\n]*)?=(?!=)"
                       r"|(?:from[ \t]+\S+[ \t]+)?import[ \t]+([^#\n]*))", re.MULTILINE)
-_IMPORTED = re.compile(r"(?:[\w.]+[ \t]+as[ \t]+(\w+)|(?<![\w.])([A-Za-z_]\w*)(?![\w.]))"
-                       r"(?:[ \t]*,|[ \t]*$)")
+_IMPORTED = re.compile(r"[ \t]*(?:[\w.]+[ \t]+as[ \t]+(\w+)|([A-Za-z_]\w*))[ \t]*")  # one item
 
 
 def names_defined(source: str) -> set[str]:
@@ -167,11 +166,13 @@ def names_defined(source: str) -> set[str]:
     ``import ... as name``, ``from ... import name``), in one pass over its text."""
     found = set()
     for m in _DEFINES.finditer(source):
-        if m.group(3) is not None:
-            items = m.group(3).replace("(", " ").replace(")", " ").strip()
-            found.update(a or b for a, b in _IMPORTED.findall(items))
-        else:
+        if m.group(3) is None:
             found.add(m.group(1) or m.group(2))
+            continue
+        for item in m.group(3).replace("(", " ").replace(")", " ").split(","):
+            name = _IMPORTED.fullmatch(item)
+            if name:
+                found.add(name.group(1) or name.group(2))
     return found
 
 

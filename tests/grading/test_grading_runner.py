@@ -43,6 +43,8 @@ def test_the_names_of_a_cell_are_found_in_one_pass_over_its_lines():
     try:
         src = "\n" * 300_000 + "def dot_scores(q, k):\n" + " \t\n" * 100_000 + "x: int = 1\n"
         assert names_defined(src) == {"dot_scores", "x"}
+        long = "import " + "a." * 300_000 + "a\n" + "y:" + "z" * 600_000 + "\n"  # long lines
+        assert names_defined(long) == set()
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
