@@ -6,6 +6,7 @@ counts itself, and that anything it did not ask for cuts the channel at once."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import threading
@@ -52,7 +53,9 @@ def converse(ns: dict, ids: list[str], kernel=None) -> C.Channel:
             await asyncio.sleep(0.005)
         channel.drain()
 
-    asyncio.run(main())
+    # a thread of its own, whatever loop this test process already runs (Playwright's, say)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, main()).result()
     channel.errors = errors
     return channel
 
