@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -202,8 +203,8 @@ def test_the_probe_holds_nothing_an_answer_could_use():
             if hasattr(c, "co_names"):
                 yield from code_objects(c)
 
-    codes = list(code_objects(compile(open(probe.__file__, encoding="utf-8").read(), "probe",
-                                      "exec")))
+    source = Path(probe.__file__).read_text(encoding="utf-8")
+    codes = list(code_objects(compile(source, "probe", "exec")))
     used = {n for co in codes for n in co.co_names}
     assert not used & {"exp", "expm1", "tanh", "logaddexp"}, used & {"exp", "expm1", "tanh"}
     functions = {co.co_name for co in codes}  # (the marker classes Impl and Readout hold data)
