@@ -304,7 +304,8 @@ def _compute(fn, raw_args) -> dict:
         if not isinstance(raw_args, list) or len(raw_args) > 8:
             raise TypeError("the grader's function takes a few arrays")
         args = [probe.decode(a) for a in raw_args]
-        if sum(np.size(a) for a in args) > MAX_ASK_ELEMENTS:
+        if any(isinstance(a, (probe.TooLarge, probe.Unsupported)) for a in args) \
+                or sum(np.size(a) for a in args) > MAX_ASK_ELEMENTS:
             raise ValueError(f"the grader's function takes at most {MAX_ASK_ELEMENTS} numbers "
                              f"per call")
         with np.errstate(all="ignore"):

@@ -611,7 +611,11 @@ class _Link:
         def remote(*args):
             self.asked += 1
             rid = self.asked
-            self.send({"ask": key, "rid": rid, "args": [encode(a) for a in args]})
+            ask = {"ask": key, "rid": rid, "args": [encode(a) for a in args]}
+            if len(_line(ask)) > MAX_MESSAGE_BYTES:
+                raise ValueError(f"{name} takes arguments of at most "
+                                 f"{MAX_MESSAGE_BYTES // 2 ** 20} MB here")
+            self.send(ask)
             while True:
                 answer = self.receive().get("answer")
                 if isinstance(answer, dict) and answer.get("rid") == rid:

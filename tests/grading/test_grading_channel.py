@@ -109,6 +109,27 @@ def test_the_implementations_run_in_the_grader_and_only_during_their_case():
     assert "handed to another case" in verdict(channel, "1.4").message
 
 
+def test_a_call_too_large_for_the_grader_raises_in_the_kernel_and_the_channel_stays_open():
+    seen = []
+
+    def test_query_dependence(attend):
+        for n in (10 ** 5, 10 ** 6):  # numbers, then more than the probe records
+            try:
+                attend(np.ones(n), np.ones((1, n)), np.ones((1, 1)))
+            except ValueError as exc:
+                seen.append(str(exc))
+        try:  # a message longer than the grader reads is not even sent
+            attend(["x" * 20_000] * 300, np.eye(2), np.eye(2))
+        except ValueError as exc:
+            seen.append(str(exc))
+        return True
+
+    channel = converse({"test_query_dependence": test_query_dependence}, ["1.4"])
+    assert not channel.problem and len(channel.records["1.4"]["calls"]) == len(CASES["1.4"])
+    assert seen[:3] == [f"the grader's function takes at most {C.MAX_ASK_ELEMENTS} numbers per "
+                        f"call"] * 2 + ["attend takes arguments of at most 4 MB here"], seen[:3]
+
+
 def test_the_cases_of_a_test_come_last_in_an_order_drawn_from_the_seed():
     codes = {seed: [c.args[0].code for c in run_cases(EXERCISES["2.6"], seed)
                     if isinstance(c.args[0], probe.Impl)] for seed in range(6)}
