@@ -1,16 +1,28 @@
 """Command-line helpers shared by the commands (``grade``, ``submit``, ``demo``).
 
-Argument types that say what they expected, the time-limit flags the grading commands share, and
-the commands' convention for bad input: one line ``COMMAND: error: ...`` on stderr and exit code 2,
-returned (not raised) so that ``main(argv)`` can be called from tests and from other code.
-Standard library only, so every command's ``--help`` stays fast.
+Argument types that say what they expected, the time-limit flags the grading commands share, the
+commands' convention for bad input (one line ``COMMAND: error: ...`` on stderr and exit code 2,
+returned, not raised, so that ``main(argv)`` can be called from tests and from other code), and
+:func:`shown`: text a student controls (a file name, a message quoting a notebook) as it may
+reach a terminal. Standard library only, so every command's ``--help`` stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
+
+#: control characters (C0, DEL, C1) and the bidirectional overrides and isolates: what can move
+#: the cursor, clear the screen, retitle the window or reorder the text a terminal shows
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text) -> str:
+    """``text`` with every character a terminal would act on escaped (``\x1b``, ``\n``,
+    ``\u202e``): for everything a student controls that a command prints."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
 def positive_int(text: str) -> int:
@@ -53,9 +65,10 @@ def parse(parser: argparse.ArgumentParser, argv) -> tuple[argparse.Namespace | N
 
 
 def fail(command: str, message: str) -> int:
-    """Print ``COMMAND: error: MESSAGE`` on stderr and return the exit code for bad input (2)."""
-    print(f"{command}: error: {message}", file=sys.stderr)
+    """Print ``COMMAND: error: MESSAGE`` on stderr (escaped: :func:`shown`) and return the exit
+    code for bad input (2)."""
+    print(f"{command}: error: {shown(message)}", file=sys.stderr)
     return 2
 
 
-__all__ = ["positive_int", "positive_seconds", "add_time_limits", "parse", "fail"]
+__all__ = ["positive_int", "positive_seconds", "add_time_limits", "parse", "fail", "shown"]

@@ -4,6 +4,9 @@
   alone in a namespace sandbox (bubblewrap, cgroups, hard limits) and in the fallback sandbox
   (hard limits only), from the job's start to its kernel stopped; and the sandbox's own set-up
   (the launcher running ``true`` through bubblewrap, and directly).
+* **The grader's own CPU per submission** (its job thread: parsing, running, reading the
+  kernel's channel, judging): a notebook padded to several sizes (linear in its size), a kernel
+  that floods its channel and a notebook of 40,000 empty cells (bounded: a ``too_large`` row).
 * **A class** (:mod:`benchmarks.class_generator`): ``submissions/<student>/<file>``, 75 students
   x 4 assignments, right, wrong, partly done and hostile (endless loop, crash, memory bomb, output
   flood, fork bomb, snooping), graded as ``python -m attention_lab grade SUBMISSIONS --out OUT
@@ -33,14 +36,14 @@ def _start_cost(repeat: int) -> dict:
     sandbox's set-up alone (launcher + bwrap running ``true``, and the launcher alone)."""
     import nbformat
 
-    from attention_lab.exercises.judging import cases_for, encoded_inputs
     from attention_lab.exercises.registry import EXERCISES as REG
     from attention_lab.grading import sandbox as S
+    from attention_lab.grading.cases import run_cases
     from attention_lab.grading.namespaces import NamespaceSandbox, trial_command
     from attention_lab.grading.runner import Limits, run_notebook
 
     ex = REG["2.1"]
-    inputs = {ex.id: encoded_inputs(cases_for(ex, 1))}
+    inputs = {ex.id: run_cases(ex, 1)}
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import numpy as np\n"
                                           "def dot_scores(query, keys):\n    return keys @ query")]
@@ -97,7 +100,85 @@ def run(quick: bool = False) -> list[Row]:
                 cost["setup-bwrap"], "s", cost["setup-plain"], "launcher running `true`",
                 "reported"),
         ]
-    return rows + _class_rows(quick)
+    return rows + _grader_cpu_rows(quick) + _class_rows(quick)
+
+
+#: a kernel that floods every socket pair it inherited with junk lines
+_FLOOD = """
+import os, socket
+junk = b"x\\n\\n" * (20 * 2 ** 20)
+for name in os.listdir("/proc/self/fd"):
+    try:
+        s = socket.socket(fileno=os.dup(int(name)))
+        pair = s.family == socket.AF_UNIX and not s.getsockname() and not s.getpeername()
+        s.close()
+        if pair:
+            os.write(int(name), junk)
+    except OSError:
+        pass
+"""
+
+
+def _grader_cpu_rows(quick: bool) -> list[Row]:
+    """The grader's CPU time on one submission (``grader_cpu_seconds`` of grades.json: its job
+    thread), graded alone: the level-2 solution, the same padded with short cells to 4x and 16x
+    its cells (``pad`` cells of ``x = 1`` and 40 blank lines), a kernel flooding its channel with
+    60 MB, and 40,000 empty cells."""
+    import nbformat
+
+    from attention_lab.grading.batch import Batch, Limits, identify
+    from attention_lab.grading.sandbox import ScratchRoot
+    from attention_lab.grading.submissions import read_submissions
+
+    solution = Path(__file__).resolve().parents[1] / "notebooks" / "exercises" / "solutions" \
+        / "02_mechanics_exercises_solutions.ipynb"
+    base = nbformat.read(solution, as_version=4)
+    n = len(base.cells)
+    pad = "x = 1" + "\n" * 40
+
+    def padded(k):
+        nb = nbformat.from_dict(base)
+        nb.cells += [nbformat.v4.new_code_cell(pad) for _ in range(k)]
+        return nb
+
+    flood = nbformat.from_dict(base)
+    flood.cells.insert(1, nbformat.v4.new_code_cell(_FLOOD))
+    empty = padded(0)
+    empty.cells += [nbformat.v4.new_code_cell("") for _ in range(40_000)]
+    sizes = [1, 4] if quick else [1, 4, 16]
+    notebooks = {f"x{k}": padded((k - 1) * n) for k in sizes}
+    notebooks.update(flood=flood, empty=empty)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-grader-"))
+    try:
+        for name, nb in notebooks.items():
+            nbformat.write(nb, str(tmp / f"{name}.ipynb"))
+        subs = read_submissions(sorted(tmp.glob("*.ipynb")), tmp)
+        identify(subs)
+        with ScratchRoot() as scratch:
+            batch = Batch(Limits.for_cells(10, 120), 1, scratch.path)
+            graded = {Path(s.rel).stem: (batch.grade(i, s), s) for i, s in enumerate(subs)}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def size(name):
+        return f"{len(graded[name][1].data or b'') / 1024:.0f} KB" if graded[name][1].data \
+            else "too large to read"
+
+    one = graded["x1"][0].grader_seconds
+    rows = [Row(GROUP, f"grader's own CPU per submission: the level-2 solution ({n} cells, "
+                       f"{size('x1')})", one, "s", goal="reported")]
+    for k in sizes[1:]:
+        g = graded[f"x{k}"][0]
+        rows.append(Row(GROUP, f"... padded to {k}x its cells ({k * n} cells, {size(f'x{k}')})",
+                        g.grader_seconds, "s", one, "the solution", f"linear: <= {k}x",
+                        g.grader_seconds <= k * one and g.status == "graded"))
+    for name, what in (("flood", "a kernel flooding its channel with 60 MB of junk lines"),
+                       ("empty", "40,000 empty cells (a too_large row)")):
+        g = graded[name][0]
+        limit = Limits().grader_seconds
+        rows.append(Row(GROUP, f"... {what}: {g.status}", g.grader_seconds, "s", one,
+                        "the solution", f"bounded: <= {limit:g} s", g.grader_seconds <= limit))
+    return rows
 
 
 def _class_rows(quick: bool) -> list[Row]:

@@ -34,8 +34,8 @@ from .registry import Exercise
 
 STUDENT_SEED = 20240519
 
-#: The implementations a student's test examines (made in the kernel by
-#: :func:`attention_lab.grading.probe.make_impl`), as a failure message describes them.
+#: The implementations a student's test examines (:func:`.implementations.make_impl`), as a
+#: failure message describes them.
 IMPL_NOTES = {
     "A": "a correct dot-product attention",
     "B": "an attention that ignores the query (uniform weights)",
@@ -503,6 +503,11 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
     why = uses_reference(record)
     if why:
         return Verdict("fail", why, "calls the package's own implementation")
+    if record.get("foreign"):
+        return Verdict("fail", "your code called a function that the checker had handed to "
+                               "another case (kept from an earlier call): it earns no mark; use "
+                               "only the arguments each call receives",
+                       "reused another case's function")
     spec = SPECS[ex.id].bound(declared)
     stub_fns = {c.fn for c, r in zip(cases, calls)
                 if r.get("raised", {}).get("type") == "NotImplementedError"
@@ -522,6 +527,7 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
 
     failures = []  # (status, reason, case index)
     ambiguous: dict[int, Ambiguous] = {}  # case index: the mistakes that case cannot tell apart
+    uninformed = []  # right verdicts of a test that never called the implementation
     outputs = []
     for i, case in enumerate(cases):
         rec = calls[i] if i < len(calls) else None
@@ -563,8 +569,15 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
         except Ambiguous as r:
             ambiguous[i] = r
             failures.append(("fail", str(r), i))
+            continue
         except Reject as r:
             failures.append(("fail", str(r), i))
+            continue
+        if rec.get("called") == 0 and any(isinstance(a, Impl) for a in case.args):
+            uninformed.append(("fail", f"{who(case)} gave its verdict without calling the "
+                                       f"implementation it was given: a test must run it to "
+                                       f"tell a correct one from a broken one", i))
+    failures = failures or uninformed  # a right verdict on an implementation never called
     n = len(cases)
     printed = sum(int(r.get("printed", 0)) for r in calls if isinstance(r, dict))
     printed_note = (f"\n(Your function printed {printed} characters; the check hides them.)"
@@ -686,17 +699,19 @@ def _judge_written(ex: Exercise, value) -> Verdict:
 
 
 def encoded_inputs(cases: list[Case]) -> list[dict]:
-    """The cases as the probe receives them (arguments only: notes and expectations stay here)."""
+    """The cases as the probe receives them (arguments only: notes and expectations stay here).
+    A function argument (an :class:`Impl`, a :class:`Readout`) becomes
+    ``{"__callable__": {"key": "CASE:ARG", "name"}}``: the caller says what each key calls."""
     from ..grading.probe import encode
+    from .implementations import callable_of, is_marker
 
-    def one(a):
-        if isinstance(a, Impl):
-            return {"__impl__": a.code}
-        if isinstance(a, Readout):
-            return {"__readout__": {k: encode(v) for k, v in a.params.items()}}
+    def one(i, j, a):
+        if is_marker(a):
+            return {"__callable__": {"key": f"{i}:{j}", "name": callable_of(a).__name__}}
         return encode(a)
 
-    return [{"args": [one(a) for a in c.args], "fn": c.fn} for c in cases]
+    return [{"args": [one(i, j, a) for j, a in enumerate(c.args)], "fn": c.fn}
+            for i, c in enumerate(cases)]
 
 
 __all__ = ["Case", "Verdict", "Spec", "Reject", "Ambiguous", "diagnosis", "IMPL_NOTES",
@@ -776,9 +791,14 @@ def decode_record(raw) -> dict:
             reference = c.get("reference")
             if isinstance(reference, list) and reference:
                 d["reference"] = [str(n)[:100] for n in reference[:5]]
+            called = c.get("called")
+            if isinstance(called, int) and not isinstance(called, bool) and called >= 0:
+                d["called"] = called
             out.append(d)
         declared = {k: decode(v) for k, v in values.items()}
-        return {"kind": "calls", "calls": out, **({"values": declared} if declared else {})}
+        foreign = raw.get("foreign", 0)
+        return {"kind": "calls", "calls": out, **({"values": declared} if declared else {}),
+                **({"foreign": foreign} if isinstance(foreign, int) and foreign > 0 else {})}
     except BadRecord:
         raise
     except (ValueError, TypeError, RecursionError, OverflowError) as exc:

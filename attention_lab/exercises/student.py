@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from ..grading import probe as _probe
+from .implementations import callable_of, is_marker
 from .judging import (REFERENCE_MODULES, STUDENT_SEED, Verdict, cases_for, decode_record,
                       encoded_inputs, judge)
 from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
@@ -166,16 +167,43 @@ def _reference_files() -> frozenset:
     return frozenset(files)
 
 
+class _Handed:
+    """The functions the cases hand to an answer (``{"__callable__": {"key": "CASE:ARG"}}``),
+    made in this process, and how often the answer called those of each case: what the grader
+    counts on its side."""
+
+    def __init__(self, cases):
+        self.cases, self.calls = cases, {}
+
+    def make(self, key: str, name: str):
+        i, j = (int(n) for n in key.split(":"))
+        fn = callable_of(self.cases[i].args[j])
+
+        def handed(*args):
+            self.calls[i] = self.calls.get(i, 0) + 1
+            return fn(*args)
+
+        handed.__name__ = handed.__qualname__ = name
+        return handed
+
+    def count(self, record: dict) -> dict:
+        for i, rec in enumerate(record.get("calls", [])):
+            if any(is_marker(a) for a in self.cases[i].args) and "out" in rec:
+                rec["called"] = self.calls.get(i, 0)
+        return record
+
+
 def evaluate(ex: Exercise, answer, *, seed: int = STUDENT_SEED,
              call_seconds: float | None = None, total_seconds: float | None = None) -> Verdict:
     """Probe and judge ``answer`` in this process (no display, no session record)."""
     cases = cases_for(ex, seed)
+    handed = _Handed(cases)
     record = _probe.probe(ex.kind, answer, encoded_inputs(cases),
                           n_functions=len(ex.answer_names),
                           call_seconds=CALL_SECONDS if call_seconds is None else call_seconds,
                           total_seconds=CHECK_SECONDS if total_seconds is None else total_seconds,
-                          watch=_reference_files())
-    return judge(ex, cases, _round_trip(record))
+                          watch=_reference_files(), callables=handed.make)
+    return judge(ex, cases, _round_trip(handed.count(record)))
 
 
 def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,

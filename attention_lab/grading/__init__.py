@@ -4,15 +4,19 @@ Commands: ``python -m attention_lab submit NOTEBOOK`` (:mod:`.submit`) and ``pyt
 attention_lab grade SUBMISSIONS_DIR --out OUT_DIR`` (:mod:`.batch`). The modules, from the kernel
 outwards:
 
-* :mod:`.probe`: the code sent into a student's kernel (calls an answer on the grader's inputs and
-  records its raw outputs as JSON). Self-contained: standard library and numpy, nothing from the
-  package. The student side's ``check()`` (:mod:`attention_lab.exercises`) uses it too, in the
-  student's own kernel, so that a notebook checks exactly as it is graded;
+* :mod:`.probe`: the code sent into a student's kernel (calls an answer on the grader's cases and
+  records its raw outputs as JSON; nothing an answer could use). Self-contained: standard library
+  and numpy, nothing from the package. The student side's ``check()``
+  (:mod:`attention_lab.exercises`) uses it too, in the student's own kernel, so that a notebook
+  checks exactly as it is graded;
+* :mod:`.channel`: the grader's side of a kernel's harness conversation and its stderr (socket
+  pairs, bounded, nothing on disk); :mod:`.cases`: the cases of a run, in the order asked;
 * :mod:`.sandbox`, :mod:`.namespaces`, :mod:`.launch`, :mod:`.kernel_view`: how a kernel is
   confined and its processes stopped (the interface the runner calls; bubblewrap namespaces, job
   cgroups and hard limits; the package as a graded kernel sees it);
 * :mod:`.runner`: one notebook in sandboxed kernels, in named steps (prepare, start, run cells,
   probe, recover);
+* :mod:`.submissions`: the folder and its files, read without following links, bounded;
 * :mod:`.batch`: the ``grade`` command: discovery, parsing, the batch, judging against the
   references of :mod:`attention_lab.exercises`, the report;
 * :mod:`.submit`: the ``submit`` command;

@@ -18,13 +18,15 @@ How a submission is graded (:mod:`.runner` runs it, :mod:`.sandbox` confines it)
   time limits); where isolation is unavailable the grader says so once and records it, and
   ``--require-sandbox`` refuses to run;
 * the grader's harness calls each answer on inputs chosen by the grader (fixed edge cases plus
-  cases drawn from this run's seed) and records the raw outputs as JSON;
+  cases drawn from this run's seed, :mod:`.cases`), asked for one at a time over the kernel's
+  channel (:mod:`.channel`), and the grader keeps the raw outputs as JSON;
 * the grader judges those outputs against the package's reference implementations in its own
   process. Redefining ``check``, editing or deleting a check cell, or patching
   ``attention_lab.exercises`` inside the notebook changes nothing.
 
 Statuses per exercise: ``pass | fail | error | not_attempted | timeout | unreadable |
-needs_instructor``. The batch never aborts: one bad notebook only ever affects its own row.
+too_large | needs_instructor``. The batch never aborts: one bad notebook only ever affects its
+own row.
 The command exits 0 when the report is written, 2 for a bad folder or argument.
 
 The steps, in order: :func:`.submissions.discover` the files and
@@ -50,14 +52,15 @@ import time
 from pathlib import Path
 
 from .. import _cli
-from ..exercises.judging import BadRecord, Verdict, cases_for, decode_record, encoded_inputs, judge
+from ..exercises.judging import BadRecord, Verdict, decode_record, judge
 from ..exercises.registry import EXERCISES, IDS
 from . import assignments, students, written
+from .cases import run_cases
 from .report import ExerciseGrade, Report, SubmissionGrade, summary_table, write_report
-from .runner import Limits, defined_names, run_notebook, skip_slow_optional_imports
+from .runner import Limits, names_defined, run_notebook, skip_slow_optional_imports
 from .sandbox import JobFolders, ScratchRoot, for_job, isolation_problem
-from .submissions import (SUFFIXES, Submission, Unreadable, discover, parse_submission, peek,
-                          read_submissions, sha256_file)
+from .submissions import (SUFFIXES, Submission, TooLarge, Unreadable, discover, parse_submission,
+                          peek, read_submissions, unchanged)
 
 
 # ====================================================================== judging
@@ -80,8 +83,9 @@ def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, 
     by_cell = {}
     for ev in run.events:
         src = str(nb.cells[ev.index].get("source", "")) if ev.index < len(nb.cells) else ""
+        defined = names_defined(src)
         for ex in exercises:
-            if defined_names(src, ex.answer_names):
+            if defined & set(ex.answer_names):
                 by_cell.setdefault(ex.id, []).append(ev)
     for ex in exercises:
         cell_events = by_cell.get(ex.id, [])
@@ -121,6 +125,8 @@ def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, 
                 grades[ex.id] = ExerciseGrade("timeout", f"your answer `{ex.answer_label}` did "
                                                          f"not return, even after being "
                                                          f"interrupted", 0, "timeout")
+        elif run.too_large:
+            grades[ex.id] = ExerciseGrade("too_large", run.too_large, 0, "too large")
         elif run.timed_out:
             grades[ex.id] = ExerciseGrade("timeout", "the notebook did not finish within the "
                                                      "whole-notebook time limit", 0, "timeout")
@@ -131,6 +137,8 @@ def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, 
             grades[ex.id] = ExerciseGrade("error", "the grader could not collect this answer "
                                                    f"({why}); the notebook may have interfered "
                                                    f"with the grader", 0, "not collected")
+    if run.too_large:
+        return grades, "too_large", run.too_large
     if run.error:
         return grades, "error", run.error
     if run.timed_out:
@@ -139,10 +147,8 @@ def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, 
     if run.harness_errors:
         msgs.append(f"the grader's harness recorded nothing for {len(run.harness_errors)} "
                     f"exercise(s)")
-    if run.unexpected_lines:
-        msgs.append(f"the results file had {run.unexpected_lines} line(s) the grader's harness "
-                    f"did not write in its order (the notebook wrote to it; only outputs are "
-                    f"judged)")
+    if run.channel_problem:
+        msgs.append(run.channel_problem)
     return grades, "graded", "; ".join(msgs)
 
 
@@ -153,14 +159,13 @@ class Batch:
 
     def __init__(self, limits: Limits, seed: int, scratch: Path):
         self.limits, self.seed, self.scratch = limits, seed, scratch
-        self.cases = {ex.id: cases_for(ex, seed) for ex in EXERCISES.values()}
-        self.inputs = {i: encoded_inputs(c) for i, c in self.cases.items()}
+        self.cases = {ex.id: run_cases(ex, seed) for ex in EXERCISES.values()}
         self.active: set = set()  # the sandboxes of the jobs running now
         self.lock = threading.Lock()
 
     def grade(self, index: int, sub: Submission) -> SubmissionGrade:
         """The grade of ``sub`` (job number ``index``). Never raises."""
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), time.thread_time()
         try:
             g = self._grade(index, sub)
         except Exception as exc:  # never abort the batch
@@ -169,6 +174,7 @@ class Batch:
             g.exercises = _all("error", g.message)
         g.meta = dict(sub.meta)
         g.seconds = time.monotonic() - t0
+        g.grader_seconds = time.thread_time() - cpu0
         return g
 
     def _grade(self, index: int, sub: Submission) -> SubmissionGrade:
@@ -176,14 +182,16 @@ class Batch:
         exercises = exercises_of(sub)
         ids = [ex.id for ex in exercises]
         if sub.data is None:
-            g = SubmissionGrade(rel, digest, "unreadable", sub.problem or "could not be read")
-            g.exercises = _all("unreadable", g.message, ids)
+            status = "too_large" if sub.too_large else "unreadable"
+            g = SubmissionGrade(rel, digest, status, sub.problem or "could not be read")
+            g.exercises = _all(status, g.message, ids)
             return g
         try:
             nb, notes = parse_submission(sub.path.name, sub.data)
         except Unreadable as exc:
-            g = SubmissionGrade(rel, digest, "unreadable", str(exc))
-            g.exercises = _all("unreadable", str(exc), ids)
+            status = "too_large" if isinstance(exc, TooLarge) else "unreadable"
+            g = SubmissionGrade(rel, digest, status, str(exc))
+            g.exercises = _all(status, str(exc), ids)
             return g
         code = [c for c in nb.cells if c.get("cell_type") == "code" and c.get("source", "").strip()]
         if not code:
@@ -212,7 +220,7 @@ class Batch:
         with self.lock:
             self.active.add(sandbox)
         try:
-            run = run_notebook(nb, folders.work, exercises, self.inputs, self.limits,
+            run = run_notebook(nb, folders.work, exercises, self.cases, self.limits,
                                sandbox=sandbox)
         finally:
             with self.lock:
@@ -252,12 +260,8 @@ def identify(subs: list[Submission], assignment: str | None = None) -> None:
         meta.update(student=sid, student_source=ssource)
         if snote:
             meta["student_note"] = snote
-        try:
-            mtime = sub.path.stat().st_mtime
-        except OSError:
-            mtime = 0.0
         meta["submitted"], meta["submitted_source"] = students.submitted_at(seen["created"],
-                                                                            mtime)
+                                                                            sub.mtime)
         readable.append(seen["notebook"])
     students.mark_superseded([s.meta for s in subs], [s.rel for s in subs], readable)
 
@@ -296,7 +300,8 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
             i = futures[fut]
             results[i] = fut.result()
             if bar is not None:
-                bar.set_postfix_str(f"{results[i].file[:30]}: {results[i].status}", refresh=False)
+                bar.set_postfix_str(f"{_cli.shown(results[i].file[:30])}: {results[i].status}",
+                                    refresh=False)
                 bar.update(1)
     except KeyboardInterrupt:
         batch.kill_all()
@@ -309,14 +314,13 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
         scratch.close()
     changed = []
     for sub, res in zip(subs, results):
-        now = sha256_file(sub.path)
-        if sub.sha256 is not None and now != sub.sha256:
-            what = "deleted" if now is None else "modified"
+        what = unchanged(sub)
+        if what:
             changed.append({"file": sub.rel, "change": what})
             res.message = (res.message + "; " if res.message else "") + \
                 f"WARNING: this file was {what} while the batch was graded (it was graded " \
                 f"from the copy read at the start)"
-    skipped = [str(p.resolve().relative_to(root)) for p in skipped_paths]
+    skipped = [str(p.relative_to(root)) for p in skipped_paths]
     return Report(str(root), results, skipped, changed, seed, limits, started,
                   time.monotonic() - t0, int(jobs), isolation_record())
 
@@ -393,11 +397,10 @@ def _empty_student_folders(folder: Path, out: Path, files: list[Path]) -> str:
     """Why some student folder (a first-level subfolder) cannot be graded: it holds no
     submission (``""`` when every one does)."""
     root, out = folder.resolve(), out.resolve()
-    used = {p.resolve().relative_to(root).parts[0] for p in files
-            if len(p.resolve().relative_to(root).parts) > 1}
+    used = {p.relative_to(root).parts[0] for p in files}  # a link there is graded (unreadable)
     empty = sorted(d.name for d in root.iterdir()
-                   if d.is_dir() and not d.name.startswith(".") and d.name != "__pycache__"
-                   and d.resolve() != out and d.name not in used)
+                   if d.is_dir() and not d.is_symlink() and not d.name.startswith(".")
+                   and d.name != "__pycache__" and d != out and d.name not in used)
     if not empty:
         return ""
     first = root / empty[0]
@@ -481,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("grade: interrupted; no report written", file=sys.stderr)
         return 130
-    report.skipped = [str(p.resolve().relative_to(folder.resolve())) for p in skipped]
+    report.skipped = [str(p.relative_to(folder.resolve())) for p in skipped]
     if merge_rows is not None:
         try:
             written.apply(report, merge_rows, Path(args.merge).name)
@@ -492,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     print(summary_table(report))
     if report.skipped:
         print(f"skipped {len(report.skipped)} file(s) that are neither .ipynb nor "
-              f".submission.json: {', '.join(report.skipped[:5])}"
+              f".submission.json: {_cli.shown(', '.join(report.skipped[:5]))}"
               + (" ..." if len(report.skipped) > 5 else ""))
     print(f"wrote {', '.join(map(str, paths))}")
     print(f"seed {report.seed}: grading again with --seed {report.seed} gives the same CSVs")

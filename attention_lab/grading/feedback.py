@@ -34,6 +34,7 @@ STATUS = {k: (mark, words, {"pass": "pass", "not_attempted": "open", "not_checke
 STATUS["needs_instructor"] = ("✎", "written answer, waiting for your instructor", "written")
 STATUS["hand_graded"] = ("✎", "written answer, graded by your instructor", "written")
 STATUS["unreadable"] = ("✘", "the file could not be read", "fail")
+STATUS["too_large"] = ("✘", "the file is too large to grade", "fail")
 
 
 @lru_cache(maxsize=1)

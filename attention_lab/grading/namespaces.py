@@ -9,11 +9,15 @@ it, on top of the launcher's hard limits:
   did to its session or environment);
 * its own **network namespace** with only a loopback device of its own: nothing outside is
   reachable (TCP, UDP, raw sockets, abstract unix sockets). Its ZeroMQ channels are unix sockets
-  in its scratch folder, which the grader reaches through ``/proc/PID/root``;
+  in its scratch folder. The grader opens each one once, as soon as the kernel has bound it and
+  before any student code runs, through ``/proc/PID/root`` one path component at a time without
+  following links (``O_PATH | O_NOFOLLOW``), and connects (and reconnects) only to the socket it
+  holds (``/proc/self/fd/N``): a kernel that later swaps a socket file for a link, or binds
+  another socket there, makes the grader reach nothing but the socket it held;
 * its own **mount namespace**: a read-only root holding only the system's ``/usr`` (and the
   ``/lib``, ``/bin`` links), the Python installation and its site-packages, the package as answers
-  may use it (:mod:`.kernel_view`, mounted over the package's folder), ``/job/in`` (the grader's
-  inputs, read-only), the results file, a fresh ``/proc`` and a minimal ``/dev``; and ``/job``, a
+  may use it (:mod:`.kernel_view`, mounted over the package's folder), ``/job/in`` (its connection
+  file, read-only), a fresh ``/proc`` and a minimal ``/dev``; and ``/job``, a
   tmpfs of ``Limits.scratch_mb`` (its working directory, home, temporary files, sockets) that
   vanishes with the namespace (``/tmp`` and ``/dev/shm`` are small tmpfs of their own). No submissions folder, no other job, no checkout, no home;
 * its own IPC and UTS namespaces, a new session (no terminal), no capabilities (also when the
@@ -32,6 +36,7 @@ import functools
 import json
 import os
 import select
+import stat
 import shutil
 import signal
 import site
@@ -345,6 +350,8 @@ class NamespaceSandbox(Sandbox):
         self.bwrap = bwrap
         self.cgroups: JobCgroups | None = None
         self._pidfds: list[int] = []  # the launchers and the namespaces' first processes
+        self._pinned: dict[int, list[int]] = {}  # attempt -> descriptors of its sockets, links
+        self._lock = threading.Lock()
         self.cpu_used: float | None = None
         self._attempt = 0
 
@@ -359,7 +366,7 @@ class NamespaceSandbox(Sandbox):
             return f"{JOB}/out/{host.name}"
         raise ValueError(f"{host} is not a file the kernel can see")
 
-    def wrap(self, kernel_cmd, *, attempt, connection_file, writable):
+    def wrap(self, kernel_cmd, *, attempt, connection_file):
         self._attempt = attempt
         if self.cgroups is None:
             name = f"{CGROUP_PREFIX}{os.getpid()}-{self.folders.work.parent.name}"
@@ -368,8 +375,6 @@ class NamespaceSandbox(Sandbox):
         args = [self.bwrap, *namespace_args(self.limits.scratch_mb),
                 "--ro-bind", str(view), str(package_dir()),
                 "--ro-bind", str(self.folders.inp), f"{JOB}/in"]
-        for f in writable:
-            args += ["--bind", str(f), self.path(f)]
         args += ["--remount-ro", "/", "--chdir", f"{JOB}/work", "--unsetenv", "JPY_PARENT_PID",
                  "--info-fd", "{info_fd}", "--"]
         host_conn = str(connection_file)
@@ -385,31 +390,82 @@ class NamespaceSandbox(Sandbox):
     def _info(self, attempt: int) -> Path:
         return self.folders.out / f"bwrap-{attempt}.json"
 
-    def started(self, pid: int) -> str:
-        """Wait for bubblewrap's report of the namespace's first process (a few ms) and return
-        the socket path prefix as the grader reaches it: through that process's root."""
+    def started(self, pid: int, ports: list[int]) -> str:
+        """Wait for bubblewrap's report of the namespace's first process (a few ms), then for the
+        kernel to bind its sockets, and pin them (:meth:`_pin`): the address the grader connects
+        to, ``/proc/self/fd/D/k`` (``D``: a folder of the grader's with one link per port to a
+        pinned socket)."""
         self._watch(pid)
         deadline = time.monotonic() + self.limits.startup_timeout
         info = self._info(self._attempt)
         while True:
             try:
-                child = json.loads(info.read_text())["child-pid"]
+                child = int(json.loads(info.read_text())["child-pid"])
                 break
             except (OSError, ValueError, KeyError, TypeError):
                 if time.monotonic() > deadline or not _running(pid):
-                    raise RuntimeError(f"the sandbox did not start: {self._log_tail()}") from None
+                    raise RuntimeError("the sandbox did not start") from None
                 time.sleep(0.002)
-        self._watch(int(child))
-        return f"/proc/{int(child)}/root{self.kernel_ip}"
+        self._watch(child)
+        return self._pin(self._attempt, pid, child, ports, deadline)
 
-    def _log_tail(self) -> str:
+    def _pin(self, attempt: int, pid: int, child: int, ports: list[int], deadline: float) -> str:
+        """Open ``/job/run/kernel-PORT`` of the namespace of ``child`` for each port, one path
+        component at a time and never through a link (``O_PATH | O_NOFOLLOW``), once it is a
+        bound socket; link ``out/links-ATTEMPT/k-PORT`` to the descriptor. Until the kernel has
+        bound its first socket, the whole path is opened again at every try (bubblewrap makes
+        the new root only after it reported the child)."""
+        held: list[int] = []
+        with self._lock:
+            self._pinned[attempt] = held
+        links = self.folders.out / f"links-{attempt}"
+        links.mkdir()
+        names = [f"{self.kernel_ip.rsplit('/', 1)[1]}-{port}" for port in ports]
+        run = None
+        for port, name in zip(ports, names):
+            while True:
+                try:
+                    if run is None:
+                        run = self._socket_folder(child)
+                        held.append(run)
+                    fd = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=run)
+                    break
+                except FileNotFoundError:
+                    if port == ports[0] and run is not None:
+                        os.close(held.pop())
+                        run = None
+                    if time.monotonic() > deadline or not _running(pid):
+                        raise RuntimeError(f"the kernel did not bind its socket {name}") from None
+                    time.sleep(0.003)
+            held.append(fd)
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                raise RuntimeError(f"the kernel's {name} is not a socket")
+            os.symlink(f"/proc/self/fd/{fd}", links / f"k-{port}")
+        held.append(os.open(links, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC))
+        return f"/proc/self/fd/{held[-1]}/k"
+
+    @staticmethod
+    def _socket_folder(child: int) -> int:
+        """``/job/run`` of ``child``'s root, opened component by component, no link followed."""
+        fd = os.open(f"/proc/{child}/root", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            with open(self.folders.out / "kernel.log", "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 400))
-                return fh.read().decode("utf-8", "replace").strip().splitlines()[-1][:300]
-        except (OSError, IndexError):
-            return "no message"
+            for part in (*JOB.strip("/").split("/"), "run"):
+                nxt = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                              dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+        except OSError:
+            os.close(fd)
+            raise FileNotFoundError from None
+        return fd
+
+    def connections_released(self, attempt: int) -> None:
+        """Close what :meth:`_pin` held for kernel ``attempt``: only now, since ZeroMQ resolves
+        the links at every (re)connection, and a closed descriptor's number is reused."""
+        with self._lock:
+            held = self._pinned.pop(attempt, [])
+        for fd in held:
+            os.close(fd)
 
     def report(self, attempt: int) -> dict:
         report = Sandbox.report(self, attempt)
@@ -448,7 +504,8 @@ class NamespaceSandbox(Sandbox):
             os.close(fd)
 
     def close(self) -> None:
-        """Kill, note the CPU time the job used (:attr:`cpu_used`), remove its cgroups."""
+        """Kill, note the CPU time the job used (:attr:`cpu_used`), remove its cgroups. (What a
+        kernel's connections pinned is released by the runner, after ZeroMQ has let go.)"""
         self.kill()
         if self.cgroups is not None:
             self.cpu_used = self.cgroups.cpu_seconds()

@@ -1,6 +1,8 @@
-"""Run a student's answer on given inputs and record its raw outputs as plain JSON.
+"""Run a student's answer on given cases and record its raw outputs as plain JSON.
 
-This module is the only exercise code that runs next to the student's code. It is
+This module is the only exercise code that runs next to the student's code, and it holds nothing
+an answer could use: no softmax, no attention, no implementation of anything a check compares
+answers against (those stay in the checker's process: ``exercises/implementations.py``). It is
 self-contained (standard library and numpy only, no import from ``attention_lab``) because the
 grader does not import it inside a student's kernel: it sends this file's *source text* in its
 own harness cell and executes it in a fresh namespace, so a notebook that monkeypatches
@@ -9,9 +11,14 @@ reads only the outputs it records (no pickle) and judges them in its own process
 
 Records are JSON: arrays become ``{"__ndarray__": {"dtype", "shape", "data"}}`` with NaN and
 infinities spelled as strings; exceptions, time-outs and unsupported objects have their own tags.
-Inputs may name an implementation for a student's test to examine (``{"__impl__": code}``) or a
-readout layer for a student's function to call (``{"__readout__": {arrays}}``); the kernel turns
-them into callables (:func:`make_impl`, :func:`make_readout`), the grader into markers.
+An argument that is a function (an implementation a student's test examines, the readout layer
+of check 4.3) is ``{"__callable__": {"key", "name"}}``; whoever runs the probe says what a key
+calls (``callables``): ``check`` a local function, the graded kernel the grader, over its channel.
+
+Two ways in: :func:`probe` (``check``, in the notebook's own process: the cases in a list) and
+:func:`run_harness` (the graded kernel: the grader drives, one case at a time, over the job's
+channel; see :mod:`attention_lab.grading.channel` for the protocol). Both use :func:`answer_of`,
+:class:`Schedule` and :func:`call`, so a notebook's ``check`` and the grader record alike.
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ import warnings
 import numpy as np
 
 FORMAT = 1
-MAX_ELEMENTS = 1_000_000  # per record: larger outputs are reported, not stored
+MAX_ELEMENTS = 100_000  # per record: larger outputs are reported, not stored
 MAX_STRING = 20_000
 MAX_ITEMS = 10_000
 MAX_DEPTH = 12
+#: the largest message the harness sends the grader (a larger output is reported as too large)
+MAX_MESSAGE_BYTES = 4 * 2 ** 20
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64")
 
@@ -162,7 +171,9 @@ class TooLarge:
 
 
 class Impl:
-    """An implementation handed to a student's test (checks 1.4, 2.6, 3.2), by code letter."""
+    """A marker: the implementation a case hands to a student's test (checks 1.4, 2.6, 3.2), by
+    code letter. Only data: what the code does lives in the checker's process
+    (``exercises/implementations.py``), never here."""
 
     def __init__(self, code: str):
         self.code = code
@@ -171,12 +182,13 @@ class Impl:
         return f"Impl({self.code!r})"
 
 
+#: the parameters of check 4.3's readout layer
 READOUT_PARAMS = ("h", "W_c", "b_c", "W_o", "b_o")
 
 
 class Readout:
-    """A readout layer handed to a student's function (check 4.3): its parameters (numpy arrays
-    named as :data:`READOUT_PARAMS`); :func:`make_readout` makes the callable."""
+    """A marker: the readout layer a case hands to a student's function (check 4.3), as its
+    parameters (numpy arrays named as :data:`READOUT_PARAMS`)."""
 
     def __init__(self, params: dict):
         self.params = params
@@ -219,11 +231,11 @@ def _decode_array(spec) -> np.ndarray:
     return np.array(data, dtype=dtype).reshape(shape)
 
 
-def decode(data, depth: int = 0, *, impls: bool = False):
+def decode(data, depth: int = 0, *, callables=None):
     """Inverse of :func:`encode`, strict: anything unexpected raises ``ValueError``.
 
-    ``impls=True`` turns ``{"__impl__": code}`` into a callable attention (only inside the kernel
-    that runs a student's test); otherwise into an :class:`Impl` marker.
+    ``callables(key, name)`` makes the function a ``{"__callable__": {"key", "name"}}`` argument
+    stands for; without it (the grader reading a record) such an argument is refused.
     """
     if depth > MAX_DEPTH + 2:
         raise ValueError("record nested too deeply")
@@ -243,7 +255,7 @@ def decode(data, depth: int = 0, *, impls: bool = False):
         items = data.get("items")
         if body not in ("list", "tuple") or not isinstance(items, list):
             raise ValueError("malformed sequence")
-        seq = [decode(x, depth + 1, impls=impls) for x in items]
+        seq = [decode(x, depth + 1, callables=callables) for x in items]
         return tuple(seq) if body == "tuple" else seq
     if tag == "__dict__":
         if not isinstance(body, list):
@@ -252,7 +264,7 @@ def decode(data, depth: int = 0, *, impls: bool = False):
         for pair in body:
             if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
                 raise ValueError("malformed dict item")
-            out[pair[0]] = decode(pair[1], depth + 1, impls=impls)
+            out[pair[0]] = decode(pair[1], depth + 1, callables=callables)
         return out
     if tag == "__float__":
         if body not in ("nan", "inf", "-inf"):
@@ -275,109 +287,12 @@ def decode(data, depth: int = 0, *, impls: bool = False):
     if tag == "__too_large__":
         shape = body if isinstance(body, list) else []
         return TooLarge([int(n) for n in shape if isinstance(n, int)], str(data.get("dtype")))
-    if tag == "__impl__":
-        if not isinstance(body, str) or body not in IMPL_CODES:
-            raise ValueError("unknown implementation code")
-        return make_impl(body) if impls else Impl(body)
-    if tag == "__readout__":
-        if not isinstance(body, dict) or sorted(body) != sorted(READOUT_PARAMS):
-            raise ValueError("malformed readout")
-        params = {k: _decode_array(v.get("__ndarray__") if isinstance(v, dict) else None)
-                  for k, v in body.items()}
-        return make_readout(params) if impls else Readout(params)
+    if tag == "__callable__":
+        if callables is None or not (isinstance(body, dict) and isinstance(body.get("key"), str)
+                                     and isinstance(body.get("name"), str)):
+            raise ValueError("a function argument where none is expected")
+        return callables(body["key"], body["name"][:40])
     raise ValueError(f"unknown tag {tag[:40]!r}")
-
-
-# ------------------------------------------------------------------ implementations for tests
-#: Implementations handed to a student's test: ``attend(query, keys, values) -> context`` (codes
-#: A-F, check 1.4) and ``masked_softmax(scores, mask) -> weights`` (codes G-O, checks 2.6 and
-#: 3.2). Neutral codes; which of them a correct test must accept is decided by the grader, not here.
-IMPL_CODES = tuple("ABCDEFGHIJKLMNO")
-
-
-def _softmax(e, axis=-1):
-    e = e - np.max(e, axis=axis, keepdims=True)
-    w = np.exp(e)
-    return w / w.sum(axis=axis, keepdims=True)
-
-
-def _attend(code: str):
-    def attend(query, keys, values):
-        q = np.asarray(query, dtype=float)
-        K = np.asarray(keys, dtype=float)
-        V = np.asarray(values, dtype=float)
-        if q.ndim != 1 or K.ndim != 2 or V.ndim != 2 or K.shape[1] != q.shape[0] \
-                or V.shape[0] != K.shape[0]:
-            raise ValueError(
-                f"attend(query, keys, values) takes query (D,), keys (S, D) and values (S, D_v); "
-                f"got shapes {q.shape}, {K.shape}, {V.shape}")
-        if code == "A":
-            e = K @ q
-        elif code == "B":
-            e = np.zeros(K.shape[0])
-        elif code == "C":
-            e = np.sqrt((K * K).sum(axis=1))
-        elif code == "D":
-            e = (K @ q) / 0.5
-        elif code == "E":
-            D = q.shape[0]
-            W = np.eye(D) + 0.5 * np.roll(np.eye(D), 1, axis=1)
-            e = K @ (W.T @ q)
-        else:  # "F"
-            return V[0].copy()
-        return _softmax(e) @ V
-
-    return attend
-
-
-def _masked_softmax(code: str):
-    def masked_softmax(scores, mask):
-        s = np.asarray(scores, dtype=float)
-        m = np.broadcast_to(np.asarray(mask, dtype=bool), s.shape)
-        empty = ~m.any(axis=-1, keepdims=True)                    # rows without an eligible key
-        with np.errstate(all="ignore"):
-            if code in ("G", "H", "I"):                            # -inf fill
-                if code == "I" and empty.any():
-                    raise ValueError("a row has no eligible key (policy: raise)")
-                w = _softmax(np.where(m, s, -np.inf))             # NaN in empty rows
-                return np.where(empty, 0.0, w) if code == "G" else w
-            if code == "J":                                        # mask after the softmax
-                return _softmax(s) * m
-            if code == "K":                                        # a finite fill of -30
-                return _softmax(np.where(m, s, -30.0))
-            if code == "L":                                        # masked scores set to 0
-                return _softmax(s * m)
-            if code == "M":                                        # the mask ignored
-                return _softmax(s)
-            if code == "N":                                        # the dtype's finfo.min
-                return _softmax(np.where(m, s, np.finfo(s.dtype).min))
-            return _softmax(np.where(m, -np.inf, s))               # "O": the mask inverted
-
-    return masked_softmax
-
-
-def make_impl(code: str):
-    """The callable of one of :data:`IMPL_CODES`, named as a student's test receives it."""
-    fn = _attend(code) if code in "ABCDEF" else _masked_softmax(code)
-    fn.__qualname__ = fn.__name__
-    return fn
-
-
-def make_readout(params: dict):
-    """``readout(context) -> probabilities``: the toy model's layers after the context, with its
-    decoder state ``h`` held fixed: ``softmax(W_o tanh(W_c [h; c] + b_c) + b_o)``. ``context`` is
-    one (D_v,) or several (N, D_v); the result (C,) or (N, C)."""
-    h, W_c, b_c, W_o, b_o = (np.asarray(params[k], dtype=float) for k in READOUT_PARAMS)
-
-    def readout(context):
-        c = np.asarray(context, dtype=float)
-        if c.shape[-1:] != (W_c.shape[1] - h.shape[0],):
-            raise ValueError(f"readout takes a context of width {W_c.shape[1] - h.shape[0]}, "
-                             f"got shape {c.shape}")
-        hc = np.concatenate([np.broadcast_to(h, c.shape[:-1] + h.shape), c], axis=-1)
-        return _softmax(np.tanh(hc @ W_c.T + b_c) @ W_o.T + b_o)
-
-    return readout
 
 
 # ------------------------------------------------------------------ calling student code
@@ -548,102 +463,205 @@ def call(fn, args: tuple, seconds: float, watch=()) -> dict:
     return rec
 
 
-def probe(kind: str, obj, inputs: list, *, n_functions: int = 1, call_seconds: float = 5.0,
-          total_seconds: float = 20.0, watch=()) -> dict:
-    """Evaluate one answer. ``inputs``: encoded cases ``{"args": [...], "fn": i}``.
+def answer_of(kind: str, obj, n_functions: int, called) -> tuple[dict, list | None]:
+    """``(record, functions)`` for an answer ``obj`` of an exercise of ``kind``.
 
-    Written and value answers are recorded as they are; functions are called on every case
-    (stopping after a time-out, and skipping a function whose first call raised
-    ``NotImplementedError``: it is still the stub). In an answer of several parts, a part that no
-    case calls is a declaration (check 3.2's policy): it is recorded as a value, under
-    ``"values"``. ``watch``: source files whose functions an answer must not call (each call's
-    record names those it entered).
+    A missing answer, a value or written answer, a tuple of the wrong length or a part that is
+    not callable gives its complete record and ``None``. Otherwise the record holds ``"kind":
+    "calls"`` and the parts no case calls (``called``: the indices that are called) as declared
+    values (check 3.2's policy), and the functions are those to call.
     """
     if obj is MISSING:
-        return {"kind": "missing"}
+        return {"kind": "missing"}, None
     if kind in ("value", "written"):
         try:
-            return {"kind": kind, "value": encode(obj)}
+            return {"kind": kind, "value": encode(obj)}, None
         except BaseException as exc:
             return {"kind": kind, "value": {"__unsupported__": type(obj).__name__,
-                                            "repr": f"could not be recorded: {type(exc).__name__}"}}
+                                            "repr": f"could not be recorded: "
+                                                    f"{type(exc).__name__}"}}, None
     if n_functions > 1:
         if not isinstance(obj, (tuple, list)) or len(obj) != n_functions:
             return {"kind": "shape", "what": type(obj).__name__,
-                    "length": len(obj) if isinstance(obj, (tuple, list)) else None}
+                    "length": len(obj) if isinstance(obj, (tuple, list)) else None}, None
         fns = list(obj)
     else:
         fns = [obj]
-    called = {int(inp.get("fn", 0)) for inp in inputs} if n_functions > 1 else {0}
     for i, fn in enumerate(fns):
         if i in called and not callable(fn):
-            return {"kind": "notcallable", "index": i, "value": encode(fn)}
+            return {"kind": "notcallable", "index": i, "value": encode(fn)}, None
     values = {str(i): encode(fn) for i, fn in enumerate(fns) if i not in called}
-    calls: list = []
-    stubbed: set[int] = set()
-    seen: set[int] = set()
-    deadline = time.perf_counter() + total_seconds
-    for inp in inputs:
-        which = int(inp.get("fn", 0))
-        if which in stubbed:
-            calls.append({"skipped": "stub"})
-            continue
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            break
-        try:
-            args = tuple(decode(a, impls=True) for a in inp["args"])
-        except Exception as exc:  # cannot happen with the grader's own inputs
-            calls.append({"raised": {"type": "InputError", "message": str(exc)[:200], "where": ""}})
-            continue
-        rec = call(fns[which], args, min(call_seconds, max(remaining, 0.05)), watch)
-        calls.append(rec)
-        first = which not in seen
-        seen.add(which)
+    return {"kind": "calls", **({"values": values} if values else {})}, fns
+
+
+class Schedule:
+    """Which case of an exercise runs next: every case in order, except that a function whose
+    first call raised ``NotImplementedError`` (still the stub) is not called again (its cases are
+    recorded as ``{"skipped": "stub"}``), nothing runs after a time-out, and nothing starts once
+    ``total_seconds`` have passed. ``fns[i]``: the function case ``i`` calls. Shared by
+    ``check`` and the grader (which keeps the schedule in its own process)."""
+
+    def __init__(self, fns: list[int], total_seconds: float, clock=time.perf_counter):
+        self.fns, self.clock = list(fns), clock
+        self.deadline = clock() + total_seconds
+        self.calls: list[dict] = []  # one record per case run or skipped, in case order
+        self.stubbed: set[int] = set()
+        self.seen: set[int] = set()
+        self.over = False
+
+    def next(self) -> int | None:
+        """The index of the next case to run, or ``None`` when the exercise is over."""
+        while not self.over and len(self.calls) < len(self.fns):
+            if self.fns[len(self.calls)] in self.stubbed:
+                self.calls.append({"skipped": "stub"})
+                continue
+            if self.clock() >= self.deadline:
+                self.over = True
+                break
+            return len(self.calls)
+        return None
+
+    def seconds(self, call_seconds: float) -> float:
+        """The time limit of the next call."""
+        return min(call_seconds, max(self.deadline - self.clock(), 0.05))
+
+    def record(self, rec: dict) -> None:
+        """The record of the case :meth:`next` gave."""
+        which = self.fns[len(self.calls)]
+        self.calls.append(rec)
+        first = which not in self.seen
+        self.seen.add(which)
         if "timeout" in rec:
-            break
-        if first and rec.get("raised", {}).get("type") == "NotImplementedError":
-            stubbed.add(which)
-    return {"kind": "calls", "calls": calls, **({"values": values} if values else {})}
+            self.over = True
+        elif first and isinstance(rec.get("raised"), dict) \
+                and rec["raised"].get("type") == "NotImplementedError":
+            self.stubbed.add(which)
+
+
+def probe(kind: str, obj, inputs: list, *, n_functions: int = 1, call_seconds: float = 5.0,
+          total_seconds: float = 20.0, watch=(), callables=None) -> dict:
+    """Evaluate one answer in this process. ``inputs``: encoded cases ``{"args": [...], "fn": i}``.
+
+    Written and value answers are recorded as they are; functions are called on every case the
+    :class:`Schedule` gives (:func:`answer_of` says what is called). ``watch``: source files
+    whose functions an answer must not call (each call's record names those it entered);
+    ``callables``: see :func:`decode`.
+    """
+    fns_of_cases = [int(inp.get("fn", 0)) for inp in inputs]
+    called = set(fns_of_cases) if n_functions > 1 else {0}
+    record, fns = answer_of(kind, obj, n_functions, called)
+    if fns is None:
+        return record
+    schedule = Schedule(fns_of_cases, total_seconds)
+    while (i := schedule.next()) is not None:
+        try:
+            args = tuple(decode(a, callables=callables) for a in inputs[i]["args"])
+        except Exception as exc:  # cannot happen with the checker's own inputs
+            schedule.record({"raised": {"type": "InputError", "message": str(exc)[:200],
+                                        "where": ""}})
+            continue
+        schedule.record(call(fns[fns_of_cases[i]], args, schedule.seconds(call_seconds), watch))
+    record["calls"] = schedule.calls
+    return record
 
 
 # ------------------------------------------------------------------ the grader's harness
-def _line(payload: dict) -> str:
-    return json.dumps(payload, allow_nan=False, separators=(",", ":")) + "\n"
+def _line(payload: dict) -> bytes:
+    return (json.dumps(payload, allow_nan=False, separators=(",", ":")) + "\n").encode()
+
+
+def _bounded(payload: dict) -> bytes:
+    """``payload`` as one line, its output replaced by a marker when the line would be longer
+    than the grader reads (``MAX_MESSAGE_BYTES``)."""
+    data = _line(payload)
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return data
+    body = dict(payload.get("result") or payload.get("head") or {})
+    for key in ("out", "value", "values"):
+        if key in body:
+            body[key] = {"__too_large__": [], "dtype": "output"}
+    return _line({next(iter(payload)): body})
+
+
+class _Link:
+    """The kernel's end of the grader's channel (a socket it inherited): one JSON object per
+    line each way, the grader asking and the harness answering."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buffer, self.asked = fd, b"", 0
+
+    def send(self, payload: dict) -> None:
+        view = memoryview(_bounded(payload))
+        while view:
+            view = view[os.write(self.fd, view):]
+
+    def receive(self) -> dict:
+        while b"\n" not in self.buffer:
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                raise ConnectionError("the grader closed the channel")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return json.loads(line)
+
+    def remote(self, key: str, name: str):
+        """A function that the grader runs: each call sends its arguments and waits for the
+        grader's answer (valid only during the case that handed it over)."""
+
+        def remote(*args):
+            self.asked += 1
+            rid = self.asked
+            ask = {"ask": key, "rid": rid, "args": [encode(a) for a in args]}
+            if len(_line(ask)) > MAX_MESSAGE_BYTES:
+                raise ValueError(f"{name} takes arguments of at most "
+                                 f"{MAX_MESSAGE_BYTES // 2 ** 20} MB here")
+            self.send(ask)
+            while True:
+                answer = self.receive().get("answer")
+                if isinstance(answer, dict) and answer.get("rid") == rid:
+                    break
+            if "raised" in answer:
+                kind = {"ValueError": ValueError, "TypeError": TypeError}.get(
+                    str(answer["raised"].get("type")), RuntimeError)
+                raise kind(str(answer["raised"].get("message", "")))
+            return decode(answer.get("out"))
+
+        remote.__name__ = remote.__qualname__ = name
+        return remote
 
 
 def run_harness(user_ns: dict, config: dict) -> None:
-    """Probe every exercise named in ``config`` and append result lines to a file.
+    """Answer the grader's questions about the exercises of ``config["exercises"]`` (each
+    ``{"id", "kind", "names"}``) over the channel ``config["channel"]`` (a file descriptor).
 
-    Runs inside the student's kernel, after the student's cells. ``config``: ``inputs`` (paths of
-    the grader's encoded cases, one per exercise), ``results`` (path to append to), ``exercises``
-    (list of ``{"id", "kind", "names"}``), ``call_seconds``, ``total_seconds``. Each exercise
-    writes a ``start`` line before its answer runs and a ``done`` line after, so the grader knows
-    which answer was running if the kernel dies. Nothing here is secret: the student's code can
-    write lines too, and gains nothing by it (the grader judges outputs, not claims).
+    Runs inside the student's kernel, after the student's cells. The grader asks for one answer
+    at a time (``look``: it is looked up in ``user_ns`` and described by :func:`answer_of`) and
+    for one case at a time (``call``: the case's arguments arrive only now), until it says
+    ``end``. Nothing here is secret and nothing it sends is trusted: the grader keeps the cases,
+    the schedule and the implementations a case hands over, and judges outputs in its own process.
     """
-    with open(config["results"], "a", encoding="utf-8") as out:
-        for ex, inputs_path in zip(config["exercises"], config["inputs"]):
-            out.write(_line({"event": "start", "id": ex["id"]}))
-            out.flush()  # the grader reads the file after the kernel is gone: flush is enough
-            names = ex["names"]
-            objs = [user_ns.get(n, MISSING) for n in names]
-            if any(o is MISSING for o in objs):
-                obj = MISSING
-            else:
-                obj = objs[0] if len(objs) == 1 else tuple(objs)
+    link = _Link(int(config["channel"]))
+    link.send({"hello": [ex["id"] for ex in config["exercises"]]})
+    fns: list = []
+    while True:
+        msg = link.receive()
+        if "look" in msg:
+            ex = msg["look"]
             try:
-                inputs = []
-                if obj is not MISSING:
-                    with open(inputs_path, encoding="utf-8") as fh:
-                        inputs = json.load(fh).get(ex["id"], [])
-                record = probe(ex["kind"], obj, inputs, n_functions=len(names),
-                               call_seconds=config["call_seconds"],
-                               total_seconds=config["total_seconds"])
-                text = _line({"event": "done", "id": ex["id"], "record": record})
+                objs = [user_ns.get(n, MISSING) for n in ex["names"]]
+                obj = MISSING if any(o is MISSING for o in objs) else (
+                    objs[0] if len(objs) == 1 else tuple(objs))
+                head, fns = answer_of(ex["kind"], obj, len(objs), set(ex["called"]))
             except BaseException as exc:
-                text = _line({"event": "done", "id": ex["id"],
-                              "record": {"kind": "harness_error",
-                                         "message": f"{type(exc).__name__}: {exc}"[:300]}})
-            out.write(text)
-            out.flush()
+                head = {"kind": "harness_error", "message": f"{type(exc).__name__}: {exc}"[:300]}
+            link.send({"head": head})
+        elif "call" in msg:
+            case = msg["call"]
+            try:
+                args = tuple(decode(a, callables=link.remote) for a in case["args"])
+                rec = call(fns[int(case["fn"])], args, float(case["seconds"]))
+            except Exception as exc:
+                rec = {"raised": {"type": "InputError", "message": str(exc)[:200], "where": ""}}
+            link.send({"result": rec})
+        else:
+            return

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .._cli import shown
 from ..exercises.registry import EXERCISES, IDS
 from ._csv import csv_text, points_text
 from .assignments import ASSIGNMENTS, points
@@ -30,9 +31,9 @@ from .written import write_written_csv
 if TYPE_CHECKING:
     from .runner import Limits
 
-STATUSES = ("pass", "fail", "error", "not_attempted", "timeout", "unreadable", "needs_instructor",
-            "hand_graded")
-SUBMISSION_STATUSES = ("graded", "unreadable", "timeout", "error")
+STATUSES = ("pass", "fail", "error", "not_attempted", "timeout", "unreadable", "too_large",
+            "needs_instructor", "hand_graded")
+SUBMISSION_STATUSES = ("graded", "unreadable", "too_large", "timeout", "error")
 
 
 @dataclass
@@ -70,6 +71,7 @@ class SubmissionGrade:
     sandbox: dict = field(default_factory=dict)
     cells: list = field(default_factory=list)
     meta: dict = field(default_factory=dict)  # Submission.meta: assignment, student, ...
+    grader_seconds: float = 0.0  # the grader's own CPU time on this submission (its thread)
 
     @property
     def student(self) -> str | None:
@@ -116,6 +118,7 @@ class SubmissionGrade:
              "written": points_text(self.written), "written_out_of": self.written_out_of,
              "needs_instructor": self.needs_instructor,
              "seconds": round(self.seconds, 2), "kernel_starts": self.attempts,
+             "grader_cpu_seconds": round(self.grader_seconds, 3),
              "cells": self.cells, "sandbox": self.sandbox,
              "exercises": {i: g.as_dict() for i, g in self.exercises.items()}}
         if self.meta:
@@ -127,7 +130,7 @@ class SubmissionGrade:
         return cls(d["file"], d.get("sha256"), d["status"], d.get("message", ""),
                    {i: ExerciseGrade.from_dict(e) for i, e in d.get("exercises", {}).items()},
                    d.get("seconds", 0.0), d.get("kernel_starts", 0), d.get("sandbox", {}),
-                   d.get("cells", []), d.get("meta", {}))
+                   d.get("cells", []), d.get("meta", {}), d.get("grader_cpu_seconds", 0.0))
 
 
 @dataclass
@@ -162,7 +165,8 @@ class Report:
                                   "check_seconds": self.limits.check_seconds,
                                   "file_size_mb": self.limits.fsize_mb,
                                   "scratch_mb": self.limits.scratch_mb,
-                                  "max_tasks": self.limits.max_tasks},
+                                  "max_tasks": self.limits.max_tasks,
+                                  "grader_seconds": self.limits.grader_seconds},
                        "isolation": self.isolation},
             "folder": self.folder,
             "assignments": [{"id": a.id, "title": a.title, "notebook": a.notebook,
@@ -251,24 +255,26 @@ def write_report(report: Report, out: Path, writers=None) -> list[Path]:
 
 
 def summary_table(report: Report) -> str:
+    """What ``grade`` prints: a line per submission. File names, student ids and messages come
+    from the students: every one is escaped (``_cli.shown``)."""
     counts: dict[str, int] = {}
     for s in report.submissions:
         counts[s.status] = counts.get(s.status, 0) + 1
     lines = [f"graded {len(report.submissions)} submission(s) in {report.seconds:.1f} s "
              f"({', '.join(f'{n} {k}' for k, n in sorted(counts.items()))})"]
-    width = max([len(s.file) for s in report.submissions] + [4])
+    width = max([len(shown(s.file)) for s in report.submissions] + [4])
     for s in report.submissions:
-        who = f"{s.student or '?'} / {s.assignment or '?'}"
-        lines.append(f"  {s.file:<{width}}  {who[:40]:<40}  {s.status:<10}  "
+        who = shown(f"{s.student or '?'} / {s.assignment or '?'}")
+        lines.append(f"  {shown(s.file):<{width}}  {who[:40]:<40}  {s.status:<10}  "
                      f"{s.total:>2}/{s.out_of}"
                      + (f"  {s.needs_instructor} written to grade" if s.needs_instructor else "")
                      + ("" if s.counts or not s.assignment or not s.student
                         else "  (superseded)")
-                     + (f"  ({s.message[:80]})" if s.message else ""))
+                     + (f"  ({shown(s.message[:80])})" if s.message else ""))
     lines += course_warnings(report)
     if report.changed:
         lines.append(f"WARNING: {len(report.changed)} submission file(s) changed during grading: "
-                     + ", ".join(c["file"] for c in report.changed))
+                     + ", ".join(shown(c["file"]) for c in report.changed))
     return "\n".join(lines)
 
 
@@ -277,9 +283,11 @@ def course_warnings(report: Report) -> list[str]:
     out = []
 
     def some(subs, limit=5):
-        return ", ".join(s.file for s in subs[:limit]) + (" ..." if len(subs) > limit else "")
+        return ", ".join(shown(s.file) for s in subs[:limit]) + (" ..." if len(subs) > limit
+                                                                  else "")
 
-    unknown = [s for s in report.submissions if s.status != "unreadable" and not s.assignment]
+    unknown = [s for s in report.submissions
+               if s.status not in ("unreadable", "too_large") and not s.assignment]
     if unknown:
         out.append(f"WARNING: the assignment of {len(unknown)} submission(s) is unknown (graded "
                    f"against every check, left out of the gradebook; grade them with "

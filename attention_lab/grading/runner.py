@@ -2,11 +2,13 @@
 
 One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in named steps:
 
-1. **prepare** (once): the job's folders (:class:`.sandbox.JobFolders`), the grader's inputs,
-   the kernel's (minimal) environment, the cells not worth running;
+1. **prepare** (once): the job's folders (:class:`.sandbox.JobFolders`), the kernel's (minimal)
+   environment, the cells not worth running;
 2. **start** (per kernel): nbclient/jupyter_client start a kernel through the sandbox
-   (:class:`.sandbox.Sandbox`: limits, namespaces), its stderr going to a log file the kernel
-   cannot read back;
+   (:class:`.sandbox.Sandbox`: limits, namespaces); it inherits two sockets of the grader's
+   (:mod:`.channel`): its harness channel and its stderr (whose last lines the grader keeps in
+   memory: nothing of a kernel reaches the grader's disk, and a socket cannot be reopened through
+   ``/proc/self/fd``);
 3. **run cells**: the student's code cells, one at a time, each with the per-cell time limit and
    all of them within the whole-notebook limit; errors (from the execute replies) are recorded,
    never fatal. What the grader reads from the kernel is capped: it keeps no outputs and does not
@@ -14,24 +16,25 @@ One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in nam
    kernel's own IOPub topics, which it needs to see the kernel start), ZeroMQ refuses any frame
    above ``MAX_MESSAGE_BYTES`` and queues at most ``QUEUE_MESSAGES`` messages;
 4. **probe**: the grader's harness cells: the source of :mod:`.probe`, executed in a fresh
-   namespace, looks up each answer by name, calls it on the grader's inputs (read from a file)
-   and appends JSON lines to the results file (one cell per exercise whose answer the notebook
-   defines, one cell for all the others);
+   namespace, answers the grader over the channel (:mod:`.channel`): the grader asks for each
+   answer by name and for one case at a time, in the run's order, runs the functions a case hands
+   over in its own process, and keeps the records (one cell per exercise whose answer the
+   notebook defines, one cell for all the others);
 5. **recover**: a cell that times out is interrupted and the kernel asked whether it still
    answers; a kernel that died (``os._exit``, a crash) or hangs is killed (the sandbox stops
    every process of the job) and a new one started, skipping the cells that killed it, and the
    harness continues with the exercises not yet recorded (at most ``max_attempts`` kernels).
 
-Nothing computed in the kernel is trusted except those raw outputs, and those only as outputs: the
-kernel may write any line into its results file, and gains nothing by it (a record passes only if
-its outputs match the reference on this run's inputs, which the grader computes in its own
-process, :mod:`.batch`, with code the kernel cannot see).
+Nothing computed in the kernel is trusted except those raw outputs, and those only as outputs: a
+record passes only if its outputs match the reference on this run's inputs, which the grader
+computes in its own process (:mod:`.batch`) with code the kernel cannot see; what a kernel can
+and cannot forge is in :mod:`.channel` and the README's threat model. The grader's own work on a
+job runs in the job's thread, and its CPU time is bounded (``Limits.grader_seconds``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
@@ -42,11 +45,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .channel import Channel, KernelLog
 from .sandbox import JobFolders, Sandbox, for_job
 
 HERE = Path(__file__).resolve().parent
 PROBE_SOURCE = (HERE / "probe.py").read_text(encoding="utf-8")
-RESULTS_MAX_BYTES = 64 * 2 ** 20  # read at most this much of a results file
 MAX_MESSAGE_BYTES = 2 ** 20  # ZeroMQ drops a connection on which a larger frame arrives
 QUEUE_MESSAGES = 64  # messages ZeroMQ holds for the grader before it drops new ones
 IOPUB_SECONDS = 0  # nbclient does not wait for a cell's outputs after its reply: none are kept
@@ -74,6 +77,7 @@ class Limits:
     max_attempts: int = 8
     startup_timeout: float = 60.0
     require_sandbox: bool = False
+    grader_seconds: float = 20.0  # the grader's own CPU time on one job (its thread)
 
     @classmethod
     def for_cells(cls, cell_timeout: float = 60.0, timeout: float = 600.0, **others) -> "Limits":
@@ -111,7 +115,9 @@ class RunResult:
     attempts: int = 0
     sandbox: dict = field(default_factory=dict)
     seconds: float = 0.0
-    unexpected_lines: int = 0  # results lines the harness did not write in its order
+    channel_problem: str = ""  # why the grader stopped reading the kernel's channel
+    too_large: str = ""  # why the job stopped: the grader's own work on it exceeded its limit
+    grader_seconds: float = 0.0  # the grader's CPU time on this job (its thread)
 
 
 def skip_slow_optional_imports() -> None:
@@ -129,8 +135,8 @@ def skip_slow_optional_imports() -> None:
 def _harness_source(config: dict, first: bool) -> str:
     """The harness cell. The first one of a kernel compiles the probe's source into a private
     module (the grader's own text, not the package a notebook may have patched); the following
-    ones reuse it. Nothing here is secret or trusted: only the recorded outputs matter, and the
-    grader judges them in its own process."""
+    ones reuse it. Nothing here is secret or trusted: the grader keeps the cases, asks for them
+    over the channel one at a time, and judges the outputs in its own process."""
     source = PROBE_SOURCE if first else None
     return (
         PROBE_CELL + "\n"
@@ -147,16 +153,36 @@ def _harness_source(config: dict, first: bool) -> str:
     )
 
 
-def defined_names(source: str, names) -> set[str]:
-    """Which of ``names`` a cell defines (``def name``, ``name = ...``, ``import ... as name``,
-    ``from ... import name``)."""
+#: one line that defines a name: ``def f``, ``x = ...`` / ``x: T = ...``, an import. ``[ \t]``,
+#: never ``\s``: a match stays on its line, so a scan is linear in the source however many
+#: (blank) lines it has.
+_DEFINES = re.compile(r"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+(\w+)|(\w+)[ \t]*(?::[^=\n]*)?=(?!=)"
+                      r"|(?:from[ \t]+\S+[ \t]+)?import[ \t]+([^#\n]*))", re.MULTILINE)
+_IMPORTED = re.compile(r"[ \t]*(?:[\w.]+[ \t]+as[ \t]+(\w+)|([A-Za-z_]\w*))[ \t]*")  # one item
+
+
+def names_defined(source: str) -> set[str]:
+    """The names a cell defines at the start of a line (``def name``, ``name = ...``,
+    ``import ... as name``, ``from ... import name``), in one pass over its text."""
     found = set()
-    for n in names:
-        n_ = re.escape(n)
-        if re.search(rf"^\s*(def\s+{n_}\b|{n_}\s*(:[^=]*)?=(?!=)|(from\s+\S+\s+)?import\s+"
-                     rf"[^#\n]*\b(as\s+{n_}|(?<!\.){n_})\s*(,|$|#))", source, re.MULTILINE):
-            found.add(n)
+    for m in _DEFINES.finditer(source):
+        if m.group(3) is None:
+            found.add(m.group(1) or m.group(2))
+            continue
+        for item in m.group(3).replace("(", " ").replace(")", " ").split(","):
+            name = _IMPORTED.fullmatch(item)
+            if name:
+                found.add(name.group(1) or name.group(2))
     return found
+
+
+def defined_names(source: str, names) -> set[str]:
+    """Which of ``names`` a cell defines (see :func:`names_defined`)."""
+    return names_defined(source) & set(names)
+
+
+#: a cell longer than this is never only a call of check/hint/status (it is not parsed)
+FEEDBACK_CELL_CHARS = 1000
 
 
 def only_feedback(source: str) -> bool:
@@ -167,6 +193,8 @@ def only_feedback(source: str) -> bool:
     """
     import ast
 
+    if len(source) > FEEDBACK_CELL_CHARS:
+        return False
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
@@ -175,46 +203,6 @@ def only_feedback(source: str) -> bool:
             and isinstance(tree.body[0].value, ast.Call)
             and isinstance(tree.body[0].value.func, ast.Name)
             and tree.body[0].value.func.id in ("check", "hint", "status"))
-
-
-def read_results(path: Path, known_ids, offset: int = 0) -> tuple[dict, list, int]:
-    """Parse a results file from byte ``offset`` (at most ``RESULTS_MAX_BYTES``): ({id: record},
-    [started ids], n_unexpected_lines). The last ``done`` line of an exercise counts.
-
-    Lines that are not JSON objects, name unknown exercises or events, or repeat an exercise's
-    ``done`` are counted (the harness writes one ``start`` and one ``done`` per exercise). Never
-    raises.
-    """
-    done: dict = {}
-    started: list = []
-    bad = 0
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            raw = fh.read(RESULTS_MAX_BYTES + 1)
-    except OSError:
-        return done, started, 0
-    if len(raw) > RESULTS_MAX_BYTES:
-        raw, bad = raw[:RESULTS_MAX_BYTES].rpartition(b"\n")[0], 1
-    for line in raw.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            msg = json.loads(line)
-        except (ValueError, RecursionError):
-            bad += 1
-            continue
-        if not isinstance(msg, dict) or msg.get("id") not in known_ids:
-            bad += 1
-            continue
-        if msg.get("event") == "start":
-            started.append(msg["id"])
-        elif msg.get("event") == "done" and isinstance(msg.get("record"), dict):
-            bad += msg["id"] in done
-            done[msg["id"]] = msg["record"]
-        else:
-            bad += 1
-    return done, started, bad
 
 
 def _make_client_classes():
@@ -281,12 +269,15 @@ def _make_client_classes():
             cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
             return self.kernel.job.sandbox.wrap(
                 cmd + list(extra_arguments or []), attempt=self.kernel.attempt,
-                connection_file=Path(self.connection_file), writable=[self.kernel.results])
+                connection_file=Path(self.connection_file))
 
         async def _async_launch_kernel(self, kernel_cmd, **kw):
             await super()._async_launch_kernel(kernel_cmd, **kw)
+            self.kernel.attach(asyncio.get_running_loop())
             # from now on, the grader's side of the channels: where the sandbox says
-            self.ip = self.kernel.job.sandbox.started(self.provisioner.process.pid)
+            ports = [self.shell_port, self.iopub_port, self.stdin_port, self.control_port,
+                     self.hb_port]
+            self.ip = self.kernel.job.sandbox.started(self.provisioner.process.pid, ports)
 
         def client(self, **kwargs):
             return super().client(context=self.context, **kwargs)
@@ -328,8 +319,7 @@ class _Kernel:
 
     Its notebook is the student's cells plus two of the grader's: the liveness probe
     (``probe_index``) and the harness (``harness_index``). ``timeout`` is the limit of the next
-    cell executed. The job's results file is shared by its kernels; this one's lines start at
-    ``offset``.
+    cell executed. ``channel`` and ``log`` are the two sockets it inherits (:mod:`.channel`).
     """
 
     def __init__(self, job: "_Job", attempt: int):
@@ -338,8 +328,7 @@ class _Kernel:
         self.job, self.attempt = job, attempt
         folders = job.folders
         self.connection_file = folders.inp / f"kernel-{attempt}.json"
-        self.results = job.results
-        self.offset = self.results.stat().st_size
+        self.channel, self.log = Channel(job.cases), KernelLog()
         KM, Client = job.client_classes
         self.context = _zmq_context()
         self.km = KM(kernel_name="python3", connection_file=str(self.connection_file),
@@ -361,7 +350,6 @@ class _Kernel:
         self.asked_exit: set[int] = set()
         self.error: tuple[str, str] | None = None  # of the last cell executed
         self.client.on_cell_executed = self._on_executed
-        self.log = open(folders.out / "kernel.log", "ab")
 
     def _on_executed(self, cell=None, cell_index=None, execute_reply=None, **_):
         content = (execute_reply or {}).get("content") or {}
@@ -374,18 +362,22 @@ class _Kernel:
 
     async def start(self, env: dict) -> None:
         await self.client.async_start_new_kernel(cwd=str(self.job.folders.work), env=env,
-                                                 stdout=subprocess.DEVNULL, stderr=self.log,
-                                                 stdin=subprocess.DEVNULL)
+                                                 stdout=subprocess.DEVNULL,
+                                                 stderr=self.log.kernel_fd,
+                                                 stdin=subprocess.DEVNULL,
+                                                 pass_fds=(self.channel.kernel_fd,))
         await self.client.async_start_new_kernel_client()
+
+    def attach(self, loop) -> None:
+        """The kernel process exists (it holds its ends of the sockets): read ours."""
+        self.channel.attach(loop)
+        self.log.attach(loop)
 
     async def execute(self, index: int) -> tuple[str, str] | None:
         """Run cell ``index``; its error ``(name, message)``, or ``None``."""
         self.error = None
         await self.client.async_execute_cell(self.nb.cells[index], index)
         return self.error
-
-    def read_results(self) -> tuple[dict, list, int]:
-        return read_results(self.results, set(self.job.ids), self.offset)
 
     async def shutdown(self) -> None:
         """Stop the kernel and every process of the job; never raises. The sandbox kills first
@@ -406,23 +398,31 @@ class _Kernel:
         except Exception:
             pass
         self.client.kc = None
+        self.channel.drain()
+        self.channel.close()
+        self.log.close()
         # Closed here, in the job's event loop: whatever socket is still open. ZeroMQ's term then
         # takes about 0.1 s more (its I/O thread winding down) and waits for nothing of ours:
-        # it runs in a thread of its own, so that the next notebook does not wait for it.
+        # it runs in a thread of its own, so that the next notebook does not wait for it; the
+        # sandbox lets go of what the channels reached (sockets it pinned) only after that.
         for sock in list(getattr(self.context, "_sockets", ())):
             if not sock.closed:
                 sock.close(linger=0)
-        threading.Thread(target=self.context.destroy, kwargs={"linger": 0}, daemon=True,
-                         name="zmq-term").start()
-        self.log.close()
+        release = self.job.sandbox.connections_released
+
+        def term(context=self.context, attempt=self.attempt):
+            context.destroy(linger=0)
+            release(attempt)
+
+        threading.Thread(target=term, daemon=True, name="zmq-term").start()
 
 
 class _Job:
     """One submission's run, across as many kernels as it takes (see the module's steps)."""
 
-    def __init__(self, nb, folders: JobFolders, exercises: list, inputs: dict, limits: Limits,
+    def __init__(self, nb, folders: JobFolders, exercises: list, cases: dict, limits: Limits,
                  sandbox: Sandbox, result: RunResult):
-        self.nb, self.folders, self.exercises, self.inputs = nb, folders, exercises, inputs
+        self.nb, self.folders, self.exercises, self.cases = nb, folders, exercises, cases
         self.limits, self.sandbox, self.result = limits, sandbox, result
         self.started = time.monotonic()
         self.deadline = self.started + limits.timeout
@@ -440,11 +440,32 @@ class _Job:
 
     async def run(self) -> None:
         """Prepare, then per kernel: start, run cells, probe; a step that fails asks for a new
-        kernel (recovering what it can) or ends the job."""
+        kernel (recovering what it can) or ends the job. Meanwhile :meth:`watch` keeps the
+        grader's own CPU time on the job within ``Limits.grader_seconds``."""
         self.prepare()
         self.client_classes = _make_client_classes()
+        watch = asyncio.ensure_future(self.watch())
+        try:
+            await self.kernels()
+        finally:
+            watch.cancel()
+        self.finish()
+
+    async def watch(self) -> None:
+        """Stop the job (its kernels killed) once this thread, where the grader does all its
+        work on the job, has used ``Limits.grader_seconds`` of CPU."""
+        while True:
+            await asyncio.sleep(0.05)
+            used = time.thread_time() - self.cpu0
+            if used > self.limits.grader_seconds:
+                self.result.too_large = (f"the grader's own work on this notebook took more than "
+                                         f"{self.limits.grader_seconds:g} s of CPU (the limit)")
+                self.sandbox.kill()
+                return
+
+    async def kernels(self) -> None:
         for attempt in range(1, self.limits.max_attempts + 1):
-            if not self.pending:
+            if not self.pending or self.result.too_large:
                 break
             if time.monotonic() >= self.deadline:
                 self.result.timed_out = True
@@ -461,20 +482,12 @@ class _Job:
                 await kernel.shutdown()
             if step == STOP:
                 break
-        self.finish()
 
     # ---------------------------------------------------------------- 1. prepare
     def prepare(self) -> None:
-        """The job's folders, its results file, the grader's inputs (one read-only file per
-        exercise), the cells not worth running, and the kernel's environment."""
+        """The job's folders, the cells not worth running, and the kernel's environment."""
+        self.cpu0 = time.thread_time()
         self.folders.create()
-        self.results = self.folders.out / "results.jsonl"
-        self.results.write_bytes(b"")
-        self.inputs_paths = {}
-        for ex in self.exercises:
-            path = self.inputs_paths[ex.id] = self.folders.inp / f"inputs-{ex.id}.json"
-            path.write_text(json.dumps({ex.id: self.inputs.get(ex.id, [])}, allow_nan=False),
-                            encoding="utf-8")
         self.skip.update(i for i, c in enumerate(self.cells) if c.get("cell_type") == "code"
                          and only_feedback(str(c.get("source", ""))))
         limits = self.limits
@@ -510,7 +523,8 @@ class _Job:
             refusal = self.sandbox.refusal(self.result.sandbox)
             if self.start_failures >= 3 or refusal:
                 self.result.error = refusal or (
-                    f"the kernel could not start: {f'{type(exc).__name__}: {exc}'[:400]}")
+                    f"the kernel could not start: {f'{type(exc).__name__}: {exc}'[:400]} "
+                    f"(its last message: {kernel.log.tail()})")
                 return STOP
             return RESTART
         self.result.sandbox = self.sandbox.report(kernel.attempt)
@@ -572,38 +586,39 @@ class _Job:
         defines (its own time limit; a kernel that dies in it is pinned on it), then one cell for
         all the others (their answers are almost surely missing: each costs a dictionary look-up,
         and a cell round trip saved)."""
-        source = "\n".join(str(c.get("source", "")) for c in self.cells
-                           if c.get("cell_type") == "code")
+        defined = set().union(*(names_defined(str(c.get("source", ""))) for c in self.cells
+                                if c.get("cell_type") == "code"))
         pending = [ex for ex in self.exercises if ex.id in self.pending]
-        own = [ex for ex in pending if defined_names(source, ex.answer_names)]
+        own = [ex for ex in pending if defined & set(ex.answer_names)]
         rest = [ex for ex in pending if ex not in own]
         return [[ex] for ex in own] + ([rest] if rest else [])
 
     async def probe(self, kernel: _Kernel) -> str:
         """The grader's harness, one cell per group of exercises (:meth:`harness_groups`), each
-        with its own time limit; then the records are collected from the results file."""
+        with its own time limit, talking to the grader over the kernel's channel; then the
+        records the channel kept are collected."""
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
         failed: dict[str, str] = {}  # id -> the error the harness cell raised
         first, previous, step = True, None, STOP
         queue = self.harness_groups()
-        while queue:
+        channel = kernel.channel
+        while queue and not channel.problem:
             group = queue.pop(0)
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 self.result.timed_out = True
                 break
-            config = {"inputs": [self.sandbox.path(self.inputs_paths[ex.id]) for ex in group],
-                      "results": self.sandbox.path(kernel.results),
-                      "call_seconds": self.limits.call_seconds,
-                      "total_seconds": self.limits.check_seconds,
+            config = {"channel": channel.kernel_number,
                       "exercises": [{"id": ex.id, "kind": ex.kind,
                                      "names": list(ex.answer_names)} for ex in group]}
             kernel.nb.cells[kernel.harness_index].source = _harness_source(config, first)
             first = False
+            channel.begin(group, self.limits.call_seconds, self.limits.check_seconds)
             kernel.timeout = max(0.5, min(remaining, self.limits.check_seconds + 5))
             try:
                 error = await kernel.execute(kernel.harness_index)
+                channel.drain()
                 if _exiting(error):  # a cell or the previous answer asked the kernel to exit
                     if previous is not None:
                         self.blame(previous)
@@ -619,16 +634,16 @@ class _Job:
                 if time.monotonic() >= self.deadline:
                     self.result.timed_out = True
                     break
-                done, _, _ = kernel.read_results()
                 hung = self.running(kernel, group) or [ex.id for ex in group
-                                                       if ex.id not in done]
+                                                       if ex.id not in channel.records]
                 for ex_id in hung:
                     self.result.interrupted[ex_id] = "timeout"
                     self.pending.remove(ex_id)
                 if not await self.recover(kernel):
                     step = RESTART
                     break
-                later = [ex for ex in group if ex.id in self.pending and ex.id not in done]
+                later = [ex for ex in group if ex.id in self.pending
+                         and ex.id not in channel.records]
                 if later:  # the group's answers that had not run yet: in a cell of their own
                     queue.insert(0, later)
                 continue
@@ -643,9 +658,15 @@ class _Job:
                     self.careful = True
                 step = RESTART
                 break
-            _, started, _ = kernel.read_results()
-            previous = ([i for i in started if i in {ex.id for ex in group}] or [group[-1].id])[-1]
+            ids = {ex.id for ex in group}
+            previous = ([i for i in channel.started if i in ids] or [group[-1].id])[-1]
         self.collect(kernel)
+        if channel.problem:  # nothing more is read from this notebook's kernels
+            self.result.channel_problem = channel.problem
+            for i in list(self.pending):
+                self.result.harness_errors[i] = channel.problem
+                self.pending.remove(i)
+            return STOP
         if self.result.timed_out:
             return STOP
         if step == RESTART:
@@ -656,11 +677,11 @@ class _Job:
         return STOP
 
     def running(self, kernel: _Kernel, group: list) -> list[str]:
-        """The exercise of ``group`` whose answer was running when its cell stopped (started,
-        not done), as a list of at most one id."""
-        done, started, _ = kernel.read_results()
-        ids = {ex.id for ex in group}
-        return [i for i in started if i in ids and i not in done][-1:]
+        """The exercise of ``group`` whose answer was running when its cell stopped (asked
+        about, not recorded), as a list of at most one id."""
+        current = kernel.channel.current
+        ok = current in {ex.id for ex in group} and current not in kernel.channel.records
+        return [current] if ok else []
 
     def blame(self, exercise_id: str) -> None:
         """The answer of ``exercise_id`` stopped the kernel: no record of it counts."""
@@ -670,11 +691,8 @@ class _Job:
             self.pending.remove(exercise_id)
 
     def collect(self, kernel: _Kernel) -> None:
-        """Keep the records of this kernel's lines of the results file (not the blamed
-        answers')."""
-        done, _, bad = kernel.read_results()
-        self.result.unexpected_lines += bad
-        for i, rec in done.items():
+        """Keep the records this kernel's channel received (not the blamed answers')."""
+        for i, rec in kernel.channel.records.items():
             if i in self.pending and i not in self.blamed:
                 self.result.records[i] = rec
                 self.pending.remove(i)
@@ -702,12 +720,16 @@ class _Job:
     def finish(self) -> None:
         """What is still pending was never run: say why; the events in cell order."""
         result = self.result
-        if self.pending and not result.timed_out and not result.error:
+        if result.too_large:
+            for i in self.pending:
+                result.harness_errors[i] = result.too_large
+        elif self.pending and not result.timed_out and not result.error:
             for i in self.pending:
                 result.harness_errors[i] = (f"not run: the kernel died or hung {result.attempts} "
                                             f"times, the limit")
         result.events = sorted(self.events.values(), key=lambda e: (e.index, e.kind))
         result.seconds = time.monotonic() - self.started
+        result.grader_seconds = time.thread_time() - self.cpu0
 
 
 def _exiting(error: tuple[str, str] | None) -> bool:
@@ -740,10 +762,11 @@ def _run_coroutine(coro) -> None:
         pool.submit(asyncio.run, coro).result()
 
 
-def run_notebook(nb, workdir: Path, exercises: list, inputs: dict, limits: Limits,
+def run_notebook(nb, workdir: Path, exercises: list, cases: dict, limits: Limits,
                  sandbox: Sandbox | None = None) -> RunResult:
     """Run ``nb`` (an nbformat v4 notebook) in sandboxed kernels in ``workdir`` and return the
-    raw records of ``exercises``. Never raises; problems end up in the result.
+    raw records of ``exercises`` on ``cases`` (id -> the run's cases, in order:
+    :func:`.cases.run_cases`). Never raises; problems end up in the result.
 
     ``sandbox`` (default: :func:`.sandbox.for_job` for ``workdir``, closed at the end) confines
     the kernels; a caller that passes its own can stop the job from another thread with
@@ -760,7 +783,7 @@ def run_notebook(nb, workdir: Path, exercises: list, inputs: dict, limits: Limit
         folders = sandbox.folders
     folders.work.mkdir(parents=True, exist_ok=True)
     try:
-        _run_coroutine(_Job(nb, folders, exercises, inputs, limits, sandbox, result).run())
+        _run_coroutine(_Job(nb, folders, exercises, cases, limits, sandbox, result).run())
     except Exception as exc:  # a grader bug must not abort the batch
         result.error = f"grader error while running the notebook: {type(exc).__name__}: {exc}"
         sandbox.kill()
@@ -770,5 +793,5 @@ def run_notebook(nb, workdir: Path, exercises: list, inputs: dict, limits: Limit
     return result
 
 
-__all__ = ["Limits", "RunResult", "CellEvent", "run_notebook", "read_results", "defined_names",
+__all__ = ["Limits", "RunResult", "CellEvent", "run_notebook", "defined_names", "names_defined",
            "only_feedback", "skip_slow_optional_imports"]

@@ -4,8 +4,10 @@
 :func:`for_job` and uses it for every kernel it starts: :meth:`~Sandbox.env` (the kernel's
 variables), :meth:`~Sandbox.path` (a job file as the kernel sees it), :attr:`~Sandbox.transport`
 and :attr:`~Sandbox.kernel_ip` (where the kernel binds its ZeroMQ channels), :meth:`~Sandbox.wrap`
-(the command that starts the kernel confined), :meth:`~Sandbox.started` (where the grader connects
-once it runs), :meth:`~Sandbox.report` (what was applied, for grades.json),
+(the command that starts the kernel confined; it keeps the descriptors the runner passes),
+:meth:`~Sandbox.started` (where the grader connects once it runs),
+:meth:`~Sandbox.connections_released` (the grader's sockets to that kernel are closed),
+:meth:`~Sandbox.report` (what was applied, for grades.json),
 :meth:`~Sandbox.refusal` and :meth:`~Sandbox.kill` (stop every process of the job; also called by
 the batch on Ctrl-C).
 
@@ -47,9 +49,9 @@ class JobFolders:
 
         work/   the kernel's working directory (without namespaces; else it has its own scratch)
         home/   TMPDIR, IPYTHONDIR, ... (without namespaces)
-        in/     inputs, connection files, the package view: read-only for the kernel
-        out/    results.jsonl (the one file the kernel may write here), the launcher's reports,
-                the kernel's log (not visible to the kernel)
+        in/     connection files, launcher configurations: read-only for the kernel
+        out/    the launcher's and bubblewrap's reports, the package view, the grader's links
+                to the kernel's sockets (not visible to the kernel)
 
     ``shared``: a folder of the batch that its jobs share (the kernels' view of the package is
     built there once); ``None``: the job builds its own in ``out/``.
@@ -107,15 +109,19 @@ class Sandbox(abc.ABC):
         return str(host)
 
     @abc.abstractmethod
-    def wrap(self, kernel_cmd: list[str], *, attempt: int, connection_file: Path,
-             writable: list[Path]) -> list[str]:
+    def wrap(self, kernel_cmd: list[str], *, attempt: int, connection_file: Path) -> list[str]:
         """The command that starts ``kernel_cmd`` confined (kernel number ``attempt``;
-        ``connection_file`` is where ``kernel_cmd`` says it is on the grader's side, the files in
-        ``writable`` exist and the kernel must be able to write them)."""
+        ``connection_file`` is where ``kernel_cmd`` says it is on the grader's side). The
+        descriptors the kernel is started with reach it under the same numbers."""
 
-    def started(self, pid: int) -> str:
-        """The kernel's launcher runs as ``pid``: the address the grader connects to."""
+    def started(self, pid: int, ports: list[int]) -> str:
+        """The kernel's launcher runs as ``pid`` and binds ``ports``: the address the grader
+        connects to."""
         return self.kernel_ip
+
+    def connections_released(self, attempt: int) -> None:
+        """The grader's sockets to kernel number ``attempt`` are closed (called from any
+        thread)."""
 
     def limits_config(self) -> dict:
         """The hard limits :mod:`.launch` sets (soft = hard)."""
@@ -171,10 +177,10 @@ class ProcessSandbox(Sandbox):
         self.problem = problem
         self.pid: int | None = None
 
-    def wrap(self, kernel_cmd, *, attempt, connection_file, writable):
+    def wrap(self, kernel_cmd, *, attempt, connection_file):
         return self.launcher(attempt, {"nproc_margin": 512}, kernel_cmd)
 
-    def started(self, pid: int) -> str:
+    def started(self, pid: int, ports: list[int]) -> str:
         self.pid = pid
         return self.kernel_ip
 

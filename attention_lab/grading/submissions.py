@@ -2,8 +2,20 @@
 
 A submission is an ``.ipynb`` or a ``.submission.json`` written by ``python -m attention_lab
 submit`` (the notebook as text plus the student's own results, the package version, a timestamp
-and content hashes). Everything here treats the bytes as untrusted: a file that is not a notebook
-gets :class:`Unreadable` with a one-line reason, never an exception from a parser.
+and content hashes). Everything here treats the folder and the bytes as untrusted:
+
+* the folder is walked without following a link; an entry the grader would grade that is not a
+  regular file inside the folder (a link, a named pipe, a socket, a device), and a link where a
+  student folder would be, becomes a submission with no data and its reason (an ``unreadable``
+  row); a file is opened once with ``O_NOFOLLOW | O_NONBLOCK`` and read only if the descriptor
+  is the regular file the walk found, and re-hashed the same way;
+* what the grader does with a file's bytes is linear in their size and bounded: more than
+  ``MAX_FILE_BYTES``, more than ``MAX_JSON_ITEMS`` JSON items (counted in the bytes before any
+  parsing, so that parsing holds at most about 100 bytes per item), more than ``MAX_CELLS``
+  cells or more than ``MAX_SOURCE_BYTES`` of cell source gives :class:`TooLarge` (a
+  ``too_large`` row);
+* a file that is not a notebook gets :class:`Unreadable` with a one-line reason, never an
+  exception from a parser.
 """
 
 from __future__ import annotations
@@ -11,43 +23,70 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 SUBMISSION_FORMAT = "attention-lab-submission"
 MAX_FILE_BYTES = 50 * 2 ** 20
+MAX_JSON_ITEMS = 1_000_000  # commas and brackets: an upper bound of the values JSON would hold
+MAX_CELLS = 5_000
+MAX_SOURCE_BYTES = 2 * 2 ** 20
 SUFFIXES = (".ipynb", ".submission.json")
+SKIPPED_FOLDERS = ("__pycache__", ".ipynb_checkpoints")
 
 
 def discover(folder: Path, exclude: Path | None = None) -> tuple[list[Path], list[Path]]:
-    """(submissions, skipped files) under ``folder``; hidden folders, ``.ipynb_checkpoints`` and
-    ``exclude`` (the output folder) are left out."""
+    """(submissions, skipped files) under ``folder``, without following links; hidden entries,
+    ``__pycache__``, ``.ipynb_checkpoints`` and ``exclude`` (the output folder) are left out. A
+    submission is an entry named ``*.ipynb`` or ``*.submission.json`` (a regular file or not),
+    or a link at the first level (where student folders are)."""
     folder = folder.resolve()
     exclude = exclude.resolve() if exclude else None
-    found, skipped = [], []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".")
-                             and d != "__pycache__" and d != ".ipynb_checkpoints"
-                             and (exclude is None or (here / d).resolve() != exclude))
-        for name in sorted(filenames):
-            p = here / name
-            if name.startswith("."):
+    found: list[Path] = []
+    skipped: list[Path] = []
+
+    def walk(here: Path, depth: int) -> None:
+        try:
+            entries = sorted(os.scandir(here), key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            p = here / e.name
+            if e.name.startswith(".") or (exclude is not None and p == exclude):
                 continue
-            if name.endswith(SUFFIXES):
+            if e.is_dir(follow_symlinks=False):
+                if e.name not in SKIPPED_FOLDERS:
+                    walk(p, depth + 1)
+            elif e.name.endswith(SUFFIXES) or (depth == 0 and e.is_symlink()):
                 found.append(p)
-            else:
+            elif not e.is_symlink():
                 skipped.append(p)
+
+    walk(folder, 0)
     return found, skipped
+
+
+def not_a_file(st: os.stat_result) -> str:
+    """Why an entry of type ``st`` is not read, or ``""`` for a regular file."""
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+    for test, what in kinds:
+        if test(st.st_mode):
+            return f"not a regular file but {what}; the grader opens no such entry and " \
+                   f"follows no link (hand in the notebook file itself)"
+    return "" if stat.S_ISREG(st.st_mode) else "not a regular file"
 
 
 @dataclass
 class Submission:
     """One file to grade, as read at the start of the batch (the file is not read again).
 
-    ``data`` is ``None`` when the file could not be read (``problem`` says why). ``meta`` holds
-    what is known about the submission besides its content (e.g. its assignment and student,
-    and where each came from); it is reported with the grade in grades.json.
+    ``data`` is ``None`` when the file could not be read (``problem`` says why; ``too_large``:
+    because of its size). ``meta`` holds what is known about the submission besides its
+    content (e.g. its assignment and student, and where each came from); it is reported with
+    the grade in grades.json. ``mtime``: the file's modification time, as read.
     """
 
     path: Path
@@ -56,30 +95,73 @@ class Submission:
     sha256: str | None
     problem: str = ""
     meta: dict = field(default_factory=dict)
+    too_large: bool = False
+    mtime: float = 0.0
+
+
+def _open_regular(path: Path, st: os.stat_result | None = None) -> int:
+    """A descriptor of ``path`` if it is (still) the regular file ``st`` describes; never
+    follows a link, never waits on a pipe."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    now = os.fstat(fd)
+    if not stat.S_ISREG(now.st_mode) or (st is not None and (now.st_dev, now.st_ino)
+                                         != (st.st_dev, st.st_ino)):
+        os.close(fd)
+        raise OSError(0, "it changed while it was read")
+    return fd
+
+
+def json_items(data: bytes) -> int:
+    """An upper bound of the values ``json.loads(data)`` would make (linear, no parsing)."""
+    return data.count(b",") + data.count(b"[") + data.count(b"{")
 
 
 def read_submissions(files: list[Path], root: Path) -> list[Submission]:
-    """Read and hash every file once (at most ``MAX_FILE_BYTES`` each)."""
+    """Read and hash every file once (at most ``MAX_FILE_BYTES`` each), never through a link."""
     root = root.resolve()
     subs = []
     for p in files:
-        rel = str(p.resolve().relative_to(root)) if p.resolve().is_relative_to(root) else str(p)
+        rel = str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
         try:
-            if p.stat().st_size > MAX_FILE_BYTES:
-                subs.append(Submission(p, rel, None, sha256_file(p),
-                                       f"larger than {MAX_FILE_BYTES // 2 ** 20} MB"))
-                continue
-            data = p.read_bytes()
-            subs.append(Submission(p, rel, data, hashlib.sha256(data).hexdigest()))
+            st = os.lstat(p)
         except OSError as exc:
             subs.append(Submission(p, rel, None, None, f"could not be read: {exc.strerror}"))
+            continue
+        why = not_a_file(st)
+        if why:
+            subs.append(Submission(p, rel, None, None, why, mtime=st.st_mtime))
+            continue
+        if st.st_size > MAX_FILE_BYTES:
+            subs.append(Submission(p, rel, None, None, f"larger than {MAX_FILE_BYTES // 2 ** 20}"
+                                   f" MB: too large to grade", too_large=True,
+                                   mtime=st.st_mtime))
+            continue
+        try:
+            fd = _open_regular(p, st)
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            subs.append(Submission(p, rel, None, None, f"could not be read: "
+                                   f"{exc.strerror or 'unknown error'}", mtime=st.st_mtime))
+            continue
+        digest = hashlib.sha256(data).hexdigest()
+        if len(data) > MAX_FILE_BYTES or json_items(data) > MAX_JSON_ITEMS:
+            what = (f"larger than {MAX_FILE_BYTES // 2 ** 20} MB" if len(data) > MAX_FILE_BYTES
+                    else f"more than {MAX_JSON_ITEMS:,} JSON values")
+            subs.append(Submission(p, rel, None, digest, f"{what}: too large to grade (clear "
+                                   f"the notebook's outputs and hand it in again)",
+                                   too_large=True, mtime=st.st_mtime))
+            continue
+        subs.append(Submission(p, rel, data, digest, mtime=st.st_mtime))
     return subs
 
 
 def sha256_file(path: Path) -> str | None:
+    """The hash of the regular file at ``path`` (``None`` if it is gone, not a regular file, or
+    a link), read without following links or waiting on a pipe."""
     h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(_open_regular(path), "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     except OSError:
@@ -87,8 +169,23 @@ def sha256_file(path: Path) -> str | None:
     return h.hexdigest()
 
 
+def unchanged(sub: Submission) -> str:
+    """``""`` when ``sub`` still holds the bytes it was graded from, else what happened to it
+    ("modified" or "deleted"); submissions that were never read are not checked."""
+    if sub.sha256 is None:
+        return ""
+    now = sha256_file(sub.path)
+    if now == sub.sha256:
+        return ""
+    return "deleted" if now is None else "modified"
+
+
 class Unreadable(Exception):
     pass
+
+
+class TooLarge(Unreadable):
+    """Readable, but more than the grader works on for one submission."""
 
 
 def canonical_hash(payload: dict) -> str:
@@ -115,6 +212,21 @@ def peek(name: str, data: bytes | None) -> dict:
     except (ValueError, RecursionError):
         pass
     return found
+
+
+def _within_bounds(cells: list) -> None:
+    """Raise :class:`TooLarge` for more than ``MAX_CELLS`` cells or ``MAX_SOURCE_BYTES`` of
+    cell source."""
+    if len(cells) > MAX_CELLS:
+        raise TooLarge(f"{len(cells):,} cells, more than the {MAX_CELLS:,} the grader runs: too "
+                       f"large to grade (remove the empty cells and hand it in again)")
+    code = 0
+    for cell in cells:
+        src = cell.get("source", "") if isinstance(cell, dict) else ""
+        code += sum(map(len, src)) if isinstance(src, list) else len(str(src))
+    if code > MAX_SOURCE_BYTES:
+        raise TooLarge(f"{code:,} characters of cell source, more than the "
+                       f"{MAX_SOURCE_BYTES:,} the grader reads: too large to grade")
 
 
 def parse_submission(name: str, data: bytes):
@@ -158,6 +270,10 @@ def parse_submission(name: str, data: bytes):
         raise Unreadable("valid JSON but not a notebook (no list of 'cells')")
     if not isinstance(obj.get("nbformat"), int):
         raise Unreadable("valid JSON but not a notebook (no 'nbformat' version)")
+    _within_bounds(obj["cells"])
+    for cell in obj["cells"]:  # the grader never looks at outputs: they are not validated
+        if isinstance(cell, dict) and "outputs" in cell:
+            cell["outputs"] = []
     try:
         nb = nbformat.reads(json.dumps(obj), as_version=4)
     except Exception as exc:

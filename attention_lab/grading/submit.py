@@ -34,7 +34,7 @@ from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_ha
 
 LABEL = {"pass": "pass", "fail": "fail", "error": "error", "timeout": "timeout",
          "not_attempted": "not attempted", "needs_instructor": "needs instructor",
-         "unreadable": "unreadable"}
+         "unreadable": "unreadable", "too_large": "too large"}
 
 
 def relevant_ids(nb) -> list[str]:

@@ -351,8 +351,9 @@ def test_tampering_changes_nothing(graded):
     ex = sub["exercises"]
     assert ex["2.1"]["status"] == "fail" and "wrong at" in ex["2.1"]["message"]
     assert ex["2.6"]["status"] == "pass"  # the check cell was deleted: graded all the same
-    # its forged line in its own results file: seen, and the harness's own record counted
-    assert "did not write in its order" in sub["message"]
+    # no results file to append a forged line to: the grader keeps the records (test_grading_
+    # hostile.py forges on the channel itself)
+    assert sub["message"] == "" and ex["2.1"]["status"] == "fail"
 
 
 def test_processes_started_by_a_notebook_do_not_survive(graded):

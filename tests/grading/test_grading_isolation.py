@@ -12,8 +12,8 @@ attack:
   other jobs' folders, other processes' command lines), writing outside its folder, TCP, UDP and
   unix sockets to listeners of this test, raw sockets, filling its disk, flooding the grader with
   a 128 MB print and oversized ZeroMQ messages; what it read goes into its written answer;
-* ``e_hostile_answers``: answers that delegate to the package's implementations, and a forged
-  results line (the harness's own lines silenced) computed with the package's reference.
+* ``e_hostile_answers``: answers that delegate to the package's implementations (forged records
+  and the grader's own helpers: ``test_grading_hostile.py``).
 
 From outside, the test checks the sentinel's and the grader's limits, nice value and scheduling
 policy (sampled throughout), what the listeners received, the decoys' secret in every output of
@@ -263,49 +263,6 @@ def bilinear_attention(Q, K, V, W):
 
 DELEGATE_AT_DEFINITION = "from attention_lab.softmax import softmax as masked_softmax_safe"
 
-FORGE = '''
-import builtins, json, numpy as np
-real_open = builtins.open
-
-def dec(a):
-    d = a["__ndarray__"]
-    return np.array([float(x) for x in d["data"]], dtype=d["dtype"]).reshape(d["shape"])
-
-def enc(x):
-    x = np.asarray(x)
-    return {"__ndarray__": {"dtype": x.dtype.name, "shape": list(x.shape),
-                            "data": [v if np.isfinite(v) else str(v) for v in x.ravel().tolist()]}}
-
-cases = json.load(real_open("/job/in/inputs-2.1.json"))["2.1"]
-try:
-    from attention_lab.scores import dot_scores as reference
-except ImportError:
-    reference = lambda query, keys: np.zeros(len(keys))
-calls = [{"out": enc(reference(dec(c["args"][0]), dec(c["args"][1])))} for c in cases]
-with real_open("/job/out/results.jsonl", "a") as fh:
-    line = {"event": "done", "id": "2.1", "record": {"kind": "calls", "calls": calls}}
-    fh.write(json.dumps(line) + "\\n")
-
-class Quiet:  # the harness's own lines about 2.1 go nowhere
-    def __init__(self, fh):
-        self.fh = fh
-    def write(self, text):
-        return len(text) if '"id":"2.1"' in text else self.fh.write(text)
-    def __getattr__(self, name):
-        return getattr(self.fh, name)
-    def __enter__(self):
-        return self
-    def __exit__(self, *exc):
-        self.fh.close()
-
-def quiet_open(file, mode="r", *args, **kwargs):
-    fh = real_open(file, mode, *args, **kwargs)
-    return Quiet(fh) if str(file).endswith("results.jsonl") and "a" in mode else fh
-
-builtins.open = quiet_open
-'''
-
-
 class Listeners:
     """TCP, UDP, filesystem and abstract unix sockets on this machine, recording what arrives."""
 
@@ -478,7 +435,7 @@ def run(tmp_path_factory):
     answers = load(STU2)
     answers.metadata.pop("attention_lab", None)  # no assignment: graded on every exercise
     answers.cells += [nbformat.v4.new_code_cell(src) for src in
-                      (DELEGATE, DELEGATE_AT_DEFINITION, FORGE)]
+                      (DELEGATE, DELEGATE_AT_DEFINITION)]
     nbformat.write(answers, str(sub / "e_hostile_answers.ipynb"))
 
     env = {**os.environ, "HOME": str(home), "TMPDIR": str(tmpdir), "GRADER_SECRET": SECRET}
@@ -641,7 +598,7 @@ def test_a_kernel_cannot_fill_the_disk_or_the_graders_memory(run):
 
 
 @contained
-def test_no_marks_for_the_packages_answers_or_forged_results(run):
+def test_no_marks_for_the_packages_answers(run):
     sub = run["subs"]["e_hostile_answers.ipynb"]
     ex = sub["exercises"]
     for i in ("3.1", "3.3"):
@@ -649,9 +606,6 @@ def test_no_marks_for_the_packages_answers_or_forged_results(run):
         assert "the package's own implementation" in ex[i]["message"], ex[i]["message"]
     assert ex["3.2"]["status"] == "fail"
     assert "not available to graded answers" in ex["3.2"]["message"]
-    # the forged line stands (the harness's own lines about 2.1 were silenced), but without the
-    # package's reference its outputs are wrong: no mark
-    assert ex["2.1"]["status"] == "fail" and "wrong" in ex["2.1"]["message"], ex["2.1"]
     assert sub["total"] == 0 and ex["2.4"]["status"] == "not_attempted"
 
 
@@ -694,11 +648,7 @@ def test_every_test_the_threat_model_names_exists():
     readme = (ROOT / "README.md").read_text()
     model = readme[readme.index("### How grading works, and the threat model"):
                    readme.index("### Benchmark\n")]
-    named = set(re.findall(r"\b(test_[a-z0-9_]+)\b", model)) - {"test_grading_batch",
-                                                                 "test_grading_isolation",
-                                                                 "test_grading_sandbox",
-                                                                 "test_grading_runner",
-                                                                 "test_exercises_checks"}
+    named = set(re.findall(r"\b(test_[a-z0-9_]+)\b(?!\.py)", model))  # not the modules
     defined = {m for f in (ROOT / "tests").rglob("test_*.py")
                for m in re.findall(r"^def (test_[a-z0-9_]+)", f.read_text(), re.MULTILINE)}
     assert len(named) >= 20 and named <= defined, sorted(named - defined)

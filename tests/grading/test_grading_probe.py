@@ -1,16 +1,19 @@
 """The probe: what runs next to a student's code. Its JSON codec must round-trip every answer
-type exactly and refuse anything malformed; its calls must survive whatever the answer does."""
+type exactly and refuse anything malformed; its calls must survive whatever the answer does; and
+it holds nothing an answer could use instead of doing the work. (The implementations handed to a
+student's test are checked here too: they live in the checker's process.)"""
 
 from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from attention_lab.exercises.implementations import make_impl, make_readout
 from attention_lab.grading import probe
-from attention_lab.grading.runner import read_results
 
 
 def roundtrip(obj):
@@ -69,7 +72,8 @@ def test_unsupported_and_oversized_outputs_are_described_not_stored():
     {"__ndarray__": {"dtype": "float64", "shape": [1], "data": ["1e400"]}},
     {"__ndarray__": {"dtype": "bool", "shape": [1], "data": [1]}},
     {"__ndarray__": {"dtype": "int64", "shape": [1], "data": [1.5]}},
-    {"__seq__": "set", "items": []}, {"__bigint__": "12a"}, {"__impl__": "Z"},
+    {"__seq__": "set", "items": []}, {"__bigint__": "12a"}, {"__impl__": "A"},
+    {"__callable__": {"key": "k", "name": "attend"}},
 ])
 def test_decode_refuses_malformed_data(data):
     with pytest.raises(ValueError):
@@ -137,11 +141,11 @@ def test_attention_implementations_for_the_query_test():
     K = np.array([[1.0, 0.0], [0.0, 1.0]])
     V = np.array([[1.0, 0.0], [0.0, 1.0]])
     q1, q2 = np.array([2.0, 0.0]), np.array([0.0, 2.0])
-    differs = {c: not np.allclose(probe.make_impl(c)(q1, K, V), probe.make_impl(c)(q2, K, V))
+    differs = {c: not np.allclose(make_impl(c)(q1, K, V), make_impl(c)(q2, K, V))
                for c in "ABCDEF"}
     assert differs == {"A": True, "B": False, "C": False, "D": True, "E": True, "F": False}
     with pytest.raises(ValueError, match="takes query"):
-        probe.make_impl("A")(np.ones(3), K, V)
+        make_impl("A")(np.ones(3), K, V)
 
 
 def test_masked_softmax_implementations_for_the_masking_tests():
@@ -151,13 +155,13 @@ def test_masked_softmax_implementations_for_the_masking_tests():
     exact = np.exp(scores[0, :3] - 2.0) / np.exp(scores[0, :3] - 2.0).sum()
     rows = {}
     for c in "GHIJKLMNO":
-        fn = probe.make_impl(c)
+        fn = make_impl(c)
         assert fn.__name__ == "masked_softmax"
         try:
             rows[c] = fn(scores, mask)
         except ValueError:
             rows[c] = "raise"
-    assert rows["I"] == "raise" and np.allclose(probe.make_impl("I")(scores[:1], mask[:1])[0, :3],
+    assert rows["I"] == "raise" and np.allclose(make_impl("I")(scores[:1], mask[:1])[0, :3],
                                                 exact)
     for c in "GHN":  # correct on the ordinary row, exact zeros at the masked key
         assert np.allclose(rows[c][0, :3], exact) and rows[c][0, 3] == 0
@@ -168,14 +172,12 @@ def test_masked_softmax_implementations_for_the_masking_tests():
     assert rows["L"][0, 3] > 0 and rows["M"][0, 3] > 0.5 and rows["O"][0, 3] == 1.0
 
 
-def test_readout_is_data_for_the_grader_and_a_callable_in_the_kernel():
+def test_the_readout_layer_is_the_toy_models_layers_after_the_context():
     rng = np.random.default_rng(0)
     params = {"h": rng.normal(size=2), "W_c": rng.normal(size=(3, 5)), "b_c": rng.normal(size=3),
               "W_o": rng.normal(size=(4, 3)), "b_o": rng.normal(size=4)}
-    encoded = {"__readout__": {k: probe.encode(v) for k, v in params.items()}}
-    marker = probe.decode(encoded)
-    assert isinstance(marker, probe.Readout) and "4 output symbols" in repr(marker)
-    readout = probe.decode(encoded, impls=True)
+    assert "4 output symbols" in repr(probe.Readout(params))
+    readout = make_readout(params)
     p = readout(np.ones(3))
     assert p.shape == (4,) and np.isclose(p.sum(), 1) and readout(np.ones((2, 3))).shape == (2, 4)
     logits = params["W_o"] @ np.tanh(params["W_c"] @ np.r_[params["h"], np.ones(3)]
@@ -183,8 +185,31 @@ def test_readout_is_data_for_the_grader_and_a_callable_in_the_kernel():
     assert np.allclose(p, np.exp(logits) / np.exp(logits).sum())
     with pytest.raises(ValueError, match="context of width 3"):
         readout(np.ones(4))
-    with pytest.raises(ValueError, match="malformed readout"):
-        probe.decode({"__readout__": {"h": probe.encode(np.ones(2))}})
+
+
+def test_a_function_argument_is_whatever_the_caller_makes_of_its_key():
+    made = []
+    fn = probe.decode({"__callable__": {"key": "3:0", "name": "attend"}},
+                      callables=lambda key, name: made.append((key, name)) or len)
+    assert fn is len and made == [("3:0", "attend")]
+
+
+def test_the_probe_holds_nothing_an_answer_could_use():
+    """No softmax, no attention, no implementation of a test's cases, no readout: the graded
+    kernel gets this module's source, and an answer can reach everything in it."""
+    def code_objects(co):
+        yield co
+        for c in co.co_consts:
+            if hasattr(c, "co_names"):
+                yield from code_objects(c)
+
+    source = Path(probe.__file__).read_text(encoding="utf-8")
+    codes = list(code_objects(compile(source, "probe", "exec")))
+    used = {n for co in codes for n in co.co_names}
+    assert not used & {"exp", "expm1", "tanh", "logaddexp"}, used & {"exp", "expm1", "tanh"}
+    functions = {co.co_name for co in codes}  # (the marker classes Impl and Readout hold data)
+    assert not [f for f in functions if "softmax" in f or "attend" in f or f == "readout"
+                or f.startswith("make_")], sorted(functions)
 
 
 def test_a_part_no_case_calls_is_recorded_as_a_declared_value():
@@ -192,23 +217,6 @@ def test_a_part_no_case_calls_is_recorded_as_a_declared_value():
     rec = probe.probe("test", ("zeros", lambda x: x.sum()), inputs, n_functions=2)
     assert rec["values"] == {"0": "zeros"} and rec["calls"][0]["out"] == 2.0
     assert probe.probe("test", ("zeros", 3), inputs, n_functions=2)["kind"] == "notcallable"
-
-
-def test_harness_writes_the_lines_the_grader_reads(tmp_path):
-    inputs = tmp_path / "in.json"
-    inputs.write_text(json.dumps({"2.1": [{"args": [probe.encode(np.ones(2)),
-                                                    probe.encode(np.eye(2))], "fn": 0}]}))
-    results = tmp_path / "out.jsonl"
-    ns = {"dot_scores": lambda q, k: k @ q}
-    probe.run_harness(ns, {"inputs": [str(inputs), str(tmp_path / "never-read.json")],
-                           "results": str(results), "call_seconds": 1, "total_seconds": 5,
-                           "exercises": [{"id": "2.1", "kind": "function", "names": ["dot_scores"]},
-                                         {"id": "2.6", "kind": "function",
-                                          "names": ["masked_softmax"]}]})
-    done, started, bad = read_results(results, {"2.1", "2.6"})
-    assert started == ["2.1", "2.6"] and bad == 0
-    assert done["2.1"]["calls"][0]["out"]["__ndarray__"]["data"] == [1.0, 1.0]
-    assert done["2.6"] == {"kind": "missing"}  # a missing answer: its inputs are not even read
 
 
 def test_the_probe_names_the_watched_functions_an_answer_enters():

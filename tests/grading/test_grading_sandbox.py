@@ -92,13 +92,10 @@ def _start(sandbox, tmp_path, script: str, attempt: int = 1) -> subprocess.Popen
     folders.create()
     conn = folders.inp / f"kernel-{attempt}.json"
     conn.write_text("{}")
-    results = folders.out / "results.jsonl"
-    results.write_text("")
-    cmd = sandbox.wrap([sys.executable, "-c", script], attempt=attempt, connection_file=conn,
-                       writable=[results])
+    cmd = sandbox.wrap([sys.executable, "-c", script], attempt=attempt, connection_file=conn)
     proc = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    sandbox.started(proc.pid)
+    sandbox.started(proc.pid, [])  # (a script binds no kernel sockets)
     return proc
 
 
@@ -179,11 +176,9 @@ def test_what_the_kernel_is_told_and_sees(tmp_path):
     folders = S.JobFolders(tmp_path / "job" / "work")
     folders.create()
     sandbox = S.for_job(folders, Limits(memory_mb=512, scratch_mb=32))
-    results = folders.out / "results.jsonl"
-    results.write_text("")
     cmd = sandbox.wrap([sys.executable, "-m", "ipykernel_launcher", "-f",
                         str(folders.inp / "kernel-1.json")], attempt=1,
-                       connection_file=folders.inp / "kernel-1.json", writable=[results])
+                       connection_file=folders.inp / "kernel-1.json")
     assert cmd[:4] == [sys.executable, "-I", "-S", launch.__file__]
     config = json.loads(Path(cmd[4]).read_text())
     assert config["limits"]["memory_bytes"] == 512 * 2 ** 20
@@ -193,7 +188,7 @@ def test_what_the_kernel_is_told_and_sees(tmp_path):
     assert kernel[1:3] == ["-S", "-c"] and "sys.modules['debugpy'] = None" in kernel[3]
     assert repr(N.kernel_path()) in kernel[3]
     pairs = list(zip(bwrap, bwrap[1:], bwrap[2:]))
-    assert ("--bind", str(results), "/job/out/results.jsonl") in pairs
+    assert "--bind" not in bwrap  # no file of the grader's is writable to the kernel
     assert ("--ro-bind", str(folders.inp), "/job/in") in pairs
     assert ("--tmpfs", "/job") == tuple(bwrap[bwrap.index("/job") - 1:bwrap.index("/job") + 1])
     assert bwrap[bwrap.index("/job") - 2] == str(32 * 2 ** 20)  # --size of /job
@@ -214,7 +209,7 @@ def test_what_the_kernel_is_told_and_sees(tmp_path):
     assert all(not N._inside(str(checkout), v) for v in visible)
     assert all(not N._inside(v, str(checkout)) or v.startswith(str(checkout / ".venv"))
                for v in visible)
-    assert sandbox.path(folders.inp / "inputs-2.1.json") == "/job/in/inputs-2.1.json"
+    assert sandbox.path(folders.inp / "kernel-1.json") == "/job/in/kernel-1.json"
     with pytest.raises(ValueError):
         sandbox.path(tmp_path / "elsewhere")
     assert sandbox.env()["HOME"] == "/job/home" and sandbox.refusal({}) == ""

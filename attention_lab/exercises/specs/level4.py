@@ -10,7 +10,7 @@ import numpy as np
 
 from ...analysis.cost import multiply_adds, score_matrix_elements
 from ...examples import running_example
-from ...grading.probe import Readout, make_readout
+from ..implementations import Readout, make_readout
 from ...softmax import entropy, softmax
 from ..judging import (Case, Reject, Spec, as_tuple, close, describe_type, diagnose, expect_shape,
                        numeric, rand, to_array, value_mismatch, whole_number)

@@ -1,0 +1,124 @@
+"""The implementations handed to a student's code by the checks: attentions and masked softmaxes
+that a student's *test* must accept or reject (checks 1.4, 2.6, 3.2), and the readout layer a
+student's function calls (check 4.3).
+
+A case holds them as markers (``probe.Impl``, ``probe.Readout``: data only); :func:`callable_of`
+makes the function. Student-side, ``check`` calls it in the notebook's process. In the grader it
+runs in the grader's own process only (:mod:`attention_lab.grading.channel`): the graded kernel
+gets a stub that forwards each call, so a notebook can call the implementation its case hands it,
+but can neither read how it works (which one it is, whether it is broken) nor reuse it as a
+softmax outside that case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..grading.probe import READOUT_PARAMS, Impl, Readout
+
+#: ``attend(query, keys, values) -> context`` (codes A-F, check 1.4) and
+#: ``masked_softmax(scores, mask) -> weights`` (codes G-O, checks 2.6 and 3.2). Which of them a
+#: correct test must accept is the checks' business (``judging.IMPL_NOTES``, the specs).
+IMPL_CODES = tuple("ABCDEFGHIJKLMNO")
+
+
+def _softmax(e, axis=-1):
+    e = e - np.max(e, axis=axis, keepdims=True)
+    w = np.exp(e)
+    return w / w.sum(axis=axis, keepdims=True)
+
+
+def _attend(code: str):
+    def attend(query, keys, values):
+        q = np.asarray(query, dtype=float)
+        K = np.asarray(keys, dtype=float)
+        V = np.asarray(values, dtype=float)
+        if q.ndim != 1 or K.ndim != 2 or V.ndim != 2 or K.shape[1] != q.shape[0] \
+                or V.shape[0] != K.shape[0]:
+            raise ValueError(
+                f"attend(query, keys, values) takes query (D,), keys (S, D) and values (S, D_v); "
+                f"got shapes {q.shape}, {K.shape}, {V.shape}")
+        if code == "A":
+            e = K @ q                                                     # (S,)
+        elif code == "B":
+            e = np.zeros(K.shape[0])
+        elif code == "C":
+            e = np.sqrt((K * K).sum(axis=1))
+        elif code == "D":
+            e = (K @ q) / 0.5
+        elif code == "E":
+            D = q.shape[0]
+            W = np.eye(D) + 0.5 * np.roll(np.eye(D), 1, axis=1)           # (D, D)
+            e = K @ (W.T @ q)
+        else:  # "F"
+            return V[0].copy()
+        return _softmax(e) @ V                                            # (D_v,)
+
+    return attend
+
+
+def _masked_softmax(code: str):
+    def masked_softmax(scores, mask):
+        s = np.asarray(scores, dtype=float)
+        m = np.broadcast_to(np.asarray(mask, dtype=bool), s.shape)
+        empty = ~m.any(axis=-1, keepdims=True)                    # rows without an eligible key
+        with np.errstate(all="ignore"):
+            if code in ("G", "H", "I"):                            # -inf fill
+                if code == "I" and empty.any():
+                    raise ValueError("a row has no eligible key (policy: raise)")
+                w = _softmax(np.where(m, s, -np.inf))             # NaN in empty rows
+                return np.where(empty, 0.0, w) if code == "G" else w
+            if code == "J":                                        # mask after the softmax
+                return _softmax(s) * m
+            if code == "K":                                        # a finite fill of -30
+                return _softmax(np.where(m, s, -30.0))
+            if code == "L":                                        # masked scores set to 0
+                return _softmax(s * m)
+            if code == "M":                                        # the mask ignored
+                return _softmax(s)
+            if code == "N":                                        # the dtype's finfo.min
+                return _softmax(np.where(m, s, np.finfo(s.dtype).min))
+            return _softmax(np.where(m, -np.inf, s))               # "O": the mask inverted
+
+    return masked_softmax
+
+
+def make_impl(code: str):
+    """The callable of one of :data:`IMPL_CODES`, named as a student's test receives it."""
+    fn = _attend(code) if code in "ABCDEF" else _masked_softmax(code)
+    fn.__qualname__ = fn.__name__
+    return fn
+
+
+def make_readout(params: dict):
+    """``readout(context) -> probabilities``: the toy model's layers after the context, with its
+    decoder state ``h`` held fixed: ``softmax(W_o tanh(W_c [h; c] + b_c) + b_o)``. ``context`` is
+    one (D_v,) or several (N, D_v); the result (C,) or (N, C)."""
+    h, W_c, b_c, W_o, b_o = (np.asarray(params[k], dtype=float) for k in READOUT_PARAMS)
+
+    def readout(context):
+        c = np.asarray(context, dtype=float)
+        if c.shape[-1:] != (W_c.shape[1] - h.shape[0],):
+            raise ValueError(f"readout takes a context of width {W_c.shape[1] - h.shape[0]}, "
+                             f"got shape {c.shape}")
+        hc = np.concatenate([np.broadcast_to(h, c.shape[:-1] + h.shape), c], axis=-1)
+        return _softmax(np.tanh(hc @ W_c.T + b_c) @ W_o.T + b_o)   # (..., C)
+
+    return readout
+
+
+def callable_of(marker):
+    """The function a case's :class:`Impl` or :class:`Readout` stands for."""
+    if isinstance(marker, Impl):
+        return make_impl(marker.code)
+    if isinstance(marker, Readout):
+        return make_readout(marker.params)
+    raise TypeError(f"not an implementation marker: {marker!r}")
+
+
+def is_marker(x) -> bool:
+    return isinstance(x, (Impl, Readout))
+
+
+__all__ = ["IMPL_CODES", "READOUT_PARAMS", "Impl", "Readout", "make_impl", "make_readout",
+           "callable_of", "is_marker"]
