@@ -121,7 +121,7 @@ def load(path=None, *, score: str = "additive", values: str = "embedding",
     """
     import torch
 
-    from .model import ReversalModel, ToyConfig
+    from .model import ToyConfig, build
 
     path = shipped(score, values) if path is None else Path(path)
     if path.suffix == ".json":
@@ -152,7 +152,7 @@ def load(path=None, *, score: str = "additive", values: str = "embedding",
         cfg = ToyConfig.from_dict(blob["config"])
     except (TypeError, ValueError) as exc:
         raise WeightsError(f"weights file {path} has an invalid config: {exc}") from None
-    model = ReversalModel(cfg)
+    model = build(cfg)
     state = blob.get("state_dict")
     if not isinstance(state, dict):
         raise WeightsError(f"weights file {path} holds no state_dict")
