@@ -154,3 +154,14 @@ def test_the_figure_draws_the_table_and_says_it_in_words(table):
     assert d.startswith("Figure: held-out accuracy against source length, 4 to 24 symbols")
     assert f"final state only: 1.00 at length 4, {final[-1]:.2f} at length 24" in d
     assert fig.png()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_attention_tools_refuse_the_model_without_attention(pair):
+    from attention_lab.toy.audit import audit_model, describe
+    from attention_lab.toy.explorer import ModelExplorer
+
+    final = pair["final state only"]
+    for call in (lambda: describe(final), lambda: audit_model(final, "abcde"),
+                 lambda: ModelExplorer(final, backend="agg")):
+        with pytest.raises(ValueError, match="has no|has none"):
+            call()

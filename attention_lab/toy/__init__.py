@@ -5,9 +5,11 @@
     model.reverse("abcdef")           # -> "fedcba"
     d = model.decode(tokens, lengths) # weights (B, T, S), tokens, logits ...
     toy.load(score="dot"), toy.load(values="encoder")   # the two other shipped models
+    toy.load(lengths=(4, 24)), toy.load(context="final_state", lengths=(4, 24))
+                                      # the bottleneck pair: with attention, final state only
 
-Modules: :mod:`.data` (task, vocabulary, held-out split), :mod:`.model` (the network, decoding,
-evaluation), :mod:`.train` (``python -m attention_lab train``), :mod:`.store` (save / load with
+Modules: :mod:`.data` (task, vocabulary, held-out split), :mod:`.model` (the network, its
+variant without attention, decoding, evaluation), :mod:`.train` (``python -m attention_lab train``), :mod:`.store` (save / load with
 checks), :mod:`.experiments` (notebook 04's measurements), :mod:`.audit` (the model's declared
 sources and audit), :mod:`.explorer` and :mod:`.figures` (the model explorer, the notebook's
 figures). The names below load their module on first use: torch is imported by ``toy.load``,
@@ -22,7 +24,8 @@ import importlib
 #: name -> the submodule that defines it
 _EXPORTS = {
     "decode": "data", "encode": "data", "heldout_set": "data",
-    "Decoded": "model", "ReversalModel": "model", "ToyConfig": "model", "evaluate": "model",
+    "Decoded": "model", "FinalStateModel": "model", "ReversalModel": "model",
+    "ToyConfig": "model", "evaluate": "model",
     "WeightsError": "store", "load": "store", "read_metadata": "store", "shipped": "store",
 }
 
