@@ -30,7 +30,8 @@ from .masks import local_mask
 def centre_from_logit(z, S: int) -> np.ndarray:
     """``(S - 1) * sigmoid(z)``: the predicted centre for a centre logit ``z`` (any shape).
 
-    Chapter, Level 2, *Global and local access trade coverage for cost*. The sigmoid keeps the centre between the first and the last position (0 and S - 1)."""
+    Chapter, Level 2, *Global and local access trade coverage for cost*. The sigmoid keeps the
+    centre between the first and the last position (0 and S - 1)."""
     S = V.count(S, "S")
     z = V.real_array(z, "z")
     return (S - 1) * 0.5 * (1.0 + np.tanh(0.5 * z))  # sigmoid, without overflow for large |z|
@@ -40,8 +41,9 @@ def predicted_centre(h, W_p, v_p, S: int) -> np.ndarray:
     """Local-p's centre ``p_t = (S - 1) * sigmoid(v_p^T tanh(W_p h_t))``.
 
     Chapter, Level 2, *Global and local access trade coverage for cost*: the window's centre is
-    predicted from the decoder state instead of assumed (local-m's ``p_t = t``). ``h`` is one decoder state (D_h,) (gives a centre ()) or several (..., T, D_h) (gives
-    (..., T)); ``W_p`` (A, D_h), ``v_p`` (A,) are the predictor's parameters."""
+    predicted from the decoder state instead of assumed (local-m's ``p_t = t``). ``h`` is one
+    decoder state (D_h,) (gives a centre ()) or several (..., T, D_h) (gives (..., T)); ``W_p``
+    (A, D_h) and ``v_p`` (A,) are the predictor's parameters."""
     h = V.real_array(h, "h", min_ndim=1)
     W_p = V.real_array(W_p, "W_p")
     v_p = V.real_array(v_p, "v_p")

@@ -946,7 +946,8 @@ class GeometryExplorer(Explorer):
     def _temperature_text(self, s) -> str:
         if s.length == 0:
             return "|q| = 0: every score is 0 and the weights are uniform (like τ = ∞)"
-        return f"|q| = {s.length:.2f}: the weights of the unit query at τ = 1/|q| = {1 / s.length:.2f}"
+        return (f"|q| = {s.length:.2f}: the weights of the unit query at τ = 1/|q| = "
+                f"{1 / s.length:.2f}")
 
     def _show(self, s):
         self.plot.update(query=s.query, direction=s.direction, projections=s.projections,
@@ -1045,8 +1046,8 @@ class LocalPExplorer(Explorer):
         self.plot.update(
             logit=s.logit, centre=s.centre, half_width=s.half_width, target=s.target - 1,
             alignment=s.alignment, gaussian=s.gaussian, weights=s.weights,
-            title=(f"z = {s.logit:+.1f} → pₜ = {s.centre + 1:.2f}, D = {s.half_width:g}: {where}; "
-                   f"the weights sum to {s.row_sum:.2f}"),
+            title=(f"z = {s.logit:+.1f} → pₜ = {s.centre + 1:.2f}, D = {s.half_width:g}: "
+                   f"{where}; the weights sum to {s.row_sum:.2f}"),
             message=None if s.scored else ("the window holds no source position: all masked,\n"
                                            "weights are 0 by the 'zeros' policy"))
         self.readout.value = html_table(
@@ -1056,7 +1057,7 @@ class LocalPExplorer(Explorer):
               num(s.alignment.sum(), 2)],
              ["Gaussian factor", *[num(x, 2) for x in s.gaussian], ""],
              ["local-p weight aₜⱼ", *[num(x, 2) for x in s.weights], num(s.row_sum, 2)]]) + (
-            f"<p>centre pₜ = 1 + (S - 1) σ(z) = {s.centre + 1:.3f} (positions 1..{self.S}), "
+            f"<p>centre pₜ = 1 + (S - 1) sigmoid(z) = {s.centre + 1:.3f} (positions 1..{self.S}), "
             f"σ = D/2 = {s.half_width / 2:g}; target {s.target}: softmax weight "
             f"{s.target_alignment:.3f}, local-p weight {s.target_weight:.3f}; context "
             f"{plots.fmt_vec(s.context)}</p>")
