@@ -1057,7 +1057,8 @@ class LocalPExplorer(Explorer):
               num(s.alignment.sum(), 2)],
              ["Gaussian factor", *[num(x, 2) for x in s.gaussian], ""],
              ["local-p weight aₜⱼ", *[num(x, 2) for x in s.weights], num(s.row_sum, 2)]]) + (
-            f"<p>centre pₜ = 1 + (S - 1) sigmoid(z) = {s.centre + 1:.3f} (positions 1..{self.S}), "
+            f"<p>centre pₜ = 1 + (S - 1) sigmoid(z) = {s.centre + 1:.3f} (positions "
+            f"1..{self.S}), "
             f"σ = D/2 = {s.half_width / 2:g}; target {s.target}: softmax weight "
             f"{s.target_alignment:.3f}, local-p weight {s.target_weight:.3f}; context "
             f"{plots.fmt_vec(s.context)}</p>")
