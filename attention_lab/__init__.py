@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 _LAZY = {"tensor", "plots", "widgets", "analysis", "examples", "scores", "softmax", "masks",
-         "attention", "exercises", "toy", "streaming"}
+         "attention", "exercises", "toy", "streaming", "local"}
 
 
 def __getattr__(name: str):

@@ -158,3 +158,24 @@ def local_example(target: int = 7, S: int = 10, seed: int = 19, peak: float = 2.
     values = rng.normal(size=(S, 2))
     scores[target] = peak
     return LocalExample(scores=scores, values=values, target=int(target))
+
+
+#: The geometry explorer's four 2-D keys (key 1 the longest) and four 2-D values: matching
+#: happens in the keys' plane, the retrieved content lives in the values' plane (ours).
+GEOMETRY_KEYS = ((3.0, 0.75), (1.35, 1.65), (-1.2, 1.95), (-0.9, -1.5))
+GEOMETRY_VALUES = ((0.2, 1.8), (1.8, 1.6), (1.6, 0.2), (0.3, 0.3))
+
+
+@dataclass(frozen=True)
+class GeometryExample:
+    """``keys`` (S, 2) and ``values`` (S, 2) in two dimensions, for scores seen as projections;
+    the values are listed in order around the quadrilateral they span."""
+
+    keys: np.ndarray
+    values: np.ndarray
+
+
+def geometry_example() -> GeometryExample:
+    """Four 2-D keys of different lengths and directions and four 2-D values."""
+    return GeometryExample(keys=np.array(GEOMETRY_KEYS, dtype=float),
+                           values=np.array(GEOMETRY_VALUES, dtype=float))

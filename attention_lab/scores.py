@@ -70,6 +70,30 @@ def dot_scores(query, keys, *, scale: float = 1.0) -> np.ndarray:
     return e * scale if scale != 1.0 else e
 
 
+def key_projections(keys, direction) -> np.ndarray:
+    """How far each key reaches along a direction: ``p_i = k_i^T u`` with ``u = d / |d|``, (S,).
+
+    Chapter, Level 2, *Scores compare one query with every key*, as geometry: for a query
+    ``q = |q| u`` the dot score is ``e_i = q^T k_i = |q| p_i``, the query's length times the signed
+    length of key i's projection on the query's line. Turning the query changes which key
+    reaches furthest; stretching it multiplies every score by the same factor, which is dividing
+    them by a temperature ``tau = 1 / |q|`` (*Temperature changes concentration*).
+
+    >>> key_projections([[2.0, 1.0], [0.0, 3.0]], [2.0, 0.0])
+    array([2., 0.])
+    """
+    k = V.real_array(keys, "keys", min_ndim=2)
+    V.key_set("keys", k.shape)
+    d = V.real_array(direction, "direction")
+    if d.shape != k.shape[-1:]:
+        raise ValueError(f"direction has shape {shape_str(d.shape)}; for keys of width "
+                         f"{k.shape[-1]} it must be ({k.shape[-1]},)")
+    norm = float(np.linalg.norm(d))
+    if norm == 0:
+        raise ValueError("direction is the zero vector; a projection needs a direction")
+    return k @ (d / norm)
+
+
 def scaled_dot_scores(query, keys) -> np.ndarray:
     """Scaled dot-product scores ``e_i = q^T k_i / sqrt(D_k)``.
 

@@ -49,6 +49,8 @@ def _sweeps(n: int) -> dict:
         "axis": ({}, "axis", [(-1, -2, 0)[k % 3] for k in range(n)]),
         "precision": ({"length": 2}, "scale", list(np.geomspace(1, 1e4, n))),
         "hull": ({}, "w1", lin(0.0, 1.0, 0.01)),
+        "geometry": ({}, "angle", [int(a) for a in np.linspace(-180, 180, n)]),
+        "localp": ({}, "logit", lin(-4.0, 4.0, 0.1)),
         # the trained model: temperature key presses around 1 (the slider's step is 10**0.05)
         "model": ({}, "temperature", [10 ** (0.05 * (k % 7 - 3)) for k in range(n)]),
     }

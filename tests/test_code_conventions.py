@@ -16,9 +16,9 @@ import attention_lab
 
 torch = pytest.importorskip("torch")
 # the modules (``attention_lab.softmax`` the attribute is the function of that name)
-attention, masks, scores, softmax, streaming, tensor = (
+attention, local, masks, scores, softmax, streaming, tensor = (
     importlib.import_module(f"attention_lab.{m}")
-    for m in ("attention", "masks", "scores", "softmax", "streaming", "tensor"))
+    for m in ("attention", "local", "masks", "scores", "softmax", "streaming", "tensor"))
 
 PACKAGE = Path(attention_lab.__file__).parent
 
@@ -42,11 +42,12 @@ SECTIONS = {
 ALL_TITLES = {t for titles in SECTIONS.values() for t in titles}
 
 CORE = [scores.dot_scores, scores.scaled_dot_scores, scores.bilinear_scores,
-        scores.additive_scores, scores.compute_scores,
+        scores.additive_scores, scores.compute_scores, scores.key_projections,
         softmax.softmax, softmax.naive_softmax, softmax.safe_fill, softmax.fill_softmax,
         softmax.entropy, softmax.concentration, softmax.hardmax, softmax.mask_after_softmax,
         masks.padding_mask, masks.causal_mask, masks.local_mask, masks.local_m_mask,
-        masks.combine_masks,
+        masks.combine_masks, local.centre_from_logit, local.predicted_centre,
+        local.gaussian_window, local.local_p,
         attention.attend, attention.attend_scores, attention.weighted_sum,
         attention.within_value_range,
         tensor.padding_mask, tensor.causal_mask, tensor.eligibility, tensor.attention,

@@ -40,3 +40,36 @@ def test_streaming_bytes_and_dtypes():
 def test_bad_input_is_named(kwargs, exc, text):
     with pytest.raises(exc, match=text):
         AttentionCost(**kwargs)
+
+
+def test_caching_the_encoders_keys_and_values():
+    from attention_lab.analysis import cache_cost
+
+    c = cache_cost(steps=64, source=512, d_model=512, d_k=64, heads=8)
+    assert c.projection == 8 * 512 * 512 * (64 + 64)
+    assert c.attention == 8 * 512 * (64 + 64) == multiply_adds(1, 512, 64, 64, heads=8)
+    assert c.without_cache == 64 * (c.projection + c.attention)
+    assert c.with_cache == c.projection + 64 * c.attention
+    assert c.saved == 63 * c.projection  # every step after the first projects nothing
+    # T steps of one query attend as much as T queries at once
+    assert 64 * c.attention == AttentionCost(target=64, source=512, heads=8, d_k=64).multiply_adds
+    assert c.cache_elements == 8 * 512 * 128 and c.cache_bytes == 4 * c.cache_elements
+    assert round(c.ratio, 1) == 57.0
+    text = str(c)
+    assert "57.0x less" in text and "2.0 MiB in float32" in text and "268,435,456" in text
+    once = cache_cost(steps=1, source=100, d_model=32, d_k=8, d_v=4, dtype="float16")
+    assert once.ratio == 1.0 and once.saved == 0 and once.cache_bytes == 100 * 12 * 2
+    assert cache_cost(steps=8, source=200, d_model=32).projection == 2 * cache_cost(
+        steps=8, source=100, d_model=32).projection
+
+
+@pytest.mark.parametrize("kwargs, exc, text", [
+    (dict(steps=0, source=5, d_model=8), ValueError, "steps must be >= 1"),
+    (dict(steps=2, source=5, d_model=8.0), TypeError, "d_model must be a positive integer"),
+    (dict(steps=2, source=5, d_model=8, dtype="int8"), ValueError, "dtype must be one of"),
+])
+def test_bad_cache_cost_input_is_named(kwargs, exc, text):
+    from attention_lab.analysis import cache_cost
+
+    with pytest.raises(exc, match=text):
+        cache_cost(**kwargs)

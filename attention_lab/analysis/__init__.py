@@ -2,7 +2,8 @@
 its weights do and do not explain (chapter, Level 4).
 
 * :mod:`.cost`: the score matrix's shape, elements and bytes, the multiply-adds
-  ``O(T S (D_k + D_v))``, and what streaming keeps instead (:class:`~.cost.AttentionCost`);
+  ``O(T S (D_k + D_v))``, and what streaming keeps instead (:class:`~.cost.AttentionCost`), and
+  what caching the encoder's keys and values saves a decoder (:func:`~.cost.cache_cost`);
 * :mod:`.audit`: the chapter's audit list for any attention callable plus its declared sources
   (:func:`~.audit.audit`); the trained toy model's audit is :func:`attention_lab.toy.audit.
   audit_model`;
@@ -15,7 +16,8 @@ None of them imports torch at import time.
 from __future__ import annotations
 
 from .audit import AuditItem, AuditReport, audit
-from .cost import AttentionCost, multiply_adds, score_matrix_elements, score_matrix_shape
+from .cost import (AttentionCost, CacheCost, cache_cost, multiply_adds, score_matrix_elements,
+                   score_matrix_shape)
 
-__all__ = ["AuditItem", "AuditReport", "audit", "AttentionCost", "multiply_adds",
-           "score_matrix_elements", "score_matrix_shape"]
+__all__ = ["AuditItem", "AuditReport", "audit", "AttentionCost", "CacheCost", "cache_cost",
+           "multiply_adds", "score_matrix_elements", "score_matrix_shape"]

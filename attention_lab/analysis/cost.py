@@ -4,11 +4,17 @@ With T queries, S keys, key width D_k and value width D_v, global attention form
 through) T x S scores per batch item and head. Scores cost T*S*D_k multiply-adds and the weighted
 sum of values T*S*D_v, so the arithmetic is of order O(T S (D_k + D_v)); storing the weights costs
 O(T S) elements per batch item and head.
+
+A decoder that generates T steps one at a time asks one query per step. Its cross-attention keys
+and values are projections of the same S encoder states at every step, so they can be computed
+once and cached (chapter, Level 4, *Cost follows the query-key access pattern*): :func:`cache_cost`
+counts what that saves and what the cache holds.
 """
 
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -121,3 +127,84 @@ class AttentionCost:
             lines.append(f"{label:<19} {_human_bytes(self.streaming_bytes)} of scores at a time "
                          f"instead of {_human_bytes(self.bytes)}")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class CacheCost:
+    """The cost of ``steps`` decoder steps of cross-attention with and without a cache of the
+    encoder's keys and values (multiply-adds and elements; see :func:`cache_cost`)."""
+
+    steps: int
+    source: int
+    d_model: int
+    d_k: int
+    d_v: int
+    heads: int
+    batch: int
+    dtype: str
+    projection: int        # multiply-adds of K = H W_k and V = H W_v over the S encoder states
+    attention: int         # multiply-adds of one step's scores and weighted sum (one query)
+    without_cache: int     # steps x (projection + attention)
+    with_cache: int        # projection once, then steps x attention
+    cache_elements: int    # the cached K and V
+    cache_bytes: int
+
+    @property
+    def saved(self) -> int:
+        """Multiply-adds the cache saves: the projection of every step after the first."""
+        return self.without_cache - self.with_cache
+
+    @property
+    def ratio(self) -> float:
+        """How many times more arithmetic the decoder does without the cache."""
+        return self.without_cache / self.with_cache
+
+    def __str__(self) -> str:
+        B, H, S, T = self.batch, self.heads, self.source, self.steps
+        widths = f"({self.d_k} + {self.d_v})"
+        return "\n".join([
+            f"project the encoder states   B*H * S * D_model * (D_k + D_v) = {B * H} x {S:,} x "
+            f"{self.d_model} x {widths} = {self.projection:,} multiply-adds",
+            f"one step's attention         B*H * S * (D_k + D_v) = {B * H} x {S:,} x {widths} = "
+            f"{self.attention:,} multiply-adds (one query)",
+            f"{f'{T} steps without a cache':<29}T * (projection + attention) = "
+            f"{self.without_cache:,}",
+            f"{f'{T} steps with a cache':<29}projection + T * attention = {self.with_cache:,} "
+            f"({self.ratio:.1f}x less)",
+            f"the cache holds              B*H * S * (D_k + D_v) = {self.cache_elements:,} "
+            f"elements, {_human_bytes(self.cache_bytes)} in {self.dtype}",
+        ])
+
+
+def cache_cost(*, steps: int, source: int, d_model: int, d_k: int = 64, d_v: int | None = None,
+               heads: int = 1, batch: int = 1, dtype: str = "float32") -> CacheCost:
+    """Cross-attention over ``steps`` decoder steps (one query each) with and without caching the
+    encoder's keys and values.
+
+    Chapter, Level 4, *Cost follows the query-key access pattern*. The S encoder states of width
+    ``d_model`` are projected to keys (width ``d_k``) and values (``d_v``, default ``d_k``) in each
+    of ``heads`` heads: ``B*H * S * D_model * (D_k + D_v)`` multiply-adds. Without a cache every
+    step projects them again; with one they are projected once and kept, ``B*H * S * (D_k + D_v)``
+    elements. A step's attention itself, ``B*H * S * (D_k + D_v)`` multiply-adds (see
+    :func:`multiply_adds` with ``target=1``), is the same either way.
+
+    >>> c = cache_cost(steps=64, source=512, d_model=512, d_k=64, heads=8)
+    >>> c.without_cache // c.with_cache
+    57
+    """
+    T, S = _positive(steps, "steps"), _positive(source, "source")
+    D = _positive(d_model, "d_model")
+    dk = _positive(d_k, "d_k")
+    dv = dk if d_v is None else _positive(d_v, "d_v")
+    H, B = _positive(heads, "heads"), _positive(batch, "batch")
+    name = str(dtype).replace("torch.", "")
+    if name not in BYTES_PER_ELEMENT:
+        raise ValueError(f"dtype must be one of {sorted(BYTES_PER_ELEMENT)}, got {dtype!r}")
+    projection = B * H * S * D * (dk + dv)
+    attention = multiply_adds(1, S, dk, dv, B, H)
+    elements = B * H * S * (dk + dv)
+    return CacheCost(steps=T, source=S, d_model=D, d_k=dk, d_v=dv, heads=H, batch=B, dtype=name,
+                     projection=projection, attention=attention,
+                     without_cache=T * (projection + attention),
+                     with_cache=projection + T * attention, cache_elements=elements,
+                     cache_bytes=elements * BYTES_PER_ELEMENT[name])

@@ -42,7 +42,7 @@ class _Served:
 
     def config(self) -> dict:
         c = self._model.config
-        return {**c.to_dict(), "vocab": c.vocab}
+        return {**c.to_dict(), "vocab": c.vocab, "attends": c.attends}
 
     def decode(self, tokens, lengths, temperature: float, window) -> dict:
         with self._lock:
@@ -58,8 +58,9 @@ _Client.register("model")
 
 
 class RemoteModel:
-    """The shared model as the model explorer sees it: ``.config`` (its fields and ``vocab``) and
-    ``.decode(tokens, lengths, temperature=..., window=...)`` with numpy arrays as results."""
+    """The shared model as the model explorer sees it: ``.config`` (its fields, ``vocab`` and
+    ``attends``) and ``.decode(tokens, lengths, temperature=..., window=...)`` with numpy arrays
+    as results."""
 
     def __init__(self, socket_path: str, key: bytes, *, timeout: float = 10.0):
         deadline = time.monotonic() + timeout

@@ -20,13 +20,14 @@ from ._render import (CMAP, LIVE_MAX_WIDTH, PALETTE, Bars, FastText, LayeredFigu
                       add_fast_text, fmt_vec, text_on_weight)
 from .chapter import (StaticFigure, hull_figure, mask_figure, overview_figure,
                       temperature_panels, two_query_heatmap, window_figure)
-from .live import (AxisPlot, HullPlot, LivePlot, MaskPlot, PrecisionPlot, QueryPlot, ScorePlot,
-                   TemperaturePlot, WindowPlot)
+from .live import (AxisPlot, GeometryPlot, HullPlot, LivePlot, LocalPPlot, MaskPlot,
+                   PrecisionPlot, QueryPlot, ScorePlot, TemperaturePlot, WindowPlot)
 
 __all__ = [
     "PALETTE", "CMAP", "LIVE_MAX_WIDTH", "LayeredFigure", "FastText", "Bars", "Style",
     "add_fast_text", "fmt_vec", "text_on_weight", "StaticFigure", "LivePlot", "QueryPlot", "ScorePlot",
     "TemperaturePlot", "MaskPlot", "WindowPlot", "AxisPlot", "PrecisionPlot", "HullPlot",
+    "GeometryPlot", "LocalPPlot",
     "overview_figure", "two_query_heatmap", "temperature_panels", "mask_figure", "window_figure",
     "hull_figure",
 ]

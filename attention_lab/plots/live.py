@@ -25,7 +25,7 @@ from ._render import (CMAP, PALETTE, Bars, LayeredFigure, Style, add_fast_text, 
                       new_figure, positions_axis, text_on_weight)
 
 __all__ = ["LivePlot", "OverviewDiagram", "QueryPlot", "ScorePlot", "TemperaturePlot", "MaskPlot",
-           "WindowPlot", "AxisPlot", "PrecisionPlot", "HullPlot"]
+           "WindowPlot", "AxisPlot", "PrecisionPlot", "HullPlot", "GeometryPlot", "LocalPPlot"]
 
 
 class LivePlot:
@@ -760,3 +760,215 @@ class HullPlot(LivePlot):
         self.check.set_text(f"context = {fmt_vec(c, 3)}\nweights sum to {w.sum():.3f}\n"
                             f"inside the value range: {verdict}")
         self.message("hull", message)
+
+
+class GeometryPlot(LivePlot):
+    """Geometry explorer: 2-D keys as arrows and the query as an arrow; each key's projection on
+    the query's line (a dashed drop line to its foot, and as a bar: the score divided by the
+    query's length); the weights as bars; the values as points and the context among them."""
+
+    size = (8.8, 4.1)
+
+    def __init__(self, keys, values, *, reach: float = 3.3, presentation=False, cache=True):
+        super().__init__(presentation=presentation, cache=cache)
+        st = self.style
+        fig = self.figure
+        k = np.asarray(keys, float)
+        v = np.asarray(values, float)
+        self.keys, self.values, self.reach = k, v, reach
+        S = len(k)
+        self.header = self._text(fig, 0.01, 0.985, "", transform=fig.transFigure, va="top",
+                                 fontsize=st.fs)
+        # the keys' plane: keys (static arrows), the query and the projections (dynamic)
+        ax = fig.add_axes([0.035, 0.08, 0.37, 0.78])
+        st.axes(ax, grid_y=False)
+        ax.set_xlim(-reach, reach)
+        ax.set_ylim(-reach, reach)
+        ax.set_aspect("equal", adjustable="box")
+        ax.axhline(0, color="#E0E0E0", lw=0.8, zorder=0)
+        ax.axvline(0, color="#E0E0E0", lw=0.8, zorder=0)
+        ax.set_title("keys kᵢ, the query q and its line", fontsize=st.title, loc="left")
+        for i, (x, y) in enumerate(k):
+            ax.add_patch(FancyArrowPatch((0, 0), (x, y), arrowstyle="-|>",
+                                         mutation_scale=12 * st.scale, color=PALETTE["source"],
+                                         lw=1.6 * st.lw, zorder=3))
+            r = np.hypot(x, y)
+            ax.text(x + 0.25 * x / r, y + 0.25 * y / r, f"k{i + 1}", fontsize=st.fs,
+                    color=PALETTE["source"], ha="center", va="center", zorder=4)
+        (self.line,) = ax.plot([], [], color=PALETTE["query"], lw=0.9 * st.lw, linestyle=":",
+                               zorder=1)
+        self.drops = LineCollection([np.zeros((2, 2))] * S, colors=PALETTE["grey"],
+                                    linestyles="--", linewidths=0.9 * st.lw, zorder=2)
+        ax.add_collection(self.drops, autolim=False)
+        (self.feet,) = ax.plot([], [], linestyle="none", marker="o",
+                               markersize=5.5 * st.scale, color=PALETTE["score"],
+                               markeredgecolor="black", markeredgewidth=0.6, zorder=5)
+        self.arrow = FancyArrowPatch((0, 0), (1, 0), arrowstyle="-|>",
+                                     mutation_scale=14 * st.scale, color=PALETTE["query"],
+                                     lw=2.4 * st.lw, zorder=6)
+        ax.add_patch(self.arrow)
+        self.q_label = self._text(ax, 0, 0, "q", fontsize=st.fs, color=PALETTE["query"],
+                                  ha="center", va="center", zorder=7)
+        self._dyn(self.line, self.drops, self.feet, self.arrow)
+        self.plane = ax
+
+        # projections and weights, one bar per key
+        ax_p = fig.add_axes([0.47, 0.56, 0.22, 0.3])
+        st.axes(ax_p, title="projection pᵢ (bars), score eᵢ = |q| pᵢ")
+        positions_axis(ax_p, S, st, label=None)
+        ax_p.set_xticks(np.arange(S), [f"k{i + 1}" for i in range(S)])
+        lim = 1.15 * float(np.hypot(k[:, 0], k[:, 1]).max())
+        ax_p.set_ylim(-lim, lim)
+        ax_p.axhline(0, color="black", lw=0.8 * st.lw)
+        self.proj_bars = self._bars(ax_p, S, PALETTE["score"])
+        self.score_text = [self._text(ax_p, i, 0, "", fontsize=st.small, ha="center",
+                                      va="center") for i in range(S)]
+        ax_w = fig.add_axes([0.47, 0.1, 0.22, 0.3])
+        st.axes(ax_w, title="weights αᵢ")
+        positions_axis(ax_w, S, st, label=None)
+        ax_w.set_xticks(np.arange(S), [f"k{i + 1}" for i in range(S)])
+        ax_w.set_ylim(0, 1.02)
+        self.weight_bars = self._bars(ax_w, S, PALETTE["weight"])
+
+        # the values' plane: the values, the context and a line to each value per weight
+        ax_v = fig.add_axes([0.74, 0.08, 0.25, 0.78])
+        st.axes(ax_v, grid_y=False)
+        ax_v.set_title("values vᵢ and the context c", fontsize=st.title, loc="left")
+        ring = np.vstack([v, v[:1]])
+        ax_v.fill(ring[:, 0], ring[:, 1], color=PALETTE["sky"], alpha=0.15)
+        ax_v.plot(ring[:, 0], ring[:, 1], color=PALETTE["grey"], linestyle="--", lw=st.lw)
+        ax_v.scatter(v[:, 0], v[:, 1], s=55 * st.scale, color=PALETTE["source"], zorder=4)
+        centre = v.mean(0)
+        for i, (x, y) in enumerate(v):
+            dx, dy = np.array([x, y]) - centre
+            r = np.hypot(dx, dy) or 1.0
+            ax_v.text(x + 0.28 * dx / r, y + 0.28 * dy / r, f"v{i + 1}", fontsize=st.fs,
+                      ha="center", va="center")
+        pad = 0.45
+        ax_v.set_xlim(v[:, 0].min() - pad, v[:, 0].max() + pad)
+        ax_v.set_ylim(v[:, 1].min() - pad, v[:, 1].max() + pad)
+        ax_v.set_aspect("equal", adjustable="box")
+        self.spokes = [self._dyn(ax_v.plot([], [], color=PALETTE["weight"], alpha=0.7,
+                                           solid_capstyle="round", zorder=3)[0])
+                       for _ in range(len(v))]
+        (self.point,) = ax_v.plot([], [], "o", markersize=10 * st.scale,
+                                  color=PALETTE["context"], markeredgecolor="black", zorder=6)
+        self._dyn(self.point)
+
+    def update(self, *, query, direction, projections, scores, weights, context, title):
+        """Show one query against the keys.
+
+        query (2,): the query q, an arrow from the origin (none at length 0).
+        direction (2,): the unit vector along q (also at length 0): the line drawn through the
+            origin that every key is projected on.
+        projections (S,): p_i, the signed length of key i's projection on that line: a dashed
+            drop line from the key's tip to its foot p_i * direction, and a bar.
+        scores (S,): e_i = |q| p_i, written on the side of the zero line that its bar leaves free.
+        weights (S,): the weights alpha_i, as bars and as the width of the line from the context
+            to each value.
+        context (2,): the context c, a point among the values.
+        title (str): the header line.
+        """
+        q = np.asarray(query, float)
+        u = np.asarray(direction, float)
+        p = np.asarray(projections, float)
+        R = self.reach * 1.5
+        self.line.set_data([-R * u[0], R * u[0]], [-R * u[1], R * u[1]])
+        feet = p[:, None] * u[None, :]                                   # (S, 2) on q's line
+        self.drops.set_segments([np.array([k, f]) for k, f in zip(self.keys, feet)])
+        self.feet.set_data(feet[:, 0], feet[:, 1])
+        length = float(np.hypot(*q))
+        self.arrow.set_visible(length > 0)
+        self.arrow.set_positions((0, 0), (q[0], q[1]))
+        self.q_label.set_position(tuple(q + 0.3 * u))
+        self.proj_bars.set_heights(p)
+        lim = self.proj_bars.axes.get_ylim()[1]
+        for i, (t, e, pi) in enumerate(zip(self.score_text, scores, p)):
+            t.set_text(f"{e:+.2f}")
+            t.set_position((i, -0.75 * lim if pi >= 0 else 0.75 * lim))
+        w = np.asarray(weights, float)
+        c = np.asarray(context, float)
+        for line, vert, wi in zip(self.spokes, self.values, w):
+            line.set_data([c[0], vert[0]], [c[1], vert[1]])
+            line.set_linewidth(0.5 + 9 * float(wi) * self.style.scale)
+        self.point.set_data([c[0]], [c[1]])
+        self.weight_bars.set_heights(w)
+        self.header.set_text(title)
+
+
+class LocalPPlot(LivePlot):
+    """Local-p explorer: left, the predicted centre against the centre logit (the sigmoid's
+    curve); right, the source positions with the window around the centre, the softmax over the
+    window alone (open circles), the Gaussian factor at each position (a line) and the local-p
+    weights (bars), the target starred."""
+
+    size = (8.8, 3.9)
+
+    def __init__(self, S: int, logit_grid, centre_grid, *, presentation=False, cache=True):
+        super().__init__(presentation=presentation, cache=cache)
+        st = self.style
+        fig = self.figure
+        self.S = S
+        ax_c = fig.add_axes([0.075, 0.17, 0.2, 0.62])
+        st.axes(ax_c, title="predicted centre", xlabel="centre logit z", ylabel="centre pₜ")
+        ax_c.plot(logit_grid, np.asarray(centre_grid) + 1, color=PALETTE["query"], lw=1.6 * st.lw)
+        ax_c.set_ylim(0.5, S + 0.5)
+        ax_c.set_xlim(min(logit_grid), max(logit_grid))
+        (self.centre_mark,) = ax_c.plot([], [], "o", color=PALETTE["query"],
+                                        markeredgecolor="black", markersize=7 * st.scale)
+        self._dyn(self.centre_mark)
+
+        ax = fig.add_axes([0.36, 0.17, 0.62, 0.62])
+        st.axes(ax, ylabel="weight")
+        positions_axis(ax, S, st)
+        ax.set_ylim(0, 1.12)
+        self.window = Rectangle((0, 0), 0, 1.12, facecolor=PALETTE["sky"], alpha=0.22,
+                                edgecolor="none", zorder=0)
+        ax.add_patch(self.window)
+        self.centre_line = ax.axvline(0, color=PALETTE["query"], linestyle="--",
+                                      lw=1.2 * st.lw, zorder=1)
+        self.bars = self._bars(ax, S, PALETTE["weight"], label="local-p weight aₜⱼ")
+        (self.alignment,) = ax.plot([], [], linestyle="none", marker="o", markerfacecolor="none",
+                                    markeredgecolor="black", markersize=7 * st.scale,
+                                    label="softmax over the window αₜⱼ")
+        (self.gaussian,) = ax.plot([], [], color=PALETTE["score"], marker=".",
+                                   lw=1.2 * st.lw, label="Gaussian factor")
+        (self.star,) = ax.plot([], [], linestyle="none", marker="*", markersize=13 * st.scale,
+                               color=PALETTE["score"], markeredgecolor="black")
+        self._dyn(self.window, self.centre_line, self.alignment, self.gaussian, self.star)
+        ax.legend(fontsize=st.small, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3,
+                  frameon=False)
+        self.title = self._text(fig, 0.01, 0.975, "", transform=fig.transFigure, va="top",
+                                fontsize=st.title)
+        self._message_box(ax, "window", y=0.6)
+
+    def update(self, *, logit, centre, half_width, target, alignment, gaussian, weights, title,
+               message=None):
+        """Show one step of local-p (positions 0-based here, labelled 1..S).
+
+        logit (float), centre (float): the centre logit z and the predicted centre p_t (0-based),
+            a point on the sigmoid's curve (drawn 1-based) and a dashed line over the positions.
+        half_width (float): D; the window |j - p_t| <= D is shaded.
+        target (int): the position that holds what the query needs, starred above its bar.
+        alignment (S,): the softmax over the window alone, as open circles (masked: none).
+        gaussian (S,): exp(-(j - p_t)^2 / (2 sigma^2)) inside the window, 0 outside, as a line.
+        weights (S,): their product, the local-p weights, as bars.
+        title (str): the line above the figure; message (str or None): an empty window.
+        """
+        S = self.S
+        x = np.arange(S)
+        self.centre_mark.set_data([logit], [centre + 1])
+        self.centre_line.set_xdata([centre, centre])
+        lo, hi = max(centre - half_width, -0.5), min(centre + half_width, S - 0.5)
+        self.window.set_x(lo)
+        self.window.set_width(max(hi - lo, 0.0))
+        a = np.asarray(alignment, float)
+        shown = a > 0
+        self.alignment.set_data(x[shown], a[shown])
+        self.gaussian.set_data(x, np.asarray(gaussian, float))
+        w = np.asarray(weights, float)
+        self.bars.set_heights(w)
+        top = max(float(np.nan_to_num(w[target])), float(np.nan_to_num(a[target])))
+        self.star.set_data([target], [min(top + 0.08, 1.06)])
+        self.title.set_text(title)
+        self.message("window", message)

@@ -17,10 +17,18 @@ from . import data
 from .model import ReversalModel
 
 
+def _attending(model: ReversalModel):
+    """The model's config; a clear error for a model without attention."""
+    if not model.config.attends:
+        raise ValueError("a model without attention (it sees only the encoder's final state) "
+                         "has no attention to describe or audit")
+    return model.config
+
+
 def describe(model: ReversalModel) -> dict:
     """The declared part of the audit: sources of the query, keys and values, projections,
     sharing, positions, truncation and cache, and the score function's name (``"score"``)."""
-    c = model.config
+    c = _attending(model)
     if c.score == "additive":
         score = "additive (Bahdanau): v^T tanh(W_q h_t + W_k enc_j)"
     else:
@@ -60,7 +68,7 @@ def audit_model(model: ReversalModel, source=("abc", "abcdefgh", "lkjihgfedcba")
     from .._threads import single_thread
     from ..tensor import mask_fill
 
-    c = model.config
+    c = _attending(model)
     sources = [source] if isinstance(source, str) else list(source)
     toks = [data.encode(s, c.n_symbols, c.max_len, c.min_len) for s in sources]
     tokens, lengths = data.pad_batch(toks, c.max_len)

@@ -1,5 +1,7 @@
 """The notebook's measurements on the trained reversal model (numbers computed, never typed in).
 
+* :func:`bottleneck_models`, :func:`accuracy_by_length`: the chapter's opening problem measured,
+  held-out accuracy against source length with attention and with the encoder's final state only.
 * :func:`alignment_report`: attention against the true alignment (output t -> source S-1-t).
 * :func:`entropy_by_length`: entropy of the attention rows grouped by source length.
 * :func:`perfect_retrieval`: the readout fed the value at the true position (retrieval made
@@ -23,6 +25,59 @@ from ..analysis import explain
 from ..softmax import entropy, softmax
 from . import data
 from .model import Decoded, ReversalModel, one_thread
+
+#: the source lengths of the bottleneck pair (trained on them, measured on each of them)
+BOTTLENECK_LENGTHS = (4, 24)
+
+
+def bottleneck_models() -> dict:
+    """The shipped pair trained by the same code, with the same budget, on sources of 4 to 24
+    symbols: ``{"attention": ..., "final state only": ...}`` (additive attention; a decoder that
+    sees only the encoder's final state)."""
+    from .store import load
+
+    return {"attention": load(lengths=BOTTLENECK_LENGTHS),
+            "final state only": load(context="final_state", lengths=BOTTLENECK_LENGTHS)}
+
+
+@one_thread
+def accuracy_by_length(models: dict, lengths=None, *, n: int = 200, seed: int = 11) -> dict:
+    """Held-out accuracy of each model against the source length, greedy decoding.
+
+    ``models``: name -> model, all on the same task (symbols and longest source); ``lengths``:
+    the source lengths to measure (default: every length the models were trained on). For each
+    length, ``n`` held-out sequences of exactly that length (drawn with ``seed``, the same for
+    every model). Returns ``{"length": (L,), "n": n, name: {"symbol": (L,), "exact": (L,)}}``:
+    the share of output symbols that are right, and of sequences reversed without a mistake.
+    """
+    if not models:
+        raise ValueError("models is empty; give at least one model, e.g. bottleneck_models()")
+    configs = {name: m.config for name, m in models.items()}
+    tasks = {(c.n_symbols, c.max_len) for c in configs.values()}
+    if len(tasks) != 1:
+        raise ValueError(f"the models are not on the same task (symbols, longest source): "
+                         f"{ {name: (c.n_symbols, c.max_len) for name, c in configs.items()} }")
+    n_symbols, max_len = tasks.pop()
+    lo = max(c.min_len for c in configs.values())
+    lengths = np.arange(lo, max_len + 1) if lengths is None else np.asarray(lengths, dtype=int)
+    if lengths.ndim != 1 or not len(lengths) or not ((lo <= lengths) & (lengths <= max_len)).all():
+        raise ValueError(f"lengths must be a list of source lengths the models were trained on, "
+                         f"{lo}..{max_len}; got {lengths.tolist()}")
+    rng = np.random.default_rng(seed)
+    each = np.repeat(lengths, n)                                        # (L * n,)
+    tokens, each = data.sample(rng, len(each), n_symbols, lo, max_len, split="heldout",
+                               lengths=each)
+    targets = data.reverse_targets(tokens, each)
+    valid = np.arange(max_len)[None, :] < each[:, None]                 # (L * n, max_len)
+    out = {"length": lengths, "n": int(n)}
+    for name, model in models.items():
+        decoded = np.concatenate([model.decode(tokens[i:i + 1000], each[i:i + 1000]).tokens
+                                  for i in range(0, len(tokens), 1000)])
+        right = (decoded == targets) & valid                            # (L * n, max_len)
+        symbol = right.sum(1).reshape(len(lengths), n) / lengths[:, None]
+        exact = (right.sum(1) == each).reshape(len(lengths), n)
+        out[name] = {"symbol": symbol.mean(1), "exact": exact.mean(1)}
+    return out
 
 
 def study_set(model: ReversalModel, n: int = 60, seed: int = 7):

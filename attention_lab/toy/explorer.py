@@ -100,6 +100,9 @@ class ModelExplorer(Explorer):
 
         self.model = load() if model is None else model
         c = self.model.config
+        if not c.attends:
+            raise ValueError("the model explorer shows a model's attention; this model has none "
+                             "(it sees only the encoder's final state)")
         try:  # a starting source the model cannot read: start from an example instead
             data.encode(str(source).strip().lower(), c.n_symbols, c.max_len, c.min_len)
         except (ValueError, TypeError):

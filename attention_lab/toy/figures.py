@@ -6,6 +6,8 @@
 * :func:`alignment_grid`: heatmaps of several decodings against the true alignment.
 * :func:`entropy_plot`, :func:`permutation_plot`, :func:`tau_plot`, :func:`score_scale_plot`,
   :func:`streaming_plot`: the research notebook's result figures.
+* :func:`bottleneck_plot`: held-out accuracy against source length with and without attention,
+  a :class:`attention_lab.plots.StaticFigure` with its text description.
 
 Colours: the package's one weight scale for weights (:data:`attention_lab.plots.CMAP`, 0 to 1,
 darker = larger, colour-blind safe); the alignment marks and wrong outputs in orange, right outputs
@@ -18,8 +20,9 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
 
-from ..plots import CMAP, LayeredFigure, LivePlot, add_fast_text
+from ..plots import CMAP, LayeredFigure, LivePlot, StaticFigure, add_fast_text
 
 BLUE, ORANGE, GREY, TEAL = "#24527a", "#d97745", "#5f6b76", "#3a9188"
 
@@ -264,3 +267,51 @@ def score_scale_plot(d_k, variance, largest, largest_scaled) -> Figure:
     b.set_ylabel("mean largest weight (16 keys)")
     b.legend(frameon=False)
     return fig
+
+
+def _accuracy_words(lengths, acc) -> str:
+    """One model's accuracy curve in words: its two ends, its lowest value and where it first
+    falls below 0.9."""
+    acc = np.round(np.asarray(acc, float), 2)
+    words = f"{acc[0]:.2f} at length {lengths[0]}, {acc[-1]:.2f} at length {lengths[-1]}"
+    below = np.flatnonzero(acc < 0.9)
+    if below.size:
+        words += f", below 0.90 from length {lengths[below[0]]} on" if (
+            acc[below[0]:] < 0.9).all() else f", first below 0.90 at length {lengths[below[0]]}"
+    else:
+        words += f", never below {acc.min():.2f}"
+    return words
+
+
+def bottleneck_plot(table: dict, *, chance: float | None = None) -> StaticFigure:
+    """Held-out accuracy against source length for each model of ``table`` (from
+    :func:`attention_lab.toy.experiments.accuracy_by_length`): left the share of right output
+    symbols, right the share of sequences reversed without a mistake. ``chance``: a guessing
+    decoder's symbol accuracy (1 / symbols), drawn as a dashed line."""
+    lengths = np.asarray(table["length"])
+    names = [k for k in table if k not in ("length", "n")]
+    styles = [(BLUE, "o-"), (ORANGE, "s-"), (TEAL, "^-"), (GREY, "d-")]
+    fig = Figure(figsize=(9.5, 3.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    panels = fig.subplots(1, 2, sharex=True)
+    for ax, key, label in zip(panels, ("symbol", "exact"),
+                              ("share of output symbols right", "share of sequences right")):
+        for name, (colour, style) in zip(names, styles):
+            ax.plot(lengths, table[name][key], style, color=colour, label=name, markersize=4)
+        ax.set_ylim(-0.02, 1.02)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("source length S")
+        ax.set_ylabel(label)
+        ax.grid(True, color="#E6E6E6", linewidth=0.8)
+    if chance is not None:
+        panels[0].axhline(chance, color=GREY, linestyle="--", linewidth=1,
+                          label=f"guessing ({chance:.2f})")
+    panels[0].legend(frameon=False, loc="lower left")
+    fig.suptitle(f"held-out accuracy against source length ({table['n']} sequences per length)")
+    parts = [f"{name}: {_accuracy_words(lengths, table[name]['symbol'])}" for name in names]
+    exact = [f"{name}: {_accuracy_words(lengths, table[name]['exact'])}" for name in names]
+    description = (f"Figure: held-out accuracy against source length, {lengths[0]} to "
+                   f"{lengths[-1]} symbols, {table['n']} sequences per length. Left, the share of "
+                   f"output symbols that are right; " + "; ".join(parts) + ". Right, the share of "
+                   f"sequences reversed without a mistake; " + "; ".join(exact) + ".")
+    return StaticFigure(fig, description)

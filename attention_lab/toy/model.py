@@ -26,6 +26,15 @@ Who plays which role (the chapter's query / key / value split made concrete):
 
 At inference, :meth:`ReversalModel.decode` can divide the scores by a temperature and restrict
 attention to a local window ``|j - centre| <= half_width`` (the chapter's global vs local access).
+
+**Without attention** (``context="final_state"``, :class:`FinalStateModel`; the chapter's "The
+problem"): the same encoder, decoder and readout, but the decoder sees only the encoder's final
+state ``s = [forward state after the last symbol; backward state after the first]`` (width
+2 x hidden), a fixed-width summary of the whole source. It starts from ``tanh(W_s s)``, reads
+``s`` beside the previous symbol at every step, and its context is ``c_t = s`` at every step:
+everything the decoder knows about the source passes through those 2 x hidden numbers. (It gets
+the summary in every place a decoder without attention can use it, so the comparison is not won
+by starving it.)
 """
 
 from __future__ import annotations
@@ -43,9 +52,13 @@ from . import data
 
 SCORES = ("additive", "dot")
 VALUES = ("embedding", "encoder")
+#: what the decoder's context is: attention's retrieval, or the encoder's final state every step
+CONTEXTS = ("attention", "final_state")
+#: the lengths of the first shipped models (a name mentions other lengths)
+DEFAULT_LENGTHS = (3, 12)
 #: config fields added after the first shipped models, with their defaults: written to a weights
 #: file only when they differ, so retraining a model of before reproduces its file byte for byte
-LATER_FIELDS = {"values": "embedding"}
+LATER_FIELDS = {"values": "embedding", "context": "attention"}
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,7 @@ class ToyConfig:
 
     score: str = "additive"
     values: str = "embedding"
+    context: str = "attention"
     n_symbols: int = 12
     min_len: int = 3
     max_len: int = 12
@@ -66,6 +80,13 @@ class ToyConfig:
             raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
         if self.values not in VALUES:
             raise ValueError(f"values must be one of {VALUES}, got {self.values!r}")
+        if self.context not in CONTEXTS:
+            raise ValueError(f"context must be one of {CONTEXTS}, got {self.context!r}")
+        if self.context == "final_state" and (self.score, self.values) != ("additive",
+                                                                            "embedding"):
+            raise ValueError(f"a model without attention (context='final_state') has no score "
+                             f"function and no values; got score={self.score!r}, "
+                             f"values={self.values!r}")
         for name in ("n_symbols", "min_len", "max_len", "emb", "hidden", "attn"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -83,14 +104,32 @@ class ToyConfig:
 
     @property
     def value_width(self) -> int:
-        """D_v: the symbol embedding's width, or the encoder state's (2 x hidden)."""
-        return self.emb if self.values == "embedding" else 2 * self.hidden
+        """D_v, the context's width: the symbol embedding's, or the encoder state's (2 x hidden,
+        also the width of the final state a model without attention reads)."""
+        return self.emb if self.values == "embedding" and self.attends else 2 * self.hidden
+
+    @property
+    def attends(self) -> bool:
+        """Whether the decoder attends (False: it sees only the encoder's final state)."""
+        return self.context == "attention"
+
+    @property
+    def lengths(self) -> tuple[int, int]:
+        """(min_len, max_len): the source lengths of the task."""
+        return (self.min_len, self.max_len)
 
     @property
     def name(self) -> str:
-        """``reversal_<score>`` (``_encoder`` added for contextual values): the weights' file
-        name."""
-        return f"reversal_{self.score}" + ("" if self.values == "embedding" else "_encoder")
+        """The weights' file name: ``reversal_<score>`` (``_encoder`` added for contextual
+        values), ``reversal_final_state`` without attention, and ``_len<min>to<max>`` for lengths
+        other than 3..12."""
+        if self.attends:
+            name = f"reversal_{self.score}" + ("" if self.values == "embedding" else "_encoder")
+        else:
+            name = "reversal_final_state"
+        if self.lengths != DEFAULT_LENGTHS:
+            name += f"_len{self.min_len}to{self.max_len}"
+        return name
 
     @classmethod
     def from_dict(cls, d: dict) -> ToyConfig:
@@ -128,11 +167,18 @@ class Decoded:
 
 
 class ReversalModel(nn.Module):
-    """The encoder-decoder; see the module docstring for the roles of its parts."""
+    """The encoder-decoder; see the module docstring for the roles of its parts.
+
+    What the decoder reads from the encoder is four small methods (its *memory*, its starting
+    state, its inputs, its context); :class:`FinalStateModel` changes only those four, so both
+    kinds are trained, decoded and evaluated by the same code."""
 
     def __init__(self, config: ToyConfig = ToyConfig()):
         super().__init__()
         c = config
+        if not c.attends:
+            raise ValueError("ReversalModel attends; build a model without attention with "
+                             "FinalStateModel or toy.model.build(config)")
         self.config = c
         self.src_emb = nn.Embedding(c.n_symbols + 1, c.emb, padding_idx=data.PAD)
         self.encoder = nn.GRU(c.emb, c.hidden, batch_first=True, bidirectional=True)
@@ -147,18 +193,24 @@ class ReversalModel(nn.Module):
         self.W_o = nn.Linear(c.hidden, c.n_symbols)
 
     # --- the pieces -----------------------------------------------------------------------
+    def _encoder_run(self, tokens: torch.Tensor, lengths: torch.Tensor, embedded=None):
+        """-> source embeddings (B, L, emb), encoder states (B, L, 2*hidden), final states
+        (2, B, hidden) (forward after the last symbol, backward after the first)."""
+        emb = self.src_emb(tokens) if embedded is None else embedded
+        packed = nn.utils.rnn.pack_padded_sequence(emb, lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        out, final = self.encoder(packed)
+        enc, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True,
+                                                  total_length=tokens.shape[1])
+        return emb, enc, final
+
     def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, embedded=None):
         """-> keys (B, L, attn), values (B, L, D_v), encoder states (B, L, 2*hidden).
 
         ``embedded`` (B, L, emb) replaces the source embeddings (for gradients with respect to
         them); they feed the encoder (hence the keys) and the values.
         """
-        emb = self.src_emb(tokens) if embedded is None else embedded
-        packed = nn.utils.rnn.pack_padded_sequence(emb, lengths.cpu(), batch_first=True,
-                                                   enforce_sorted=False)
-        out, _ = self.encoder(packed)
-        enc, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True,
-                                                  total_length=tokens.shape[1])
+        emb, enc, _ = self._encoder_run(tokens, lengths, embedded)
         values = emb if self.config.values == "embedding" else enc
         return self.W_k(enc), values, enc
 
@@ -181,6 +233,25 @@ class ReversalModel(nn.Module):
         (..., D_v): Luong's attentional state ``tanh(W_c [h; c])``, then ``W_o``."""
         return self.W_o(torch.tanh(self.W_c(torch.cat([h, context], dim=-1))))
 
+    # --- what the decoder reads from the encoder (FinalStateModel changes these four) -------
+    def _memory(self, tokens, lengths, embedded=None):
+        """The source as the decoder may read it: (keys (B, S, attn), values (B, S, D_v))."""
+        keys, values, _ = self.encode(tokens, lengths, embedded)
+        return keys, values
+
+    def _start(self, memory, B: int) -> torch.Tensor:
+        """The decoder's starting state (1, B, hidden): learned, the same for every source."""
+        return self.h0.expand(1, B, -1).contiguous()
+
+    def _inputs(self, prev: torch.Tensor, memory) -> torch.Tensor:
+        """The decoder's inputs (B, T, emb): the previous symbols (B, T), embedded."""
+        return self.tgt_emb(prev)
+
+    def _context(self, h, memory, mask, temperature: float):
+        """-> weights (B, T, S), context (B, T, D_v), scores (B, T, S) for decoder states h."""
+        keys, values = memory
+        return self.attend(h, keys, values, mask, temperature)
+
     # --- training ---------------------------------------------------------------------------
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor,
                 targets: torch.Tensor, embedded=None) -> torch.Tensor:
@@ -192,11 +263,11 @@ class ReversalModel(nn.Module):
         """
         B, L = tokens.shape
         steps = int(lengths.max())
-        keys, values, _ = self.encode(tokens, lengths, embedded)
+        memory = self._memory(tokens, lengths, embedded)
         mask = (torch.arange(L)[None, :] < lengths[:, None])[:, None, :].expand(B, steps, L)
         prev = torch.cat([torch.zeros(B, 1, dtype=torch.long), targets[:, :steps - 1]], dim=1)
-        h, _ = self.decoder(self.tgt_emb(prev), self.h0.expand(1, B, -1).contiguous())
-        _, context, _ = self.attend(h, keys, values, mask)
+        h, _ = self.decoder(self._inputs(prev, memory), self._start(memory, B))
+        _, context, _ = self._context(h, memory, mask, 1.0)
         return self.readout(h, context)
 
     # --- inference ----------------------------------------------------------------------------
@@ -212,11 +283,17 @@ class ReversalModel(nn.Module):
         package's ``empty="zeros"`` policy). ``extra_mask`` (B, L, L) bool is ANDed in as well.
         ``force`` (B, L): feed these symbols as the previous outputs instead of the model's own
         (teacher forcing), e.g. to study each step with a correct prefix.
+        A model without attention takes none of temperature, window and extra_mask, and its
+        Decoded has no weights, scores or mask (None).
         """
         tokens, lengths = self._batch(tokens, lengths)
         tau = _validate.temperature(temperature, "temperature")
+        attends = self.config.attends
+        if not attends and (tau != 1.0 or window is not None or extra_mask is not None):
+            raise ValueError("this model has no attention (it sees only the encoder's final "
+                             "state): temperature, window and extra_mask do not apply")
         B, L = tokens.shape
-        keys, values, _ = self.encode(tokens, lengths)
+        memory = self._memory(tokens, lengths)
         base = torch.arange(L)[None, :] < lengths[:, None]
         step_mask = base[:, None, :].expand(B, L, L).clone()
         if window is not None:
@@ -227,7 +304,7 @@ class ReversalModel(nn.Module):
                 raise ValueError(f"extra_mask must be a bool array of shape {(B, L, L)}, got "
                                  f"{em.dtype} {tuple(em.shape)}")
             step_mask &= em
-        h = self.h0.expand(1, B, -1).contiguous()
+        h = self._start(memory, B)
         prev = torch.zeros(B, dtype=torch.long)
         steps = int(lengths.max())
         out_tok = torch.zeros(B, L, dtype=torch.long)
@@ -238,18 +315,22 @@ class ReversalModel(nn.Module):
         out_c = torch.zeros(B, L, self.config.value_width)
         force_t = None if force is None else torch.as_tensor(np.asarray(force), dtype=torch.long)
         for t in range(steps):
-            y, h = self.decoder(self.tgt_emb(prev)[:, None, :], h)
-            w, c, s = self.attend(y, keys, values, step_mask[:, t:t + 1], tau)
+            y, h = self.decoder(self._inputs(prev[:, None], memory), h)
+            w, c, s = self._context(y, memory, step_mask[:, t:t + 1], tau)
             logits = self.readout(y, c)[:, 0]
             tok = logits.argmax(-1) + 1
-            out_tok[:, t], out_logits[:, t], out_w[:, t], out_s[:, t] = tok, logits, w[:, 0], s[:, 0]
+            out_tok[:, t], out_logits[:, t] = tok, logits
+            if attends:
+                out_w[:, t], out_s[:, t] = w[:, 0], s[:, 0]
             out_q[:, t], out_c[:, t] = y[:, 0], c[:, 0]
             prev = tok if force_t is None else force_t[:, t]
         valid_t = torch.arange(L)[None, :] < lengths[:, None]
         out_tok = out_tok * valid_t
         out_w = out_w * valid_t[:, :, None]
-        return Decoded(tokens=out_tok.numpy(), logits=out_logits.numpy(), weights=out_w.numpy(),
-                       scores=out_s.numpy(), mask=(step_mask & valid_t[:, :, None]).numpy(),
+        return Decoded(tokens=out_tok.numpy(), logits=out_logits.numpy(),
+                       weights=out_w.numpy() if attends else None,
+                       scores=out_s.numpy() if attends else None,
+                       mask=(step_mask & valid_t[:, :, None]).numpy() if attends else None,
                        lengths=lengths.numpy(), queries=out_q.numpy(), contexts=out_c.numpy())
 
     def reverse(self, text: str, **kwargs) -> str:
@@ -278,6 +359,62 @@ class ReversalModel(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
 
+class FinalStateModel(ReversalModel):
+    """The encoder-decoder without attention (``context="final_state"``): the decoder sees only
+    the encoder's final state s (B, 2*hidden), as its starting state ``tanh(W_s s)``, beside the
+    previous symbol at every step, and as its context ``c_t = s`` at every step. The encoder,
+    the decoder's recurrence, the readout and the training are those of :class:`ReversalModel`.
+    """
+
+    def __init__(self, config: ToyConfig = ToyConfig(context="final_state")):
+        nn.Module.__init__(self)
+        c = config
+        if c.attends:
+            raise ValueError("FinalStateModel has no attention: give it a config with "
+                             "context='final_state'")
+        width = 2 * c.hidden                                  # the summary's width
+        self.config = c
+        self.src_emb = nn.Embedding(c.n_symbols + 1, c.emb, padding_idx=data.PAD)
+        self.encoder = nn.GRU(c.emb, c.hidden, batch_first=True, bidirectional=True)
+        self.W_s = nn.Linear(width, c.hidden)
+        self.tgt_emb = nn.Embedding(c.n_symbols + 1, c.emb)  # id 0 = start of output
+        self.decoder = nn.GRU(c.emb + width, c.hidden, batch_first=True)
+        self.W_c = nn.Linear(c.hidden + width, c.hidden)
+        self.W_o = nn.Linear(c.hidden, c.n_symbols)
+
+    def final_state(self, tokens: torch.Tensor, lengths: torch.Tensor, embedded=None):
+        """The fixed-width summary s (B, 2*hidden): the forward GRU's state after the last
+        symbol beside the backward GRU's state after the first."""
+        _, _, final = self._encoder_run(tokens, lengths, embedded)             # (2, B, hidden)
+        return torch.cat([final[0], final[1]], dim=-1)                         # (B, 2*hidden)
+
+    def encode(self, tokens, lengths, embedded=None):
+        raise TypeError("a model without attention has no keys or values; its decoder reads "
+                        "final_state(tokens, lengths)")
+
+    def attend(self, h, keys, values, mask, temperature: float = 1.0):
+        raise TypeError("a model without attention does not attend")
+
+    def _memory(self, tokens, lengths, embedded=None):
+        return self.final_state(tokens, lengths, embedded)                     # (B, 2*hidden)
+
+    def _start(self, s, B: int) -> torch.Tensor:
+        return torch.tanh(self.W_s(s))[None]                                   # (1, B, hidden)
+
+    def _inputs(self, prev, s) -> torch.Tensor:
+        e = self.tgt_emb(prev)                                                 # (B, T, emb)
+        return torch.cat([e, s[:, None, :].expand(-1, e.shape[1], -1)], -1)    # (B, T, emb+2H)
+
+    def _context(self, h, s, mask, temperature: float):
+        return None, s[:, None, :].expand(-1, h.shape[1], -1), None            # c_t = s
+
+
+def build(config: ToyConfig) -> ReversalModel:
+    """A fresh model of the kind ``config`` describes: :class:`ReversalModel` with attention,
+    :class:`FinalStateModel` for ``context="final_state"``."""
+    return ReversalModel(config) if config.attends else FinalStateModel(config)
+
+
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, temperature: float = 1.0):
     """Softmax over the last axis with the package's conventions: ``mask`` True = eligible, fill
     ``torch.finfo(dtype).min`` before the softmax, exact zeros after it (so an all-masked row is
@@ -302,7 +439,7 @@ def evaluate(model: ReversalModel, tokens, lengths, *, batch: int = 1000, **kwar
     """Exact-sequence accuracy, per-symbol accuracy and alignment accuracy on a labelled set.
 
     Alignment accuracy: the fraction of output steps whose largest attention weight sits on the
-    true source position S-1-t.
+    true source position S-1-t (None for a model without attention).
     """
     c = model.config
     tokens, lengths = np.asarray(tokens), np.asarray(lengths)
@@ -316,8 +453,10 @@ def evaluate(model: ReversalModel, tokens, lengths, *, batch: int = 1000, **kwar
         exact += int(ok.all(axis=1).sum())
         sym += int((ok & valid).sum())
         steps += int(valid.sum())
-        truth = ln[:, None] - 1 - np.arange(c.max_len)[None, :]
-        align += int(((d.weights.argmax(-1) == truth) & valid).sum())
+        if c.attends:
+            truth = ln[:, None] - 1 - np.arange(c.max_len)[None, :]
+            align += int(((d.weights.argmax(-1) == truth) & valid).sum())
     n = len(tokens)
     return {"n_sequences": n, "exact_sequence_accuracy": exact / n,
-            "symbol_accuracy": sym / steps, "alignment_accuracy": align / steps}
+            "symbol_accuracy": sym / steps,
+            "alignment_accuracy": align / steps if c.attends else None}

@@ -2,7 +2,9 @@
 
 A model is two files side by side:
 
-* ``reversal_<score>.pt`` (``reversal_<score>_encoder.pt`` for contextual values): ``torch.save``
+* ``<name>.pt`` (:attr:`~attention_lab.toy.model.ToyConfig.name`: ``reversal_<score>``,
+  ``reversal_<score>_encoder`` for contextual values, ``reversal_final_state_len4to24`` for the
+  model without attention on sources of 4 to 24 symbols ...): ``torch.save``
   of ``{"format", "config", "state_dict"}`` (tensors and plain Python values only, so it loads
   with ``torch.load(weights_only=True)``: no code is run);
 * the ``.json`` beside it: the config, the training settings and seed, the library versions, the
@@ -81,15 +83,26 @@ def save(model, path, *, train_config: dict, record: dict) -> Path:
     return path
 
 
-def shipped(score: str = "additive", values: str = "embedding") -> Path:
-    """Path of the weights shipped in the package: ``score`` "additive" or "dot", ``values``
-    "embedding" or "encoder" (shipped for additive scores only: the contrast model)."""
+def shipped(score: str = "additive", values: str = "embedding", *, context: str = "attention",
+            lengths: tuple[int, int] = (3, 12)) -> Path:
+    """Path of the weights shipped in the package.
+
+    On sources of 3 to 12 symbols: ``score`` "additive" or "dot", ``values`` "embedding" or
+    "encoder" (the contrast model, additive scores only). On ``lengths=(4, 24)`` (the bottleneck
+    pair): the additive model and ``context="final_state"``, the model without attention."""
     from .model import ToyConfig
 
-    path = WEIGHTS_DIR / f"{ToyConfig(score=score, values=values).name}.pt"
+    try:
+        lo, hi = lengths
+        name = ToyConfig(score=score, values=values, context=context, min_len=lo,
+                         max_len=hi).name
+    except (TypeError, ValueError) as exc:
+        raise WeightsError(f"no shipped model like that: {exc}") from None
+    path = WEIGHTS_DIR / f"{name}.pt"
     if not path.exists():
-        raise WeightsError(f"no shipped model with score={score!r} and values={values!r}; "
-                           f"shipped: {sorted(p.stem for p in WEIGHTS_DIR.glob('*.pt'))}")
+        raise WeightsError(f"no shipped model with score={score!r}, values={values!r}, "
+                           f"context={context!r} and lengths={tuple(lengths)}; shipped: "
+                           f"{sorted(p.stem for p in WEIGHTS_DIR.glob('*.pt'))}")
     return path
 
 
@@ -111,19 +124,21 @@ def read_metadata(path) -> dict:
 
 
 def load(path=None, *, score: str = "additive", values: str = "embedding",
+         context: str = "attention", lengths: tuple[int, int] = (3, 12),
          check_hash: bool = True):
-    """Load a trained :class:`~attention_lab.toy.model.ReversalModel` (in eval mode).
+    """Load a trained :class:`~attention_lab.toy.model.ReversalModel` (in eval mode; a
+    :class:`~attention_lab.toy.model.FinalStateModel` for a model without attention).
 
-    ``path`` defaults to the weights shipped in the package for ``score`` and ``values`` (see
-    :func:`shipped`). The model carries the
+    ``path`` defaults to the weights shipped in the package for ``score``, ``values``,
+    ``context`` and ``lengths`` (see :func:`shipped`). The model carries the
     metadata as ``model.metadata``. Raises :class:`WeightsError` with the reason when the files
     are missing, corrupt or do not match.
     """
     import torch
 
-    from .model import ReversalModel, ToyConfig
+    from .model import ToyConfig, build
 
-    path = shipped(score, values) if path is None else Path(path)
+    path = shipped(score, values, context=context, lengths=lengths) if path is None else Path(path)
     if path.suffix == ".json":
         path = path.with_suffix(".pt")
     if not path.exists():
@@ -152,7 +167,7 @@ def load(path=None, *, score: str = "additive", values: str = "embedding",
         cfg = ToyConfig.from_dict(blob["config"])
     except (TypeError, ValueError) as exc:
         raise WeightsError(f"weights file {path} has an invalid config: {exc}") from None
-    model = ReversalModel(cfg)
+    model = build(cfg)
     state = blob.get("state_dict")
     if not isinstance(state, dict):
         raise WeightsError(f"weights file {path} holds no state_dict")

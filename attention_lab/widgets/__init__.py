@@ -2,7 +2,7 @@
 
 * :mod:`.base`: :class:`Explorer` (controls, frozen state, figure, reset / hold / set) and
   :class:`Task` (a goal the student reaches, checked live from the state);
-* :mod:`.explorers`: the explorers of notebooks 01-03 (:data:`EXPLORERS`, in notebook order);
+* :mod:`.explorers`: the explorers of the level notebooks (:data:`EXPLORERS`, in notebook order);
   the trained model's explorer is :class:`attention_lab.toy.explorer.ModelExplorer`;
 * :mod:`._canvas`: how a figure reaches the page (ipympl's canvas with faster PNG frames, an
   inline PNG fallback, or a headless Agg canvas).
@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from ._canvas import BACKENDS, FigureView, encode_png, ipympl_available, ipympl_canvas
 from .base import Explorer, Task
-from .explorers import (EXPLORERS, AxisExplorer, HullExplorer, MaskExplorer, PrecisionExplorer,
-                        QueryExplorer, ScoreExplorer, TemperatureExplorer, WindowExplorer)
+from .explorers import (EXPLORERS, AxisExplorer, GeometryExplorer, HullExplorer,
+                        LocalPExplorer, MaskExplorer, PrecisionExplorer, QueryExplorer,
+                        ScoreExplorer, TemperatureExplorer, WindowExplorer)
 
 __all__ = [
     "Explorer", "Task", "QueryExplorer", "ScoreExplorer", "TemperatureExplorer", "MaskExplorer",
-    "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer", "EXPLORERS",
+    "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer", "GeometryExplorer",
+    "LocalPExplorer", "EXPLORERS",
     "ipympl_available", "ipympl_canvas", "encode_png", "FigureView", "BACKENDS",
 ]

@@ -1,4 +1,4 @@
-"""The explorers of notebooks 01-03, one per idea of the chapter.
+"""The explorers of the level notebooks, one per idea of the chapter.
 
 Each is an :class:`~attention_lab.widgets.base.Explorer`: its controls, a frozen state computed by
 the core (:func:`attention_lab.attend` and friends), a live figure from
@@ -15,16 +15,18 @@ import numpy as np
 
 from .. import plots
 from ..attention import attend, attend_scores, weighted_sum, within_value_range
-from ..examples import (HULL_VALUES, HULL_WEIGHTS, LATER_QUERY, local_example,
-                        running_additive_params, running_example)
+from ..examples import (HULL_VALUES, HULL_WEIGHTS, LATER_QUERY, geometry_example,
+                        local_example, running_additive_params, running_example)
+from ..local import centre_from_logit, local_p
 from ..masks import combine_masks, local_mask, padding_mask
-from ..scores import compute_scores, dot_scores
+from ..scores import compute_scores, dot_scores, key_projections
 from ..softmax import (concentration, fill_overflows, fill_softmax, hardmax, mask_after_softmax,
                        round_to_dtype, safe_fill, softmax)
 from .base import Explorer, Task, frozen_state, html_table, log_slider, num, slider
 
 __all__ = ["QueryExplorer", "ScoreExplorer", "TemperatureExplorer", "MaskExplorer",
-           "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer", "EXPLORERS"]
+           "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer",
+           "GeometryExplorer", "LocalPExplorer", "EXPLORERS"]
 
 
 # =============================================================================================
@@ -864,9 +866,216 @@ class HullExplorer(Explorer):
                 f"{plots.fmt_vec(s.context)}, inside: {bool(s.inside.all())}")
 
 
-#: name -> class, in notebook order
+# =============================================================================================
+# Geometry explorer (a score as a projection)
+# =============================================================================================
+
+@frozen_state
+class GeometryState:
+    angle: int               # degrees, counter-clockwise from the first axis
+    length: float            # |q|
+    query: np.ndarray        # (2,)
+    direction: np.ndarray    # (2,) the unit vector along q (defined by the angle, also at |q| = 0)
+    projections: np.ndarray  # (S,) p_i = k_i . direction
+    scores: np.ndarray       # (S,) e_i = q . k_i = |q| p_i
+    weights: np.ndarray
+    context: np.ndarray
+    max_weight: float
+    best: int                # the key with the largest weight (0-based; ties: the first)
+    longest: int             # the longest key (0-based)
+
+
+def _top_two_gap(projections) -> float:
+    top = np.sort(np.asarray(projections, float))[::-1]
+    return float(top[0] - top[1])
+
+
+class GeometryExplorer(Explorer):
+    """Dot-product scores in two dimensions: four keys as arrows, the query as an arrow turned by
+    ``angle`` and stretched by ``length``. Key i's score is ``e_i = q . k_i = |q| p_i``, where
+    ``p_i`` is the signed length of its projection on the query's line; the weights are the
+    softmax of the scores, and the context is their mixture of four 2-D values.
+
+    Controls: ``angle`` (degrees, -180 to 180, counter-clockwise from the first axis) and
+    ``length`` (|q|, 0 to 3). Stretching the query multiplies every score by the same factor, as
+    a temperature ``tau = 1 / |q|`` would divide them.
+    """
+
+    title = "Geometry explorer: a score is a key's projection on the query"
+    figure_label = ("Four keys as arrows and the query as an arrow, each key projected on the "
+                    "query's line, the projections and weights as bars, and the context among "
+                    "the four values.")
+    TIE = 0.03
+    HARD = 0.95
+    TASKS = (
+        Task("Turn the query until the two best keys tie: their projections end at the same "
+             "point of the query's line (within 0.03).",
+             lambda s: s.length > 0 and _top_two_gap(s.projections) <= GeometryExplorer.TIE),
+        Task("Make the longest key, k1, lose: give a shorter key more weight while k1's own "
+             "score stays positive.",
+             lambda s: s.weights[s.longest] < s.max_weight and s.scores[s.longest] > 0),
+        Task("Away from a tie, stretch the query until the weights turn nearly hard: the largest "
+             "reaches 0.95. (A longer query acts as a lower temperature, τ = 1/|q|.)",
+             lambda s: s.max_weight >= GeometryExplorer.HARD),
+    )
+
+    def __init__(self, **options):
+        self.example = geometry_example()
+        super().__init__(**options)
+
+    def _make_controls(self):
+        return {
+            "angle": W.IntSlider(value=20, min=-180, max=180, step=1,
+                                 description="query angle (°)", continuous_update=True),
+            "length": slider(1.0, 0.0, 3.0, 0.05, "query length |q|"),
+        }
+
+    def _make_plot(self):
+        return plots.GeometryPlot(self.example.keys, self.example.values,
+                                  presentation=self.presentation)
+
+    def _compute(self):
+        c, ex = self.controls, self.example
+        angle, length = int(c["angle"].value), float(c["length"].value)
+        u = np.array([np.cos(np.radians(angle)), np.sin(np.radians(angle))])   # (2,)
+        q = length * u                                                           # (2,)
+        r = attend(q, ex.keys, ex.values)
+        p = key_projections(ex.keys, u)                                          # (S,)
+        return GeometryState(angle, length, q, u, p, r.scores, r.weights, r.context,
+                             float(r.weights.max()), int(np.argmax(r.weights)),
+                             int(np.argmax(np.linalg.norm(ex.keys, axis=1))))
+
+    def _temperature_text(self, s) -> str:
+        if s.length == 0:
+            return "|q| = 0: every score is 0 and the weights are uniform (like τ = ∞)"
+        return (f"|q| = {s.length:.2f}: the weights of the unit query at τ = 1/|q| = "
+                f"{1 / s.length:.2f}")
+
+    def _show(self, s):
+        self.plot.update(query=s.query, direction=s.direction, projections=s.projections,
+                         scores=s.scores, weights=s.weights, context=s.context,
+                         title=(f"q = {plots.fmt_vec(s.query, 2)}, angle {s.angle}°;  "
+                                f"{self._temperature_text(s)}"))
+        S = s.scores.size
+        self.readout.value = html_table(
+            ["", *[f"key {i + 1}" for i in range(S)]],
+            [["projection pᵢ", *[num(x, 3) for x in s.projections]],
+             ["score eᵢ = |q| pᵢ", *[num(x, 3) for x in s.scores]],
+             ["weight αᵢ", *[num(x, 3) for x in s.weights]]]) + (
+            f"<p>query q = {plots.fmt_vec(s.query, 3)} (angle {s.angle}°); "
+            f"{html.escape(self._temperature_text(s))}; context c = "
+            f"{plots.fmt_vec(s.context)}</p>")
+
+    def describe(self):
+        s = self.state
+        return (f"GeometryExplorer: angle {s.angle}°, length {s.length:.2f} -> projections "
+                f"{plots.fmt_vec(s.projections)}, weights {plots.fmt_vec(s.weights)}")
+
+
+# =============================================================================================
+# Local-p explorer (Luong's predicted centre)
+# =============================================================================================
+
+@frozen_state
+class LocalPState:
+    logit: float
+    centre: float            # p_t, 0-based
+    half_width: float
+    target: int              # 1-based, as in the figure
+    mask: np.ndarray         # the window |j - p_t| <= D
+    alignment: np.ndarray    # softmax over the window alone
+    gaussian: np.ndarray     # exp(-(j - p_t)^2 / (2 sigma^2)) in the window, 0 outside
+    scores: np.ndarray
+    weights: np.ndarray      # local-p: alignment x gaussian
+    context: np.ndarray
+    row_sum: float
+    target_weight: float
+    target_alignment: float
+    scored: int
+
+
+class LocalPExplorer(Explorer):
+    """Luong's local-p on ten source positions: the decoder predicts a centre
+    ``p_t = (S - 1) * sigmoid(z)`` from its state (``z = v_p^T tanh(W_p h_t)``, here a slider),
+    attends inside the window ``|j - p_t| <= D`` and multiplies the weights by a Gaussian of
+    standard deviation ``D / 2`` around ``p_t`` (:func:`attention_lab.local.local_p`).
+
+    Controls: ``logit`` (z, -4 to 4), ``half_width`` (D, 0 to 5) and ``target`` (1-10, the
+    position whose key matches the query best). Positions are 1-based here, as in the figure.
+    """
+
+    title = "Local-p explorer: a predicted centre and a Gaussian window"
+    figure_label = ("The predicted centre on the sigmoid's curve, and ten source positions with "
+                    "the window around the centre, the softmax inside it, the Gaussian factors "
+                    "and the local-p weights as bars.")
+    S = 10
+    TASKS = (
+        Task("With half-width 1, move the predicted centre so that the target takes the "
+             "largest weight.", lambda s: s.half_width == 1.0 and s.target_weight > 0
+             and int(np.argmax(s.weights)) == s.target - 1),
+        Task("Keep the target inside the window, but let the Gaussian take more than half of "
+             "its weight away (less than half of its softmax weight left).",
+             lambda s: bool(s.mask[s.target - 1]) and s.target_weight < 0.5 * s.target_alignment),
+    )
+
+    def _make_controls(self):
+        return {
+            "logit": slider(0.0, -4.0, 4.0, 0.1, "centre logit z", ".1f"),
+            "half_width": slider(2.0, 0.0, 5.0, 0.5, "half-width D", ".1f"),
+            "target": W.IntSlider(value=8, min=1, max=self.S, description="target position",
+                                  continuous_update=True),
+        }
+
+    def _make_plot(self):
+        grid = np.linspace(-4.0, 4.0, 81)
+        return plots.LocalPPlot(self.S, grid, centre_from_logit(grid, self.S),
+                                presentation=self.presentation)
+
+    def _compute(self):
+        c = self.controls
+        z, D, t = float(c["logit"].value), float(c["half_width"].value), int(c["target"].value)
+        ex = local_example(target=t - 1, S=self.S)
+        p = float(centre_from_logit(z, self.S))
+        r = local_p(ex.scores, ex.values, p, D)
+        a, g = r.extras["alignment"], r.extras["gaussian"]
+        return LocalPState(z, p, D, t, r.mask, a, g, r.scores, r.weights, r.context,
+                           float(r.weights.sum()), float(r.weights[t - 1]), float(a[t - 1]),
+                           int(r.mask.sum()))
+
+    def _show(self, s):
+        first, last = (np.flatnonzero(s.mask)[[0, -1]] + 1) if s.scored else (None, None)
+        where = f"window {first}..{last}" if s.scored else "an empty window"
+        self.plot.update(
+            logit=s.logit, centre=s.centre, half_width=s.half_width, target=s.target - 1,
+            alignment=s.alignment, gaussian=s.gaussian, weights=s.weights,
+            title=(f"z = {s.logit:+.1f} → pₜ = {s.centre + 1:.2f}, D = {s.half_width:g}: "
+                   f"{where}; the weights sum to {s.row_sum:.2f}"),
+            message=None if s.scored else ("the window holds no source position: all masked,\n"
+                                           "weights are 0 by the 'zeros' policy"))
+        self.readout.value = html_table(
+            ["", *[str(i + 1) for i in range(self.S)], "sum"],
+            [["in the window", *["yes" if m else "no" for m in s.mask], ""],
+             ["softmax in the window αₜⱼ", *[num(x, 2) for x in s.alignment],
+              num(s.alignment.sum(), 2)],
+             ["Gaussian factor", *[num(x, 2) for x in s.gaussian], ""],
+             ["local-p weight aₜⱼ", *[num(x, 2) for x in s.weights], num(s.row_sum, 2)]]) + (
+            f"<p>centre pₜ = 1 + (S - 1) sigmoid(z) = {s.centre + 1:.3f} (positions "
+            f"1..{self.S}), "
+            f"σ = D/2 = {s.half_width / 2:g}; target {s.target}: softmax weight "
+            f"{s.target_alignment:.3f}, local-p weight {s.target_weight:.3f}; context "
+            f"{plots.fmt_vec(s.context)}</p>")
+
+    def describe(self):
+        s = self.state
+        return (f"LocalPExplorer: z {s.logit:+.1f} -> centre {s.centre + 1:.2f}, D "
+                f"{s.half_width:g}, target {s.target} -> weights {plots.fmt_vec(s.weights, 2)}")
+
+
+#: name -> class, in notebook order (the notebooks of the geometry and local-p explorers are
+#: still to be chosen)
 EXPLORERS = {
     "query": QueryExplorer, "score": ScoreExplorer, "temperature": TemperatureExplorer,
     "mask": MaskExplorer, "window": WindowExplorer, "axis": AxisExplorer,
-    "precision": PrecisionExplorer, "hull": HullExplorer,
+    "precision": PrecisionExplorer, "hull": HullExplorer, "geometry": GeometryExplorer,
+    "localp": LocalPExplorer,
 }

@@ -1,7 +1,8 @@
 """JupyterLab in a real browser: every notebook runs without an error; in the mechanics notebook,
 the explorers' controls drive their figures (keyboard, mouse, toggle buttons), their readouts show
 the core's numbers, three tasks are reached with the keyboard alone, and every explorer is
-accessible (live readout, named figure, named controls); the project's JupyterLab defaults (from
+accessible (live readout, named figure, named controls); the explorers no level notebook shows
+yet (geometry, local-p) do the same in a fixture notebook; the project's JupyterLab defaults (from
 the README's command) keep the news question away."""
 
 from __future__ import annotations
@@ -40,11 +41,32 @@ def test_notebook_runs_in_jupyterlab_without_errors(lab_app, lab_steps, notebook
         nb.close()
 
 
+def explorer_in_page(page, steps, name: str) -> Driver:
+    """The explorer ``name`` of the open notebook, driven beside its twin after checking its
+    starting numbers, tasks, pixels and accessibility."""
+    from attention_lab import widgets
+
+    root = page.locator(f".al-explorer-{name}").first
+    root.scroll_into_view_if_needed()
+    d = Driver(root, widgets.EXPLORERS[name](backend="agg"), steps, check=core_check(name))
+    d.check_readout()  # the starting numbers, before anything moved
+    d.check_tasks()
+    d.check_drawn(min_width=600)
+    d.check_accessible()
+    return d
+
+
+def reached(d: Driver, k: int) -> None:
+    """Task k (0-based) is met by the twin's state and ticked off in the page."""
+    assert d.twin.tasks_met[k], f"{d.title}: the twin's state does not meet task {k + 1}"
+    d.check_tasks()  # the page ticked it off, as the twin did
+    assert f"Task {k + 1} of {len(d.twin.tasks)} (done)" in d.root.locator(
+        ".al-tasks").first.inner_text()
+
+
 def test_explorers_in_the_mechanics_notebook(lab_app, lab_steps):
     """02_mechanics runs without errors; then its score, temperature, mask and window explorers
     are driven with the keyboard, the mouse and clicks."""
-    from attention_lab import widgets
-
     assert lab_app.server.listening() == {"127.0.0.1"}
     steps = lab_steps
     nb = lab_app.open(INTERACTIVE.as_posix())
@@ -53,21 +75,7 @@ def test_explorers_in_the_mechanics_notebook(lab_app, lab_steps):
         page = lab_app.page
 
         def driver(name):
-            root = page.locator(f".al-explorer-{name}").first
-            root.scroll_into_view_if_needed()
-            d = Driver(root, widgets.EXPLORERS[name](backend="agg"), steps,
-                       check=core_check(name))
-            d.check_readout()  # the starting numbers, before anything moved
-            d.check_tasks()
-            d.check_drawn(min_width=600)
-            d.check_accessible()
-            return d
-
-        def reached(d, k):
-            assert d.twin.tasks_met[k], f"{d.title}: the twin's state does not meet task {k + 1}"
-            d.check_tasks()  # the page ticked it off, as the twin did
-            assert f"Task {k + 1} of {len(d.twin.tasks)} (done)" in d.root.locator(
-                ".al-tasks").first.inner_text()
+            return explorer_in_page(page, steps, name)
 
         # three tasks, keyboard only: each control focused, then keys
         temperature = driver("temperature")
@@ -99,6 +107,33 @@ def test_explorers_in_the_mechanics_notebook(lab_app, lab_steps):
         window.drag("half_width", 0.0)                       # an empty window: a message
         assert steps.page_errors == [], f"uncaught errors in the page: {steps.page_errors}"
         no_news_question(page, lab_app.server)
+    finally:
+        nb.close()
+
+
+def test_geometry_and_local_p_explorers(lab_app, lab_steps):
+    """The geometry explorer's three tasks reached in the page (the angle with the keyboard, the
+    length with the mouse), and the local-p explorer's two with the keyboard; the readouts show
+    the core's numbers after every step."""
+    nb = lab_app.open(f"{H.FIXTURE_FOLDER}/new_explorers.ipynb")
+    try:
+        run_without_errors(nb, lab_steps, "new_explorers")
+        geometry = explorer_in_page(lab_app.page, lab_steps, "geometry")
+        geometry.press("angle", "ArrowRight", 41)        # 20° -> 61°: k1 and k2 tie
+        reached(geometry, 0)
+        geometry.press("angle", "ArrowRight", 9)         # 70°: k2 wins, k1's score positive
+        reached(geometry, 1)
+        geometry.press("angle", "ArrowLeft", 70)         # 0°, along k1
+        geometry.drag("length", 0.9)                     # |q| about 2.7: nearly hard
+        reached(geometry, 2)
+        localp = explorer_in_page(lab_app.page, lab_steps, "localp")
+        localp.press("logit", "ArrowRight", 13)          # z = 1.3: centre about 8.07
+        localp.press("half_width", "ArrowLeft", 2)       # D = 1
+        reached(localp, 0)
+        localp.press("half_width", "ArrowRight", 2)      # D = 2
+        localp.press("logit", "ArrowLeft", 9)            # z = 0.4: centre 6.39, target 8
+        reached(localp, 1)
+        assert lab_steps.page_errors == [], f"uncaught errors: {lab_steps.page_errors}"
     finally:
         nb.close()
 

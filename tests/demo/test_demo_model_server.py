@@ -88,7 +88,7 @@ def test_the_remote_model_decodes_as_the_model_does(server):
     remote = M.RemoteModel(str(server), bytes.fromhex(KEY))
     model = toy.load()
     c = model.config
-    assert vars(remote.config) == {**c.to_dict(), "vocab": c.vocab}
+    assert vars(remote.config) == {**c.to_dict(), "vocab": c.vocab, "attends": True}
     tokens, lengths = data.pad_batch([data.encode("lkjihgfedcba", c.n_symbols, c.max_len,
                                                   c.min_len)], c.max_len)
     for kwargs in ({}, {"temperature": 2.0, "window": (3, 2)}):

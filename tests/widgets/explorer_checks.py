@@ -13,8 +13,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from attention_lab import attend, attend_scores
 from attention_lab.attention import weighted_sum, within_value_range
-from attention_lab.examples import (HULL_VALUES, local_example, running_additive_params,
-                                    running_example)
+from attention_lab.examples import (HULL_VALUES, geometry_example, local_example,
+                                    running_additive_params, running_example)
+from attention_lab.local import centre_from_logit, gaussian_window
 from attention_lab.masks import local_mask, padding_mask
 from attention_lab.scores import compute_scores, dot_scores
 from attention_lab.softmax import (concentration, fill_softmax, hardmax, mask_after_softmax,
@@ -214,9 +215,59 @@ def check_hull(e):
         assert s.empty and np.all(s.weights == 0) and "nothing to mix" in e.plot.messages()["hull"]
 
 
+def check_geometry(e):
+    """The scores are q . k_i for q = length (cos angle, sin angle), and each is the query's
+    length times the key's projection, drawn as a foot on the query's line."""
+    c = e.controls
+    G = geometry_example()
+    theta = np.radians(c["angle"].value)
+    u = np.array([np.cos(theta), np.sin(theta)])
+    q = c["length"].value * u
+    r = attend(q, G.keys, G.values)
+    s = e.state
+    _same(s.query, q), _same(s.scores, r.scores), _same(s.weights, r.weights)
+    _same(s.context, r.context)
+    np.testing.assert_allclose(s.scores, c["length"].value * s.projections, rtol=0, atol=1e-12)
+    feet = s.projections[:, None] * u
+    np.testing.assert_allclose(np.column_stack(e.plot.feet.get_data()), feet, atol=1e-12)
+    for seg, key, foot in zip(e.plot.drops.get_segments(), G.keys, feet):
+        _same(seg, [key, foot])
+        assert abs(np.dot(seg[1] - seg[0], u)) < 1e-9  # the drop line is perpendicular to q
+    _same(heights(e.plot.proj_bars), s.projections)
+    _same(heights(e.plot.weight_bars), r.weights)
+    _same(np.ravel(e.plot.point.get_data()), r.context)
+    assert [t.get_text() for t in e.plot.score_text] == [f"{x:+.2f}" for x in r.scores]
+    assert e.plot.arrow.get_visible() == (c["length"].value > 0)
+    assert within_value_range(r.context, G.values).all()
+
+
+def check_localp(e):
+    c = e.controls
+    z, D, t = c["logit"].value, c["half_width"].value, c["target"].value
+    ex = local_example(target=t - 1)
+    p = float(centre_from_logit(z, 10))
+    window = local_mask(p, D, 10)
+    inner = attend_scores(ex.scores, ex.values, mask=window)
+    g = gaussian_window(p, D, 10)
+    s = e.state
+    assert s.centre == p and s.mask.tolist() == window.tolist()
+    _same(s.alignment, inner.weights), _same(s.gaussian, g)
+    _same(s.weights, inner.weights * g), _same(s.context, (inner.weights * g) @ ex.values)
+    assert s.row_sum <= 1 + 1e-12
+    _same(heights(e.plot.bars), inner.weights * g)
+    _same(e.plot.gaussian.get_ydata(), g)
+    _same(e.plot.centre_line.get_xdata(), [p, p])
+    msgs = visible_messages(e.plot)
+    if window.any():
+        assert "window" not in msgs
+    else:
+        assert "no source position" in msgs["window"] and np.all(s.weights == 0)
+
+
 CHECKS = {"query": check_query, "score": check_score, "temperature": check_temperature,
           "mask": check_mask, "window": check_window, "axis": check_axis,
-          "precision": check_precision, "hull": check_hull}
+          "precision": check_precision, "hull": check_hull, "geometry": check_geometry,
+          "localp": check_localp}
 
 
 def check_explorer(name, e):

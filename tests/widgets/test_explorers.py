@@ -45,6 +45,10 @@ SCENARIOS = {
     "hull": [("w1", 1.0), ("w2", 0.0), ("temperature", 0.05), ("temperature", 5.0),
              ("preset", "chapter2"), ("preset", "uniform"), ("w3", 0.0), ("w1", 0.0),
              ("w2", 0.0), ("w3", 0.5)],
+    "geometry": [("angle", 61), ("length", 3.0), ("angle", 180), ("length", 0.0),
+                 ("angle", -180), ("length", 0.05), ("angle", 0), ("angle", 104)],
+    "localp": [("logit", 4.0), ("half_width", 0.0), ("logit", -4.0), ("half_width", 5.0),
+               ("target", 1), ("logit", 0.0), ("half_width", 0.5), ("target", 10)],
 }
 
 
@@ -362,4 +366,22 @@ def test_the_mask_explorer_names_the_wrong_order_sum_only_once_shown(explorers):
     assert "after softmax" not in e.describe() and "0.684" not in e.describe()
     e.controls["after_softmax"].value = True
     assert e.describe().endswith("masked after softmax: row sum 0.684")
+    e.reset()
+
+
+def test_stretching_the_query_is_lowering_the_temperature(explorers):
+    """Geometry explorer: the weights at query length L are the unit query's at temperature
+    1/L; at length 0 every score is 0 and the weights are uniform."""
+    from attention_lab import softmax
+
+    e = explorers["geometry"]
+    e.reset()
+    for length in (0.25, 1.0, 2.5):
+        e.set(angle=35, length=length)
+        np.testing.assert_allclose(e.state.weights, softmax(e.state.projections,
+                                                             temperature=1 / length), atol=1e-12)
+        assert f"τ = 1/|q| = {1 / length:.2f}" in e.readout.value
+    e.controls["length"].value = 0.0
+    np.testing.assert_allclose(e.state.weights, 0.25)
+    assert "uniform" in e.readout.value and not e.plot.arrow.get_visible()
     e.reset()
