@@ -179,7 +179,7 @@ def grade(root: Path, config: dict) -> dict:
                        "in (an .ipynb file, or the .submission.json that submit wrote)")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "grades"
-        code = batch.main([str(submission), "--out", str(out), "--quiet", "--seed", "0",
+        code = batch.main([str(submission), "--out", str(out), "--quiet",
                            "--cell-timeout", str(config.get("cell_timeout", 60.0)),
                            "--timeout", str(config.get("timeout", 600.0))])
         if code != 0 or not (out / "grades.json").exists():
