@@ -44,13 +44,6 @@ from ..assignments import ASSIGNMENTS, points
 ROOT_ENV = "ATTENTION_LAB_AUTOGRADER_ROOT"
 DEFAULT_ROOT = Path("/autograder")
 CONFIG_NAME = "autograder.json"
-#: the fields of Gradescope's results.json (its autograder specification)
-RESULT_FIELDS = {"score", "execution_time", "output", "output_format", "test_output_format",
-                 "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",
-                 "leaderboard"}
-TEST_FIELDS = {"score", "max_score", "status", "name", "name_format", "number", "output",
-               "output_format", "tags", "visibility", "extra_data"}
-VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
 
 SETUP = """\
 #!/usr/bin/env bash
@@ -187,35 +180,6 @@ def grade(root: Path, config: dict) -> dict:
                            f"its message is in the autograder output")
         grades = json.loads((out / "grades.json").read_text(encoding="utf-8"))
     return results_from(grades)
-
-
-def problems(results: dict) -> list[str]:
-    """What in ``results`` does not follow Gradescope's results.json specification."""
-    found = []
-    if not isinstance(results, dict):
-        return ["results is not a JSON object"]
-    found += [f"unknown field {k!r}" for k in results if k not in RESULT_FIELDS]
-    tests = results.get("tests", [])
-    if "score" not in results and not all("score" in t for t in tests):
-        found.append("no score: give one for the submission or for every test")
-    if not isinstance(results.get("score", 0), (int, float)):
-        found.append("score is not a number")
-    if results.get("visibility", "visible") not in VISIBILITIES:
-        found.append(f"visibility {results['visibility']!r}")
-    for i, t in enumerate(tests):
-        found += [f"test {i}: unknown field {k!r}" for k in t if k not in TEST_FIELDS]
-        if not isinstance(t.get("score"), (int, float)) or not isinstance(
-                t.get("max_score"), (int, float)):
-            found.append(f"test {i}: score and max_score must be numbers")
-        elif not 0 <= t["score"] <= max(t["max_score"], 0):
-            found.append(f"test {i}: score {t['score']} outside 0..{t['max_score']}")
-        if t.get("visibility", "visible") not in VISIBILITIES:
-            found.append(f"test {i}: visibility {t['visibility']!r}")
-        if t.get("status", "passed") not in ("passed", "failed"):
-            found.append(f"test {i}: status {t['status']!r}")
-        if not isinstance(t.get("output", ""), str) or not isinstance(t.get("name", ""), str):
-            found.append(f"test {i}: name and output must be text")
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:
