@@ -16,6 +16,9 @@ and after building it searches the whole bundle for the code and text of every s
 a hit, an existing non-empty OUT_DIR or a checkout without notebooks is a one-line error and exit
 code 2, with nothing written. The bundle is built in a scratch folder beside OUT_DIR and moved
 into place when complete.
+
+``release --for nbgrader COURSE_DIR`` and ``release --for gradescope OUT.zip`` write the exercises
+for those platforms instead (:mod:`.export`).
 """
 
 from __future__ import annotations
