@@ -181,3 +181,17 @@ def test_an_endless_loop_ends_within_the_limits(autograder):
     by_id = {t["number"]: t for t in results["tests"]}
     assert by_id["2.1"]["score"] == 0 and "time limit" in by_id["2.1"]["output"]
     assert all(by_id[ex.id]["score"] == 1 for ex in AUTO[1:])  # the rest is graded
+
+
+@pytest.mark.parametrize("name, problem", [("autograder.tar", "does not end in .zip"),
+                                           ("taken.zip", "exists")])
+def test_a_bad_zip_name_is_a_one_line_error_and_nothing_is_written(tmp_path, capsys, name,
+                                                                   problem):
+    from attention_lab.grading import release
+
+    (tmp_path / "taken.zip").write_bytes(b"an earlier autograder")
+    assert release.main(["--for", "gradescope", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("release: error:") and problem in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.zip"]
+    assert (tmp_path / "taken.zip").read_bytes() == b"an earlier autograder"

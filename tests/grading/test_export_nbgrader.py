@@ -167,3 +167,10 @@ def test_solution_regions_keep_the_template_outside_and_the_code_inside():
     assert export.solution_regions(text) == (
         "def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n"
         "y = ...  # a number\n### BEGIN SOLUTION\ny = 3\n### END SOLUTION")
+
+
+def test_a_courses_own_config_is_left_alone(tmp_path):
+    (tmp_path / "nbgrader_config.py").write_text("c = get_config()\n")
+    written = export.write_course(tmp_path)
+    assert (tmp_path / "nbgrader_config.py").read_text() == "c = get_config()\n"
+    assert sorted(p.parent.name for p in written) == sorted(ASSIGNMENT_IDS.values())
