@@ -2,7 +2,9 @@
 
 ``check`` runs the answer through the same probe the grader uses (with the fixed student seed,
 so a notebook's output is reproducible), judges the recorded outputs, displays the result and
-returns it. It never raises, whatever the answer does.
+returns it. It never raises, whatever the answer does, unless asked to: ``check(id, answer,
+strict=True)`` raises :class:`CheckFailed` (an ``AssertionError``) with the check's message when
+the answer does not pass, which is what a test cell of nbgrader or a test runner needs.
 """
 
 from __future__ import annotations
@@ -82,6 +84,15 @@ class _Shown:
             self._ipython_display_()
         else:
             print(self.text())
+
+
+class CheckFailed(AssertionError):
+    """Raised by ``check(..., strict=True)`` when the answer does not pass; its text is the
+    check's result (the exercise, the status, the message and the hint line)."""
+
+    def __init__(self, result: "Result"):
+        super().__init__(result.text())
+        self.result = result
 
 
 class Result(_Shown):
@@ -207,12 +218,17 @@ def evaluate(ex: Exercise, answer, *, seed: int = STUDENT_SEED,
 
 
 def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
-          seed: int = STUDENT_SEED) -> Result:
+          seed: int = STUDENT_SEED, strict: bool = False) -> Result:
     """Check ``answer`` for exercise ``exercise_id`` ("2.1"); display and return the result.
 
     The answer is the object the exercise asks for (a function, a value, a dict of written
-    fields). Never raises: a stub, an exception, a wrong type, an endless loop (stopped after
-    a few seconds) or a print all end up as a readable result.
+    fields). Never raises by default: a stub, an exception, a wrong type, an endless loop
+    (stopped after a few seconds) or a print all end up as a readable result.
+
+    ``strict=True`` is the raising form, for a test cell (nbgrader's autograded cells, pytest):
+    after displaying the result it raises :class:`CheckFailed`, whose message is the result's
+    text, unless the status is ``pass``. A written exercise never passes by itself (it is graded
+    by hand), so ``strict=True`` with a written exercise raises at once, saying so.
     """
     try:
         ex = get(exercise_id)
@@ -221,7 +237,12 @@ def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
                      str(exercise_id))
         if show:
             res.show()
+        if strict:
+            raise CheckFailed(res)
         return res
+    if strict and not ex.auto:
+        raise ValueError(f"check {ex.id!r} is a written answer, graded by hand: it never passes "
+                         f"by itself, so check(..., strict=True) cannot be used for it")
     try:
         if answer is _probe.MISSING:
             answer_text = (ex.answer_label if len(ex.answer_names) == 1
@@ -237,6 +258,8 @@ def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
     _SESSION[ex.id] = res
     if show:
         res.show()
+    if strict and not res.passed:
+        raise CheckFailed(res)
     return res
 
 

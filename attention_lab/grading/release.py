@@ -16,6 +16,9 @@ and after building it searches the whole bundle for the code and text of every s
 a hit, an existing non-empty OUT_DIR or a checkout without notebooks is a one-line error and exit
 code 2, with nothing written. The bundle is built in a scratch folder beside OUT_DIR and moved
 into place when complete.
+
+``release --for nbgrader COURSE_DIR`` and ``release --for gradescope OUT.zip`` write the exercises
+for those platforms instead (:mod:`.export`).
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ LEVELS = ["01_intuition", "02_mechanics", "03_maths_and_code", "04_research"]
 PINS = ("requirements.txt", "environment.yml")
 FILES = [*PINS, "pyproject.toml"]
 #: pins of requirements.txt a student does not need (the tests, the lecture demo)
-NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila"}
+NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "nbgrader"}
+#: ``release --for``: the student bundle, or an export for a platform (:mod:`.export`)
+TARGETS = ("bundle", "nbgrader", "gradescope")
 
 
 class ReleaseError(Exception):
@@ -241,11 +246,20 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m attention_lab release",
         description="Write the student bundle of a graded course into OUT_DIR: the level "
                     "notebooks, the student exercise notebooks, the package and a README for "
-                    "students; never the solutions (the bundle is searched for them).")
-    parser.add_argument("out", metavar="OUT_DIR", help="a new (or empty) folder for the bundle")
+                    "students; never the solutions (the bundle is searched for them). With "
+                    "--for nbgrader, write the exercises as nbgrader assignments into the "
+                    "course folder OUT_DIR (source/<assignment>/); with --for gradescope, "
+                    "write a Gradescope autograder zip OUT_DIR.")
+    parser.add_argument("out", metavar="OUT_DIR", help="a new (or empty) folder for the bundle; "
+                        "the course folder (nbgrader); the zip to write (gradescope)")
+    parser.add_argument("--for", dest="target", choices=TARGETS, default="bundle",
+                        help="what to write (default: the student bundle)")
+    _cli.add_time_limits(parser)  # the Gradescope autograder's limits
     args, code = _cli.parse(parser, argv)
     if args is None:
         return code
+    if args.target != "bundle":
+        return _export(args.target, Path(args.out), args)
     try:
         files = release(Path(args.out))
     except ReleaseError as exc:
@@ -253,6 +267,25 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = [p for p in files if p.suffix == ".ipynb"]
     print(f"wrote the student bundle to {args.out}: {len(notebooks)} notebooks, the package and "
           f"README.md ({len(files)} files); no solutions")
+    return 0
+
+
+def _export(target: str, out: Path, args) -> int:
+    import importlib
+
+    module = importlib.import_module(f".export.{target}", __package__)
+    try:
+        written = (module.write_course(out) if target == "nbgrader" else
+                   module.build(out, cell_timeout=args.cell_timeout, timeout=args.timeout))
+    except module.ExportError as exc:
+        return _cli.fail("release", str(exc))
+    if target == "nbgrader":
+        print(f"wrote {len(written)} files into the nbgrader course {out}: source/<assignment>/ "
+              f"for {', '.join(p.parent.name for p in written if p.suffix == '.ipynb')}; next: "
+              f"cd {out} && nbgrader generate_assignment ASSIGNMENT")
+    else:
+        print(f"wrote the Gradescope autograder {out} ({len(written)} files); upload it as the "
+              f"assignment's autograder (zip file)")
     return 0
 
 

@@ -1,0 +1,211 @@
+"""``python -m attention_lab release --for gradescope OUT.zip``: a Gradescope autograder that
+grades the lab's exercise notebooks with the lab's own grader.
+
+The zip holds, at its root, what Gradescope's autograder specification asks for:
+
+* ``setup.sh``: installs Python, bubblewrap and the lab's CPU requirements (torch's CPU build
+  from PyTorch's CPU index first, then ``requirements.txt``) into ``/autograder/venv``;
+* ``run_autograder``: grades what the student uploaded to ``ROOT/submission`` and writes
+  ``ROOT/results/results.json``. ``ROOT`` is ``/autograder`` unless
+  ``ATTENTION_LAB_AUTOGRADER_ROOT`` says otherwise (so it can be tried on a laptop);
+* ``lab/``: the student bundle of ``python -m attention_lab release`` (the package, the
+  notebooks; never the solutions) and ``lab/autograder.json`` (the time limits).
+
+``run_autograder`` runs :func:`main` from ``lab/``, which runs the lab's grader (``python -m
+attention_lab grade``: sandboxed kernels, the checks, the limits) on the submission and turns
+its ``grades.json`` into Gradescope's ``results.json``: one test per automatic exercise of the
+notebook's assignment (``score``/``max_score`` its points, ``output`` the check's message).
+
+**Written answers are left to Gradescope's manual questions** (their rubric, anonymous grading
+and regrade requests are Gradescope's strengths): each appears as a test worth 0 of 0 points,
+tagged ``manual``, whose output says it is graded by hand; the autograder's score is out of
+the assignment's automatic points. Create one manual question per written answer, worth one
+point per line of its rubric (the instructors' guide lists them).
+
+A submission that cannot be graded (no notebook, not a notebook, too large, out of time) still
+gets a ``results.json``, with score 0 and a message saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+from ...exercises.student import LABELS
+from ..assignments import ASSIGNMENTS, points
+
+ROOT_ENV = "ATTENTION_LAB_AUTOGRADER_ROOT"
+DEFAULT_ROOT = Path("/autograder")
+CONFIG_NAME = "autograder.json"
+
+SETUP = """\
+#!/usr/bin/env bash
+# Gradescope runs this once, when it builds the autograder's image (base image: Ubuntu 24.04,
+# whose Python 3.12 the lab's pins support). It installs the lab's CPU requirements.
+set -euo pipefail
+apt-get update
+apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap
+python3 -m venv /autograder/venv
+cd /autograder/source/lab
+# torch's CPU build first: from PyPI, pip would fetch the CUDA build (several GB)
+/autograder/venv/bin/pip install "torch=={torch}" --index-url https://download.pytorch.org/whl/cpu
+/autograder/venv/bin/pip install -r requirements.txt
+"""
+
+RUN = f"""\
+#!/usr/bin/env bash
+# Gradescope runs this for each submission: the lab's grader grades ROOT/submission and writes
+# ROOT/results/results.json. ROOT is /autograder unless {ROOT_ENV} is set.
+set -u
+ROOT="${{{ROOT_ENV}:-/autograder}}"
+PY="$ROOT/venv/bin/python"
+[ -x "$PY" ] || PY=python3
+cd "$(dirname "$0")/lab" && exec "$PY" -m attention_lab.grading.export.gradescope --root "$ROOT"
+"""
+
+
+class ExportError(Exception):
+    pass
+
+
+def build(out: Path, *, cell_timeout: float = 60.0, timeout: float = 600.0) -> list[str]:
+    """Write the autograder zip ``out`` (a new ``.zip``); the names in it."""
+    from .. import release
+
+    out = Path(out)
+    if out.suffix != ".zip":
+        raise ExportError(f"{out} does not end in .zip; Gradescope takes the autograder as a zip")
+    if out.exists():
+        raise ExportError(f"{out} exists; give a new file name")
+    pins = (release.ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    torch = next((ln.split("==")[1].strip() for ln in pins if ln.startswith("torch==")), None)
+    if torch is None:
+        raise ExportError("requirements.txt pins no torch version (torch==X)")
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            release.release(Path(tmp) / "lab")
+        except release.ReleaseError as exc:
+            raise ExportError(str(exc)) from None
+        files = {"setup.sh": SETUP.format(torch=torch), "run_autograder": RUN,
+                 f"lab/{CONFIG_NAME}": json.dumps({"cell_timeout": cell_timeout,
+                                                   "timeout": timeout}, indent=1) + "\n"}
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, text in files.items():
+                info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+                info.external_attr = (0o100755 if "/" not in name else 0o100644) << 16
+                zf.writestr(info, text)
+            for path in sorted(p for p in (Path(tmp) / "lab").rglob("*") if p.is_file()):
+                zf.write(path, path.relative_to(tmp).as_posix())
+            names = zf.namelist()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(buffer.getvalue())
+    return names
+
+
+def _test(ex, score, output: str, *, manual: bool = False) -> dict:
+    test = {"name": f"{ex.id} {ex.title}", "number": ex.id, "score": score,
+            "max_score": 0 if manual else points(ex), "output": output, "visibility": "visible"}
+    if manual:
+        test["tags"] = ["manual"]
+    else:
+        test["status"] = "passed" if score == points(ex) else "failed"
+    return test
+
+
+def results_from(grades: dict) -> dict:
+    """Gradescope's results for the lab grader's ``grades.json`` of one submission folder."""
+    counted = [s for s in grades.get("submissions", [])
+               if s.get("meta", {}).get("superseded_by") is None]
+    if not counted:
+        return failure("no notebook was graded")
+    tests, notes = [], []
+    for sub in counted:
+        assignment = ASSIGNMENTS.get(sub.get("meta", {}).get("assignment") or "")
+        if sub.get("status") != "graded":
+            notes.append(f"{sub.get('file')}: {sub.get('status')}: {sub.get('message')}")
+        if assignment is None:
+            notes.append(f"{sub.get('file')}: the notebook is none of the lab's exercise "
+                         f"notebooks (upload the exercise notebook you worked in)")
+            continue
+        for ex in assignment.exercises:
+            rec = sub.get("exercises", {}).get(ex.id, {})
+            status = rec.get("status", "not graded")
+            label = LABELS[status][1] if status in LABELS else status.replace("_", " ")
+            if ex.auto:
+                message = rec.get("message") or (sub.get("message", "") if status != "pass"
+                                                 else "")
+                tests.append(_test(ex, points(ex) if status == "pass" else 0,
+                                   f"{label}\n{message}".strip()))
+            else:  # its message would show the rubric: Gradescope's manual question has it
+                tests.append(_test(ex, 0, f"written answer ({points(ex)} points), graded by "
+                                          f"hand in Gradescope; {label}", manual=True))
+    score = sum(t["score"] for t in tests)
+    out = {"score": score, "tests": tests, "visibility": "visible",
+           "stdout_visibility": "hidden"}
+    if notes:
+        out["output"] = "\n".join(notes)
+    return out
+
+
+def failure(message: str) -> dict:
+    return {"score": 0, "output": message, "tests": [], "visibility": "visible",
+            "stdout_visibility": "hidden"}
+
+
+def grade(root: Path, config: dict) -> dict:
+    """Grade ``root/submission`` with the lab's grader; Gradescope's results."""
+    from .. import batch
+
+    submission = Path(root) / "submission"
+    notebooks = [p for p in submission.rglob("*") if p.name.endswith((".ipynb",
+                                                                       ".submission.json"))]
+    if not submission.is_dir() or not notebooks:
+        return failure("no notebook in the submission: upload the exercise notebook you worked "
+                       "in (an .ipynb file, or the .submission.json that submit wrote)")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "grades"
+        code = batch.main([str(submission), "--out", str(out), "--quiet",
+                           "--cell-timeout", str(config.get("cell_timeout", 60.0)),
+                           "--timeout", str(config.get("timeout", 600.0))])
+        if code != 0 or not (out / "grades.json").exists():
+            return failure(f"the grader could not grade the submission (exit code {code}); "
+                           f"its message is in the autograder output")
+        grades = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    return results_from(grades)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``run_autograder``'s Python side: grade, then write ``ROOT/results/results.json``."""
+    parser = argparse.ArgumentParser(prog="python -m attention_lab.grading.export.gradescope")
+    parser.add_argument("--root", default=os.environ.get(ROOT_ENV, str(DEFAULT_ROOT)),
+                        help=f"Gradescope's folder (default ${ROOT_ENV} or /autograder)")
+    args = parser.parse_args(argv)
+    root = Path(args.root)
+    started = time.monotonic()
+    here = Path(__file__).resolve().parents[3]
+    config_path = here / CONFIG_NAME
+    config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else {}
+    try:
+        results = grade(root, config)
+    except Exception as exc:  # a results.json in every case: Gradescope shows nothing without
+        results = failure(f"the autograder failed ({type(exc).__name__}: {exc})")
+    results["execution_time"] = round(time.monotonic() - started)
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    target = root / "results" / "results.json"
+    target.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(f"score {results['score']}; wrote {target}")
+    for t in results["tests"]:
+        print(f"  {t['name']}: {t['score']}/{t['max_score']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""``release --for gradescope``: the autograder zip in Gradescope's documented format, its
+``run_autograder`` run locally against a folder laid out as Gradescope's ``/autograder`` (the
+guide's commands as written), for a full solution, a wrong answer, an unreadable notebook, an
+endless loop and an empty submission; every ``results.json`` checked against the fields of
+Gradescope's autograder specification."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import subprocess
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import _routes
+from _notebook_edits import insert_after, load, replace_answer
+
+from attention_lab.exercises import check
+from attention_lab.grading.assignments import ASSIGNMENTS, points
+from attention_lab.grading.export import gradescope
+
+SOLUTIONS = _routes.ROOT / "notebooks" / "exercises" / "solutions"
+LEVEL2 = SOLUTIONS / "02_mechanics_exercises_solutions.ipynb"
+AUTO = [ex for ex in ASSIGNMENTS["02_mechanics"].exercises if ex.auto]
+WRITTEN = [ex for ex in ASSIGNMENTS["02_mechanics"].exercises if not ex.auto]
+SCALED = "def dot_scores(query, keys):\n    return keys @ query / np.sqrt(len(query))"
+
+#: Gradescope's results.json (https://gradescope-autograders.readthedocs.io/en/latest/specs/):
+#: the fields it defines, and the values its enumerations allow
+RESULT_FIELDS = {"score": (int, float), "execution_time": (int, float), "output": str,
+                 "output_format": str, "test_output_format": str, "test_name_format": str,
+                 "visibility": str, "stdout_visibility": str, "extra_data": dict,
+                 "tests": list, "leaderboard": list}
+TEST_FIELDS = {"score": (int, float), "max_score": (int, float), "status": str, "name": str,
+               "name_format": str, "number": str, "output": str, "output_format": str,
+               "tags": list, "visibility": str, "extra_data": dict}
+VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
+
+
+def spec_problems(results) -> list[str]:
+    found = [f"{k}: unknown field or wrong type" for k, v in results.items()
+             if k not in RESULT_FIELDS or not isinstance(v, RESULT_FIELDS[k])]
+    if "score" not in results and not all("score" in t for t in results.get("tests", [])):
+        found.append("no score for the submission nor for every test")
+    for k in ("visibility", "stdout_visibility"):
+        if results.get(k, "visible") not in VISIBILITY:
+            found.append(f"{k} {results[k]!r}")
+    for i, t in enumerate(results.get("tests", [])):
+        found += [f"test {i}: {k}: unknown field or wrong type" for k, v in t.items()
+                  if k not in TEST_FIELDS or not isinstance(v, TEST_FIELDS[k])]
+        missing = {"name", "score", "max_score", "output", "visibility"} - set(t)
+        found += [f"test {i}: no {k}" for k in sorted(missing)]
+        if not missing and not 0 <= t["score"] <= max(t["max_score"], 0):
+            found.append(f"test {i}: score {t['score']} outside 0..{t['max_score']}")
+        if t.get("visibility", "visible") not in VISIBILITY:
+            found.append(f"test {i}: visibility {t['visibility']!r}")
+        if t.get("status", "passed") not in ("passed", "failed"):
+            found.append(f"test {i}: status {t['status']!r}")
+    if "tests" in results and "score" in results:
+        if results["score"] != sum(t["score"] for t in results["tests"]):
+            found.append("the score is not the sum of the tests' scores")
+    return found
+
+
+@pytest.fixture(scope="module")
+def autograder(tmp_path_factory):
+    """The guide's build, and its local try-out with the level-2 solution notebook."""
+    work = tmp_path_factory.mktemp("gradescope")
+    _routes.run("route-gradescope-build", work)
+    shutil.copy(LEVEL2, work / "student-notebook.ipynb")
+    proc = _routes.run("route-gradescope-try", work)
+    return work, proc
+
+
+def run_autograder(work: Path, name: str, files: dict, limits: dict | None = None) -> dict:
+    """Run the unzipped ``run_autograder`` against a new root ``work/name`` whose submission
+    folder holds ``files`` (name: bytes); its results.json."""
+    root = work / name
+    shutil.copytree(work / "try" / "source", root / "source")
+    if limits:
+        (root / "source" / "lab" / "autograder.json").write_text(json.dumps(limits))
+    (root / "submission").mkdir()
+    for fname, data in files.items():
+        (root / "submission" / fname).write_bytes(data)
+    subprocess.run([str(root / "source" / "run_autograder")], check=True, capture_output=True,
+                   env={**_routes.env(), gradescope.ROOT_ENV: str(root)}, timeout=300)
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert spec_problems(results) == []
+    return results
+
+
+def notebook_bytes(nb) -> bytes:
+    return nbformat.writes(nb).encode()
+
+
+def test_the_zip_has_setup_and_run_autograder_at_its_root_and_no_solution(autograder):
+    work, _ = autograder
+    with zipfile.ZipFile(work / "autograder.zip") as zf:
+        names = zf.namelist()
+        modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
+        setup = zf.read("setup.sh").decode()
+    assert {"setup.sh", "run_autograder"} <= set(names)
+    assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
+    assert not [n for n in names if "solution" in n.lower()]
+    assert not gradescope_leaks(work / "try" / "source")
+    # torch's CPU build, the version requirements.txt pins, before the other requirements
+    pin = next(ln for ln in (_routes.ROOT / "requirements.txt").read_text().splitlines()
+               if ln.startswith("torch=="))
+    cpu = next(i for i, ln in enumerate(setup.splitlines()) if "download.pytorch.org/whl/cpu" in ln)
+    assert pin in setup.splitlines()[cpu]
+    assert cpu < next(i for i, ln in enumerate(setup.splitlines()) if "-r requirements.txt" in ln)
+    assert subprocess.run(["bash", "-n", "-c", setup]).returncode == 0
+    # the guide's limits are stored in the zip
+    assert json.loads((work / "try" / "source" / "lab" / "autograder.json").read_text()) == {
+        "cell_timeout": 60.0, "timeout": 600.0}
+
+
+def gradescope_leaks(folder: Path) -> list[str]:
+    from attention_lab.grading import release
+
+    return release.leaks(folder, release.answer_blocks())
+
+
+def test_a_full_solution_scores_full_marks(autograder):
+    work, proc = autograder
+    results = json.loads((work / "try" / "results" / "results.json").read_text())
+    assert spec_problems(results) == []
+    assert results["score"] == sum(points(ex) for ex in AUTO) == 6
+    by_id = {t["number"]: t for t in results["tests"]}
+    assert set(by_id) == {ex.id for ex in AUTO + WRITTEN}
+    assert all(by_id[ex.id]["score"] == by_id[ex.id]["max_score"] == points(ex)
+               and by_id[ex.id]["status"] == "passed" for ex in AUTO)
+    # written answers: for Gradescope's manual questions, 0 of 0 points, tagged, no rubric shown
+    for ex in WRITTEN:
+        t = by_id[ex.id]
+        assert t["score"] == t["max_score"] == 0 and t["tags"] == ["manual"]
+        assert not any(line in t["output"] for line in ex.rubric)
+    assert '"score": 6' in proc.stdout  # the guide's `cat` shows it
+
+
+def test_a_wrong_answer_scores_0_on_its_exercise_with_the_checks_message(autograder):
+    work, _ = autograder
+    nb = replace_answer(load(LEVEL2), "dot_scores", SCALED)
+    results = run_autograder(work, "wrong", {"02_mechanics_exercises.ipynb": notebook_bytes(nb)})
+    by_id = {t["number"]: t for t in results["tests"]}
+    assert by_id["2.1"]["score"] == 0 and by_id["2.1"]["status"] == "failed"
+    namespace: dict = {}
+    exec("import numpy as np\n" + SCALED, namespace)
+    expected = check("2.1", namespace["dot_scores"], show=False).message.splitlines()[0]
+    assert expected in by_id["2.1"]["output"]
+    assert results["score"] == 5 and all(by_id[ex.id]["score"] == 1 for ex in AUTO[1:])
+
+
+def test_an_unreadable_notebook_gets_score_0_and_says_why(autograder):
+    work, _ = autograder
+    results = run_autograder(work, "unreadable",
+                             {"02_mechanics_exercises.ipynb": b'{"cells": [ not json'})
+    assert results["score"] == 0
+    assert "unreadable" in results["output"] and "02_mechanics_exercises.ipynb" in results["output"]
+    assert all(t["score"] == 0 for t in results["tests"])
+
+
+def test_an_empty_submission_gets_score_0_and_says_what_to_upload(autograder):
+    work, _ = autograder
+    results = run_autograder(work, "empty", {"notes.txt": b"I forgot the notebook"})
+    assert results["score"] == 0 and results["tests"] == []
+    assert "no notebook" in results["output"]
+
+
+def test_an_endless_loop_ends_within_the_limits(autograder):
+    work, _ = autograder
+    nb = insert_after(replace_answer(load(LEVEL2), "dot_scores",
+                                     "def dot_scores(query, keys):\n    while True:\n        pass"),
+                      "softmax_by_hand", "while True:\n    pass")
+    results = run_autograder(work, "loop", {"02_mechanics_exercises.ipynb": notebook_bytes(nb)},
+                             limits={"cell_timeout": 5, "timeout": 60})
+    by_id = {t["number"]: t for t in results["tests"]}
+    assert by_id["2.1"]["score"] == 0 and "time limit" in by_id["2.1"]["output"]
+    assert all(by_id[ex.id]["score"] == 1 for ex in AUTO[1:])  # the rest is graded
+
+
+@pytest.mark.parametrize("name, problem", [("autograder.tar", "does not end in .zip"),
+                                           ("taken.zip", "exists")])
+def test_a_bad_zip_name_is_a_one_line_error_and_nothing_is_written(tmp_path, capsys, name,
+                                                                   problem):
+    from attention_lab.grading import release
+
+    (tmp_path / "taken.zip").write_bytes(b"an earlier autograder")
+    assert release.main(["--for", "gradescope", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("release: error:") and problem in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.zip"]
+    assert (tmp_path / "taken.zip").read_bytes() == b"an earlier autograder"
