@@ -39,8 +39,9 @@ LEVELS = ["01_intuition", "02_mechanics", "03_maths_and_code", "04_research"]
 #: the pins, written into the bundle without the lines of NOT_FOR_STUDENTS
 PINS = ("requirements.txt", "environment.yml")
 FILES = [*PINS, "pyproject.toml"]
-#: pins of requirements.txt a student does not need (the tests, the lecture demo)
-NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila"}
+#: pins of requirements.txt a student does not need (the tests, the lecture demo, the site)
+NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "sphinx", "myst-nb",
+                    "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme"}
 
 
 class ReleaseError(Exception):
