@@ -86,9 +86,11 @@ def benchmark_tables(results: Path = RESULTS) -> str:
     if not newest:
         lines += ["No run is recorded yet.", ""]
     for group, record in sorted(newest.items()):
-        header = record["columns"]
+        header, load = record["columns"], record.get("load_average")
+        busy = (f", load average {load[0]:.1f} at the start and {load[1]:.1f} at the end"
+                if load else "")
         lines += [f"## {group}", "",
-                  f"`{record['command']}` on {record['date']} ({record['machine']}), "
+                  f"`{record['command']}` on {record['date']} ({record['machine']}{busy}), "
                   f"`benchmarks/results/{record['file']}`.", "",
                   "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row["shown"]) + " |"

@@ -35,6 +35,8 @@ html_theme = "sphinx_book_theme"
 html_title = "attention-lab"
 html_static_path = ["_static"]
 html_css_files = ["lab.css"]
+# pydata-sphinx-theme (under the book theme) logs a console error on every page without a mode
+html_context = {"default_mode": "auto"}
 html_theme_options = {
     "repository_url": REPOSITORY,
     "repository_branch": BRANCH,
