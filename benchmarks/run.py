@@ -1,6 +1,7 @@
 """Print the benchmark table: ``python -m benchmarks.run [GROUP ...] [--quick] [--save]``.
 
-Every ``benchmarks/bench_*.py`` module defines ``GROUP`` (a short name) and ``run(quick) -> list[Row]``.
+Every ``benchmarks/bench_*.py`` module defines ``GROUP`` (a short name) and
+``run(quick) -> list[Row]``.
 All figures of one table come from one run on one machine; ratios compare measurements taken side by
 side in that run. ``--save`` also writes the run as a dated JSON file into ``benchmarks/results/``
 (committed when a maintainer records a run): the site's benchmark tables are generated from those
