@@ -22,12 +22,14 @@ project = "attention-lab"
 author = "the attention-lab authors"
 copyright = "the attention-lab authors, MIT licence"
 
-extensions = ["myst_nb"]
+# sphinx-mathjax-offline: MathJax 3 served by the site itself, so formulas render offline
+extensions = ["myst_nb", "sphinx-mathjax-offline"]
 # nbval re-executes the notebooks; the site shows what they stored
 nb_execution_mode = "off"
 # headings get anchors, so pages link to sections by name (page.md#a-heading)
 myst_heading_anchors = 3
-myst_enable_extensions = ["colon_fence"]
+# $...$ in the notebooks' Markdown is maths, as in JupyterLab
+myst_enable_extensions = ["colon_fence", "dollarmath"]
 # README.md: the repository's front page, copied in for the pages that include its sections
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "README.md"]
 

@@ -41,7 +41,8 @@ PINS = ("requirements.txt", "environment.yml")
 FILES = [*PINS, "pyproject.toml"]
 #: pins of requirements.txt a student does not need (the tests, the lecture demo, the site)
 NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "sphinx", "myst-nb",
-                    "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme"}
+                    "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme",
+                    "sphinx-mathjax-offline"}
 
 
 class ReleaseError(Exception):

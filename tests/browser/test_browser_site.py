@@ -1,8 +1,9 @@
 """The site in Chromium, as a student reads it: the students' pages and a notebook page opened
 from disk with the network cut off (the site is static). No console error, every image loads,
 every explorer shows its stored figure and readout with the note that the sliders need a kernel,
-and every internal link (page and anchor) resolves. The build itself (offline, warnings as
-errors) is the ``site`` fixture; the launch links and alt texts: ``tests/test_site.py``."""
+the formulas are typeset, and every internal link (page and anchor) resolves. The build itself
+(offline, warnings as errors) is the ``site`` fixture; the launch links and alt texts:
+``tests/test_site.py``."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ EXPLORERS_JS = """() => [...document.querySelectorAll('.al-explorer')].map(e => 
             readout: r ? r.innerText.trim() : '', readoutShown: shown(r),
             note: n ? n.innerText : ''};
 })"""
+#: formulas on the page, and how many MathJax typeset (once it has started)
+MATH_JS = """async () => {
+    if (window.MathJax && MathJax.startup) await MathJax.startup.promise;
+    return [document.querySelectorAll('.math').length,
+            document.querySelectorAll('.math mjx-container').length];
+}"""
 #: the page's links and the ids of its elements
 LINKS_JS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
 IDS_JS = "() => [...document.querySelectorAll('[id]')].map(e => e.id)"
@@ -41,7 +48,8 @@ IDS_JS = "() => [...document.querySelectorAll('[id]')].map(e => e.id)"
 
 @pytest.fixture(scope="module")
 def pages(chromium, site):
-    """Each page opened once: {page: (console errors, images, explorers, links, ids)}."""
+    """Each page opened once: {page: (console errors, images, explorers, links, ids,
+    (formulas, typeset))}."""
     out, _ = site
     context = chromium.new_context()
     context.route("**/*", lambda route: route.continue_()
@@ -56,7 +64,7 @@ def pages(chromium, site):
             page.goto((out / name).as_uri(), wait_until="load")
             page.wait_for_load_state("networkidle")
             seen[name] = (errors, page.evaluate(IMAGES_JS), page.evaluate(EXPLORERS_JS),
-                          page.evaluate(LINKS_JS), page.evaluate(IDS_JS))
+                          page.evaluate(LINKS_JS), page.evaluate(IDS_JS), page.evaluate(MATH_JS))
             page.close()
     finally:
         context.close()
@@ -83,11 +91,17 @@ def test_the_explorers_show_their_stored_figure_and_readout(pages, site):
     assert all("sliders need a running kernel" in e["note"] for e in explorers)
 
 
+def test_the_formulas_are_typeset_offline(pages):
+    """The notebooks' $...$ maths is typeset by the site's own MathJax (the network is cut)."""
+    formulas, typeset = pages[NOTEBOOK_PAGE][5]
+    assert formulas >= 10 and typeset == formulas
+
+
 def test_every_internal_link_resolves(pages, site):
     """A link into the site names a file that exists, and its anchor an element of that page."""
     out, _ = site
     ids_of = {}
-    for name, (_, _, _, links, ids) in pages.items():
+    for name, (_, _, _, links, ids, _) in pages.items():
         ids_of[(out / name).resolve()] = set(ids)
         for href in links:
             url = urlsplit(href)
