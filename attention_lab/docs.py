@@ -124,7 +124,11 @@ def build(out: Path) -> tuple[float, dict[str, list[int]]]:
     """Build the HTML site into ``out``; the seconds it took and, per notebook, the cells whose
     figure has no text description. Raises :class:`DocsError` when Sphinx reports a warning or
     an error (its messages are on stderr)."""
-    from sphinx.cmd.build import build_main
+    try:
+        from sphinx.cmd.build import build_main
+    except ModuleNotFoundError:
+        raise DocsError("the site needs Sphinx, myst-nb and sphinx-book-theme: "
+                        "pip install -r requirements.txt") from None
 
     from .grading.release import release
 
