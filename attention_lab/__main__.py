@@ -19,6 +19,7 @@ COMMANDS = {
                                                  "solutions)"),
     "train": ("attention_lab.toy.train", "train the toy reversal model (seeded, CPU)"),
     "demo": ("attention_lab.demo.launch", "launch the lecture demo (Voila) on 127.0.0.1"),
+    "docs": ("attention_lab.docs", "build the lab's site (HTML) from a checkout, nothing executed"),
     "bench": ("attention_lab._bench", "print the benchmark table (from a checkout)"),
 }
 

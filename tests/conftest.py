@@ -33,3 +33,18 @@ def _no_numpy_warnings_leak(request):
 
     with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
         yield
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory):
+    """The lab's site, built once per test session as a maintainer builds it (``python -m
+    attention_lab docs OUT_DIR`` in a fresh process: offline, nothing executed, warnings as
+    errors): ``(the HTML folder, the command's stderr)``."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("site") / "html"
+    done = subprocess.run([sys.executable, "-m", "attention_lab", "docs", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, f"the site did not build:\n{done.stdout}\n{done.stderr}"
+    return out, done.stderr

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+import _docs
+
 from attention_lab.exercises import EXERCISES, NOTEBOOKS
 from attention_lab.exercises.authoring import (FOLDER, STUB, MarkerError, solution_files,
                                                student_path, student_version)
@@ -109,9 +111,8 @@ def test_every_exercise_is_placed_in_exactly_one_notebook():
     assert seen == {i: [EXERCISES[i].level] for i in EXERCISES}
 
 
-def test_readme_table_maps_every_chapter_exercise_to_its_notebook_and_checks():
-    readme = (FOLDER.parents[1] / "README.md").read_text()
-    section = readme.split("## Exercises, submission and grading", 1)[1]
+def test_the_sites_table_maps_every_chapter_exercise_to_its_notebook_and_checks():
+    section = _docs.section("students/exercises.md", "Exercises")
     rows = [ln for ln in section.splitlines() if re.match(r"\| \d+ \|", ln)]
     assert len(rows) == 22
     for n, row in enumerate(rows, 1):

@@ -2,7 +2,7 @@
 figures with their descriptions, the explorers (shown with their tasks, never driven from code),
 the predict-then-run cells, the prose budgets, the corrections of issue 13 (each checked against
 the notebook's own stored outputs), and the 14 misconceptions each demonstrated once and listed
-correctly in the README's one table."""
+correctly in the site's one table (docs/students/misconceptions.md)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 import jupytext
 
+import _docs
 import _lessons
 from attention_lab import softmax
 from attention_lab.examples import CHAPTER_TEMPERATURES, running_example
@@ -174,10 +175,9 @@ def test_each_misconception_is_demonstrated_by_exactly_one_code_cell():
     assert sorted(_where()) == list(range(1, 15))
 
 
-def test_the_readme_has_the_one_correct_misconception_table():
+def test_the_site_has_the_one_correct_misconception_table():
     where = _where()
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Misconceptions", 1)[1].split("\n## ", 1)[0]
+    section = _docs.section("students/misconceptions.md", "Misconceptions")
     rows = re.findall(r"^\| (\d+) \| [^|]+ \| (.+) \|$", section, flags=re.M)
     assert [int(n) for n, _ in rows] == list(range(1, 15))
     for n, place in rows:

@@ -42,8 +42,10 @@ LEVELS = ["01_intuition", "02_mechanics", "03_maths_and_code", "04_research"]
 #: the pins, written into the bundle without the lines of NOT_FOR_STUDENTS
 PINS = ("requirements.txt", "environment.yml")
 FILES = [*PINS, "pyproject.toml"]
-#: pins of requirements.txt a student does not need (the tests, the lecture demo)
-NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "nbgrader"}
+#: pins of requirements.txt a student does not need (the tests, the lecture demo, nbgrader, the site)
+NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "nbgrader", "sphinx",
+                    "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme",
+                    "sphinx-mathjax-offline"}
 #: ``release --for``: the student bundle, or an export for a platform (:mod:`.export`)
 TARGETS = ("bundle", "nbgrader", "gradescope")
 

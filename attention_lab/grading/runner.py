@@ -28,8 +28,9 @@ One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in nam
 Nothing computed in the kernel is trusted except those raw outputs, and those only as outputs: a
 record passes only if its outputs match the reference on this run's inputs, which the grader
 computes in its own process (:mod:`.batch`) with code the kernel cannot see; what a kernel can
-and cannot forge is in :mod:`.channel` and the README's threat model. The grader's own work on a
-job runs in the job's thread, and its CPU time is bounded (``Limits.grader_seconds``).
+and cannot forge is in :mod:`.channel` and the threat model (``docs/design/grading.md``). The
+grader's own work on a job runs in the job's thread, and its CPU time is bounded
+(``Limits.grader_seconds``).
 """
 
 from __future__ import annotations

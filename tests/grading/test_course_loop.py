@@ -18,6 +18,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import _docs
+
 from attention_lab.grading import batch, release, submit, written
 from attention_lab.grading._csv import csv_value
 from attention_lab.grading.runner import defined_names
@@ -33,8 +35,7 @@ COMMANDS = {"release": release.main, "submit": submit.main, "grade": batch.main,
 
 
 def readme_commands() -> list[list[str]]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Instructors: running a course\n", 1)[1].split("\n## ", 1)[0]
+    section = _docs.section("instructors/course.md", "Running a course")
     block = re.search(r"```bash\n(.+?)\n```", section, re.S).group(1)
     return [shlex.split(ln)[3:] for ln in block.splitlines()
             if ln.startswith("python -m attention_lab ")]

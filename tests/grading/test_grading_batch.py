@@ -56,7 +56,7 @@ def _isolated() -> bool:
 
 # The notebook that deletes files and signals other processes is only safe to run where the
 # sandbox contains it (namespaces); elsewhere it is left out and its test is skipped, and the
-# README says what the grader does not protect against there.
+# site's threat model (docs/design/grading.md) says what the grader does not protect against there.
 CONTAINED = _isolated()
 
 

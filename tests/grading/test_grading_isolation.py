@@ -38,6 +38,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+import _docs
+
 from attention_lab.grading import batch
 from attention_lab.grading import namespaces as N
 from attention_lab.grading import sandbox as S
@@ -644,10 +646,9 @@ def test_without_isolation_the_grader_says_so_once_records_it_and_can_refuse(tmp
 
 
 def test_every_test_the_threat_model_names_exists():
-    """The README's threat model backs each claim with a test by name: each one must exist."""
-    readme = (ROOT / "README.md").read_text()
-    model = readme[readme.index("### How grading works, and the threat model"):
-                   readme.index("### Benchmark\n")]
+    """The threat model (the site's design page on grading) backs each claim with a test by
+    name: each one must exist."""
+    model = _docs.section("design/grading.md", "How grading works, and the threat model")
     named = set(re.findall(r"\b(test_[a-z0-9_]+)\b(?!\.py)", model))  # not the modules
     defined = {m for f in (ROOT / "tests").rglob("test_*.py")
                for m in re.findall(r"^def (test_[a-z0-9_]+)", f.read_text(), re.MULTILINE)}

@@ -1,0 +1,202 @@
+"""The site (``docs/``, built by ``python -m attention_lab docs``): every notebook a page from
+its stored outputs, figures with their descriptions as alt text, explorers as their stored figure
+and readout, exercise pages without solutions, launch links to the right file, benchmark tables
+from the result files, and warnings that fail the build. The pages in Chromium:
+``tests/browser/test_browser_site.py``."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import runpy
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from attention_lab import docs
+from attention_lab.grading import release
+
+ROOT = Path(__file__).resolve().parent.parent
+CONF = runpy.run_path(str(ROOT / "docs" / "conf.py"))
+LEVELS = ["01_intuition", "02_mechanics", "03_maths_and_code", "04_research"]
+EXERCISES = [f"exercises/{n}_exercises" for n in LEVELS]
+
+
+class _Page(HTMLParser):
+    """A page's images (their attributes and the classes around them), links and text."""
+
+    def __init__(self):
+        super().__init__()
+        self.images, self.links, self.text, self.readouts = [], [], [], []
+        self._stack, self._readout = [], None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = a.get("class", "")
+        if tag not in ("img", "br", "meta", "link", "input", "hr"):
+            self._stack.append(classes)
+        if tag == "img":
+            self.images.append({**a, "within": " ".join(self._stack)})
+        if tag == "a" and "href" in a:
+            self.links.append(a["href"])
+        if tag == "pre" and "al-readout" in classes:
+            self._readout = []
+
+    def handle_endtag(self, tag):
+        if tag not in ("img", "br", "meta", "link", "input", "hr") and self._stack:
+            self._stack.pop()
+        if tag == "pre" and self._readout is not None:
+            self.readouts.append("".join(self._readout))
+            self._readout = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._readout is not None:
+            self._readout.append(data)
+
+
+def parsed(path: Path) -> _Page:
+    p = _Page()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def stored(stem: str) -> list[tuple[bool, str]]:
+    """(is an explorer, text/plain) of every stored image output of ``notebooks/<stem>.ipynb``."""
+    nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+    return [(docs.WIDGET in o["data"], "".join(o["data"]["text/plain"]).strip())
+            for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"]
+            if "image/png" in o.get("data", {})]
+
+
+def test_every_level_and_exercise_notebook_is_a_page(site):
+    out, _ = site
+    for stem in LEVELS + EXERCISES:
+        assert (out / "notebooks" / f"{stem}.html").is_file(), stem
+    toc = parsed(out / "students" / "notebooks.html").links
+    assert all(any(f"notebooks/{s}.html" in h for h in toc) for s in LEVELS)
+
+
+@pytest.mark.parametrize("stem", LEVELS[:3])
+def test_figures_carry_their_descriptions_as_alt_text(site, stem):
+    page = parsed(site[0] / "notebooks" / f"{stem}.html")
+    shown = [(("al-explorer" in i["within"]), html.unescape(i["alt"])) for i in page.images
+             if i.get("src", "").startswith("data:image/png")]
+    assert shown == stored(stem)
+    assert all(alt and not alt.startswith("<Figure") for _, alt in shown)
+
+
+def test_a_figure_without_a_description_is_reported_not_hidden(site):
+    """Notebook 04's figures have no text description yet: the build says which, and their
+    alt text says so (never matplotlib's ``<Figure size ...>``)."""
+    out, stderr = site
+    missing = [text for explorer, text in stored("04_research") if text.startswith("<")]
+    if not missing:
+        assert "no text description" not in stderr
+        return
+    assert "notebooks/04_research.ipynb: the figures of cells" in stderr
+    alts = [i["alt"] for i in parsed(out / "notebooks" / "04_research.html").images]
+    assert sum("without a text description" in a for a in alts) == len(missing)
+    assert not any(a.startswith("&lt;Figure") or a.startswith("<Figure") for a in alts)
+
+
+@pytest.mark.parametrize("stem", LEVELS)
+def test_each_explorer_shows_its_stored_figure_readout_and_the_kernel_note(site, stem):
+    page = parsed(site[0] / "notebooks" / f"{stem}.html")
+    explorers = [text for explorer, text in stored(stem) if explorer]
+    assert explorers, f"{stem} stores no explorer"
+    assert [html.unescape(r) for r in page.readouts] == explorers
+    assert sum("al-explorer" in i["within"] for i in page.images) == len(explorers)
+    assert "".join(page.text).count("the sliders need a running kernel") == len(explorers)
+
+
+def test_the_exercise_pages_are_the_student_copies(site):
+    """No solution block in any page of the site (as text a reader sees) or in its sources, and
+    the exercise pages have no outputs stored (the student copies are unrun)."""
+    out, _ = site
+    blocks = release.answer_blocks()
+    assert blocks
+    for path in sorted(out.rglob("*.html")):
+        text = "\n".join(ln.strip() for ln in html.unescape("".join(parsed(path).text))
+                         .splitlines())
+        hits = [b.splitlines()[0] for b in blocks if b in text]
+        assert not hits, f"{path.relative_to(out)} shows a solution: {hits[0]}"
+    assert not release.leaks(out / "_sources", blocks)
+    for stem in EXERCISES:
+        nb = json.loads((out / "_sources" / "notebooks" / f"{stem}.ipynb").read_text())
+        assert not [c for c in nb["cells"] if c.get("outputs")], stem
+
+
+@pytest.mark.parametrize("stem", ["02_mechanics", "exercises/02_mechanics_exercises"])
+def test_launch_links_are_well_formed_and_open_this_notebook(site, stem):
+    """Binder, JupyterHub (nbgitpuller) and Colab links open the notebook's repository path
+    (untestable here: that the services open it; tested: what they are asked to open)."""
+    links = parsed(site[0] / "notebooks" / f"{stem}.html").links
+    repo = urlsplit(CONF["REPOSITORY"])
+    owner_repo = repo.path.strip("/")
+    path = f"notebooks/{stem}.ipynb"
+    assert (ROOT / path).is_file()
+    binder = [urlsplit(h) for h in links if h.startswith("https://mybinder.org/")]
+    assert len(binder) == 1
+    assert binder[0].path == f"/v2/gh/{owner_repo}/{CONF['BRANCH']}"
+    assert parse_qs(binder[0].query) == {"urlpath": [f"lab/tree/{path}"]}
+    colab = [h for h in links if h.startswith("https://colab.research.google.com/")]
+    assert colab == [f"https://colab.research.google.com/github/{owner_repo}/blob/"
+                     f"{CONF['BRANCH']}/{path}"]
+    hub = [urlsplit(h) for h in links if h.startswith(CONF["HUB_URL"])]
+    assert len(hub) == 1 and hub[0].path == "/hub/user-redirect/git-pull"
+    query = parse_qs(hub[0].query)
+    assert query["repo"] == [CONF["REPOSITORY"]] and query["branch"] == [CONF["BRANCH"]]
+    assert query["urlpath"] == [f"lab/tree/{owner_repo.split('/')[1]}/{path}"]
+
+
+def test_the_hub_url_is_set_in_one_place():
+    """An instructor changes HUB_URL in docs/conf.py, nowhere else."""
+    assert CONF["html_theme_options"]["launch_buttons"]["jupyterhub_url"] == CONF["HUB_URL"]
+    hits = [p for p in (ROOT / "docs").rglob("*") if p.is_file() and p.suffix in (".md", ".py")
+            and CONF["HUB_URL"] in p.read_text(encoding="utf-8")]
+    assert hits == [ROOT / "docs" / "conf.py"]
+
+
+def test_benchmark_tables_come_from_the_newest_result_of_each_group(tmp_path):
+    from benchmarks import run
+    from benchmarks.common import Row
+    import datetime
+
+    day = datetime.datetime(2026, 12, 1, 9, 30, tzinfo=datetime.timezone.utc)
+    run.save([Row("core", "old figure", 2.0, "s"), Row("docs", "build", 9.0, "s", goal="< 60 s",
+                                                       ok=True)], "cmd one", tmp_path, day)
+    run.save([Row("core", "new figure", 1.5e-3, "s")], "cmd two", tmp_path,
+             day + datetime.timedelta(days=1))
+    page = docs.benchmark_tables(tmp_path)
+    core = page.split("## core", 1)[1].split("## ", 1)[0]
+    assert "| core | new figure | 1.50 ms |" in core and "old figure" not in core
+    assert "`cmd two` on 2026-12-02 09:30 UTC" in core
+    assert "| docs | build | 9.00 s |  |  | < 60 s | yes |" in page.split("## docs", 1)[1]
+    assert "No run is recorded yet." in docs.benchmark_tables(tmp_path / "none")
+
+
+def test_the_site_shows_the_recorded_results(site):
+    """Every group of the committed result files has its table on the site."""
+    files = sorted((ROOT / "benchmarks" / "results").glob("*.json"))
+    assert files, "no benchmark run is recorded in benchmarks/results/"
+    groups = {r["group"] for f in files for r in json.loads(f.read_text())["rows"]}
+    text = "".join(parsed(site[0] / "maintainers" / "benchmark-tables.html").text)
+    for group in groups:
+        assert re.search(rf"\b{group}\b", text), group
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::PendingDeprecationWarning")
+def test_a_warning_fails_the_build(tmp_path, monkeypatch):
+    """A broken cross-reference is a warning, and a warning fails the build (-W)."""
+    pages = tmp_path / "docs"
+    shutil.copytree(docs.DOCS, pages)
+    (pages / "maintainers" / "decisions.md").write_text(
+        "# Decisions\n\nSee [a page that is not there](nowhere.md).\n", encoding="utf-8")
+    monkeypatch.setattr(docs, "DOCS", pages)
+    with pytest.raises(docs.DocsError, match="sphinx-build reported problems"):
+        docs.build(tmp_path / "html")
