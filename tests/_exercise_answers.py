@@ -295,6 +295,20 @@ def _replacer(*, copy=True, argmin=False, base=1, squared=False, tvd="half"):
     return replace_and_measure
 
 
+def _leave_one_out(scores, values, control, readout):
+    """The other intervention: the top position masked, the other weights renormalised (the
+    control never used)."""
+    w = _softmax(scores)
+    j = int(np.argmax(w))
+    kept = w.copy()
+    kept[j] = 0.0
+    if kept.sum() > 0:
+        kept = kept / kept.sum()
+    before, after = w @ values, kept @ values
+    return j + 1, float(np.linalg.norm(after - before)), \
+        float(0.5 * np.abs(readout(after) - readout(before)).sum())
+
+
 def _naive_masked(scores, mask):
     return _naive(np.where(mask, scores, -np.inf))
 
@@ -555,6 +569,8 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         (_replacer(tvd="sum"), "fail", ("twice the total variation distance",)),
         (_replacer(tvd="euclid"), "fail", ("Euclidean distance of the two output",)),
         (_replacer(tvd="context"), "fail", ("equals the context's change",)),
+        (_leave_one_out, "fail", ("left the top position out", "leave-one-out",
+                                  "Replace its value by the control")),
     ],
     "4.6": [
         (lambda weights: -(np.asarray(weights) * np.log(weights)).sum(axis=-1), "fail",

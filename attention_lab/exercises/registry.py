@@ -286,8 +286,9 @@ _add("4.1", 16, "Score-matrix shape and size", "function", "score_matrix_size",
             "usual slip."))
 _add("4.2", 17, "The arithmetic of global cross-attention", "function", "multiply_adds",
      "multiply_adds(T, S, D_k, D_v): the number of multiply-adds of one head of global "
-     "cross-attention, scores plus the weighted sum of values (the softmax's O(T S) work is left "
-     "out). Its order is the chapter's O(T S (D_k + D_v)).",
+     "cross-attention with T queries, S keys, key width D_k and value width D_v: the scores, "
+     "then the weighted sums of the values (the softmax's work is left out). Derive it, and read "
+     "its order off your count.",
      hints=("Each of the T x S scores is a dot product of length D_k.",
             "Each of the T contexts sums S value rows of width D_v.",
             "Count multiply-adds (one per product-and-add), not FLOPs (which count 2)."))
