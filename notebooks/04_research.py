@@ -554,8 +554,8 @@ figures.streaming_plot(cmp["sizes"], cmp["seconds"],
 # *Figure: left, latency in milliseconds against source length (log scale) for materialised
 # attention, streaming attention and torch's SDPA, measured when the notebook ran. Their order
 # and ratios change between runs and machines: at S = 4,096 the runs so far range from all three
-# within a factor of 2 to SDPA about 9 times faster. Right, peak tensor memory: the materialised
-# path grows in proportion to S, the streaming path stays flat at one chunk.*
+# within a factor of 2 to one about 9 times slower than another. Right, peak tensor memory: the
+# materialised path grows in proportion to S, the streaming path stays flat at one chunk.*
 #
 # The memory column counts tensors torch allocates (blind to fused kernels' scratch space, so
 # SDPA is left out); `python -m attention_lab bench streaming` measures the real peak memory.

@@ -173,7 +173,7 @@ def test_the_near_tie_gap_and_the_one_over_tau_caveat():
 def test_streaming_timing_is_not_called_a_small_factor():
     text = flat(prose())
     assert "small factor" not in text
-    assert "9 times" in text and "change between runs and machines" in text
+    assert "9 times slower" in text and "change between runs and machines" in text
 
 
 def test_leave_one_out_agrees_on_every_step_as_printed():

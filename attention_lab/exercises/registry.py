@@ -200,16 +200,24 @@ _add("2.6", 10, "Test that masked keys get exactly zero weight", "test",
             "a finite fill such as -30 leaves masked weights tiny but not zero (exp(-30 - max) > "
             "0), while -1e9 is far enough below these scores to give exactly 0 (float16 and "
             "all-masked rows are exercise 11's). A good test rejects the first two."))
-_add("2.7", 15, "Global versus a local window", "function", "local_attention",
+_add("2.7", 15, "Global versus a local window", "function",
+     ("local_attention", "window_comparison"),
      "local_attention(query, keys, values, centre, half_width) -> (weights (S,), context (D_v,)): "
      "unscaled dot-product attention restricted to the positions j with |j - centre| <= "
      "half_width, where positions and centre are numbered 1..S (position j is row j - 1 of "
-     "keys). If the window holds no position, return zero weights and a zero context.",
+     "keys). If the window holds no position, return zero weights and a zero context. Then "
+     "compare it with global attention for the query 3 * keys[4], which matches key 5 best, and "
+     "the window around position 1 with half-width 1, and record what you found: "
+     "window_comparison = {'global': the weight on position 5 with global attention, 'local': "
+     "its weight in that window}. Pass both: check('2.7', (local_attention, window_comparison)).",
      hints=("Build a boolean window mask over all S positions, then do masked attention.",
             "Positions count from 1: compare np.arange(1, S + 1) with the centre. The window is "
             "inclusive: |j - centre| == half_width is inside. Slicing keys near the edges "
             "(negative starts) is a trap: a mask avoids it.",
-            "Return a weight for every key (0 outside the window), not just the window's weights."))
+            "Return a weight for every key (0 outside the window), not just the window's weights.",
+            "For the comparison: a window wider than the source (centre 3, half-width 10) is global "
+            "attention; print both weight vectors and read position 5's weight off each."),
+     declared=("window_comparison",))
 
 # ---------------------------------------------------------------- level 3: maths & code
 _add("3.1", 8, "A stable softmax", "function", "stable_softmax",
