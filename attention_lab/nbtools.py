@@ -9,16 +9,83 @@ Every notebook is a pair: ``name.py`` (py:percent text, the file you edit and re
 ``execute`` reads the text file, runs it top to bottom in a fresh kernel started in the
 notebook's folder (as nbval does), and writes the ``.ipynb`` with its outputs, without timing
 metadata or widget state so that re-executing an unchanged notebook changes nothing but images.
+
+nbval compares text, not images, so a stored figure could lag behind the code that draws it.
+``execute`` therefore records :func:`drawing_hash` (the package's plotting and widget code, less
+comments and docstrings) in the notebook's metadata under :data:`FIGURES_KEY`, and ``check``
+reports a notebook whose stored images were drawn by other code (:func:`stale_figures`).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import hashlib
+import io
 import sys
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+#: the code that draws stored figures and explorer snapshots (folders or files, from ROOT)
+DRAWING_CODE = ("attention_lab/plots", "attention_lab/widgets", "attention_lab/toy/figures.py",
+                "attention_lab/toy/explorer.py")
+#: notebook metadata key of the record (outside ``attention_lab``, which jupytext keeps in text)
+FIGURES_KEY = "attention_lab_figures"
+_IMAGES = ("image/png", "image/svg+xml", "image/jpeg")
+
+
+def _code_only(source: str) -> str:
+    """``source`` without comments, docstrings, blank lines and trailing spaces: the part of it
+    whose change can change a figure (the same text on every Python version)."""
+    lines = source.splitlines()
+    dropped = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(
+                body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            dropped.update(range(body[0].lineno - 1, body[0].end_lineno))
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            row, col = tok.start
+            lines[row - 1] = lines[row - 1][:col]
+    return "\n".join(ln.rstrip() for i, ln in enumerate(lines)
+                     if i not in dropped and ln.strip())
+
+
+def drawing_hash(root: Path | str = ROOT) -> str:
+    """A hash of the drawing code (:data:`DRAWING_CODE` under ``root``), comments and
+    docstrings left out: it changes when a figure could be drawn differently."""
+    root = Path(root)
+    h = hashlib.sha256()
+    for entry in DRAWING_CODE:
+        base = root / entry
+        for f in sorted(base.rglob("*.py")) if base.is_dir() else [base]:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0")
+            h.update(_code_only(f.read_text(encoding="utf-8")).encode() + b"\0")
+    return "sha256:" + h.hexdigest()
+
+
+def stale_figures(ipynb: Path | str, root: Path | str = ROOT) -> list[str]:
+    """Why the stored images of ``ipynb`` may not be what the drawing code draws now (empty: a
+    notebook without images, or one executed with the current code)."""
+    import nbformat
+
+    ipynb = Path(ipynb)
+    nb = nbformat.read(ipynb, as_version=4)
+    if not any(mime in out.get("data", {}) for c in nb.cells for out in c.get("outputs", [])
+               for mime in _IMAGES):
+        return []
+    recorded = nb.metadata.get(FIGURES_KEY, {}).get("drawing_code")
+    now = drawing_hash(root)
+    if recorded == now:
+        return []
+    why = ("records no drawing code" if recorded is None else
+           "was drawn by other plotting or widget code than the package's now")
+    return [f"{ipynb.name}: its stored figures may be stale: the notebook {why}; run python -m "
+            f"attention_lab.nbtools execute {ipynb.with_suffix('.py')}"]
 
 
 def pairs(folder: Path | str = ROOT / "notebooks") -> list[tuple[Path, Path]]:
@@ -61,7 +128,7 @@ def pair_problems(ipynb: Path, py: Path) -> list[str]:
     if unrun:
         problems.append(f"{ipynb.name}: code cell(s) {unrun[:5]} have no stored outputs; run "
                         f"python -m attention_lab.nbtools execute {py}")
-    return problems
+    return problems + stale_figures(ipynb)
 
 
 def execute(py: Path | str, *, timeout: int = 600) -> Path:
@@ -79,12 +146,14 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(py.parent)}},
                             record_timing=False, store_widget_state=False, allow_errors=False)
+    drawn_with = drawing_hash()  # the code the figures are drawn by, read before they are
     client.execute()
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
         cell["id"] = f"cell-{i}"
     nb.metadata.pop("widgets", None)
     nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata[FIGURES_KEY] = {"drawing_code": drawn_with}
     out = py.with_suffix(".ipynb")
     nbformat.write(nb, out)
     return out

@@ -71,6 +71,32 @@ print("context:", np.round(result.context, 3))
 plots.overview_figure(result.scores, result.weights)
 
 # %% [markdown]
+# ### A score is a projection
+#
+# $q^\top k_i = |q|\,p_i$, where $p_i$ is how far key $i$ reaches along the query's direction:
+# the query's direction decides the order of the keys, its length how far apart their scores lie.
+
+# %%
+# Predict: double the query (2q). Does the best-matching source change (yes or no)?
+best_changes = ...
+
+# %%
+with reveal(best_changes, why=why.best_changes) as r:
+    doubled = attend(2 * query, keys, values)
+    print("scores, q :", np.round(result.scores, 2), "  weights:", np.round(result.weights, 3))
+    print("scores, 2q:", np.round(doubled.scores, 2), "  weights:", np.round(doubled.weights, 3))
+    r.answer = bool(doubled.scores.argmax() != result.scores.argmax())
+
+# %% [markdown]
+# **The geometry explorer** draws four keys in two dimensions as arrows and the query as an arrow
+# you turn (angle) and stretch (length). Each key's projection on the query's line is its score
+# divided by $|q|$; the bars beside show the weights, and the context is a point among the values.
+
+# %%
+geometry_explorer = widgets.GeometryExplorer()
+geometry_explorer
+
+# %% [markdown]
 # ### Must the keys and the values be the same vectors?
 #
 # Early encoder-decoders used one state as both the key and the value of a source.
@@ -86,6 +112,28 @@ with reveal(weights_change, why=why.weights_change) as r:
     print("weights, values = keys :", np.round(same.weights, 3))
     print("context, values = keys :", np.round(same.context, 3), " vs", np.round(result.context, 3))
     r.answer = not np.allclose(same.weights, result.weights)
+
+# %% [markdown]
+# A trained model learns two maps of the same source states $h_i$: keys $k_i = W_k h_i$ for
+# matching, values $v_i = W_v h_i$ for what is retrieved. Below, four states of 3 numbers; $W_k$
+# keeps only the first two coordinates (a 2-number matching space), $W_v$ maps all three to 4
+# numbers of content. States 1 and 3 differ only in their third coordinate.
+
+# %%
+# Predict: do sources 1 and 3 get the same weight (yes or no)?
+same_weight = ...
+
+# %%
+with reveal(same_weight, why=why.same_weight) as r:
+    states = np.array([[1.0, 0.5, 2.0], [0.2, -0.4, 0.3], [1.0, 0.5, -1.0], [-0.6, 0.8, 0.0]])
+    W_k = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])                           # (D_k, 3)
+    W_v = np.array([[0.5, 0.0, 1.0], [0.0, 1.0, -0.5], [1.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    proj_keys, proj_values = states @ W_k.T, states @ W_v.T                      # (S, 2), (S, 4)
+    mixed = attend(np.array([0.8, 0.3]), proj_keys, proj_values)
+    print("keys (matching space):\n", proj_keys)
+    print("values (content space):\n", proj_values)
+    print("weights:", np.round(mixed.weights, 3), " context:", np.round(mixed.context, 3))
+    r.answer = bool(np.isclose(mixed.weights[0], mixed.weights[2]))
 
 # %% [markdown]
 # ## 2. Same sources, different queries

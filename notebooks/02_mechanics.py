@@ -20,6 +20,7 @@ from attention_lab import (additive_scores, attend, attend_scores, bilinear_scor
 from attention_lab.examples import (CHAPTER_TEMPERATURES, local_example, running_additive_params,
                                     running_example)
 from attention_lab.explanations import level2 as why
+from attention_lab.local import centre_from_logit, local_p
 from attention_lab.predict import reveal
 from attention_lab.softmax import concentration
 
@@ -393,6 +394,39 @@ window_explorer = widgets.WindowExplorer()
 window_explorer
 
 # %% [markdown]
+# ### Local-p: a predicted centre
+#
+# Local-m assumes the alignment runs along the diagonal ($p_t = t$). Reversal, say, needs position
+# $S + 1 - t$ at step $t$. Luong's *local-p* lets the decoder state $h_t$ predict the centre,
+# $p_t = 1 + (S - 1)\,\sigma(z_t)$ with $z_t = v_p^\top \tanh(W_p h_t)$ (positions 1..S), scores
+# the window $|j - p_t| \le D$, and multiplies the softmax weights by a Gaussian
+# $\exp(-(j - p_t)^2 / (2 (D/2)^2))$ that favours the positions near $p_t$. Below, $z = 1$, $D = 2$,
+# ten positions, the target at 8.
+
+# %%
+# Predict: after the Gaussian factors (each at most 1), do the local-p weights still sum to 1
+# (yes or no)?
+local_p_sums_to_1 = ...
+
+# %%
+with reveal(local_p_sums_to_1, why=why.local_p_sums_to_1) as r:
+    ex10 = local_example(target=7)
+    centre = float(centre_from_logit(1.0, 10))  # counted from 0, as numpy's positions
+    lp = local_p(ex10.scores, ex10.values, centre, 2.0)
+    print(f"centre p_t = {centre + 1:.2f}; window positions {np.flatnonzero(lp.mask) + 1}")
+    print("softmax in the window:", np.round(lp.extras["alignment"], 2))
+    print("local-p weights      :", np.round(lp.weights, 2), " sum:", round(float(lp.weights.sum()), 2))
+    r.answer = bool(np.isclose(lp.weights.sum(), 1.0))
+
+# %% [markdown]
+# **Local-p explorer**: the centre logit $z$ moves $p_t$ along the sigmoid; the bars show the
+# softmax inside the window, the Gaussian factors and their product.
+
+# %%
+localp_explorer = widgets.LocalPExplorer()
+localp_explorer
+
+# %% [markdown]
 # ## Summary
 #
 # * A score compares the query with one key; it is not a probability. Dot and bilinear scores
@@ -400,6 +434,7 @@ window_explorer
 # * Softmax makes the scores compete; subtracting the maximum avoids overflow and changes nothing.
 # * Temperature changes concentration and keeps the ranking.
 # * Masks act before the softmax. Padding and causal masks are different rules, combined by AND.
-# * Local windows trade coverage for cost, and change the context even when they keep the target.
+# * Local windows trade coverage for cost, and change the context even when they keep the target;
+#   local-p predicts where the window goes.
 #
 # Level 3 writes the same computation for batches of queries as tensors, and tests it.

@@ -65,6 +65,11 @@ def ok_softmax_temperature(scores, temperature):
 OK_COMPARISON = {"largest_weight": [0.539, 0.361, 0.276], "same_order": True}
 
 
+#: exercise 15's comparison of global attention and the window around position 1, as 2.7
+#: records it
+OK_WINDOW = {"global": 0.732, "local": 0.0}
+
+
 def ok_padding_mask(lengths, S):
     return np.arange(S) < np.asarray(lengths)[:, None]
 
@@ -188,7 +193,7 @@ CORRECT = {
     "1.4": ok_test_query_dependence, "2.1": ok_dot_scores, "2.2": OK_BY_HAND,
     "2.4": (ok_softmax_temperature, OK_COMPARISON), "2.5": ok_padding_mask,
     "2.6": (ok_masked_softmax, ok_test_masked_softmax),
-    "2.7": ok_local_attention, "3.1": ok_stable_softmax,
+    "2.7": (ok_local_attention, OK_WINDOW), "3.1": ok_stable_softmax,
     "3.2": ("zeros", ok_masked_softmax_safe, policy_test("zeros")),
     "3.3": (ok_dot_attention, ok_bilinear_attention), "3.4": ok_additive_attention,
     "3.5": ok_batched_attention, "4.1": ok_score_matrix_size, "4.2": ok_multiply_adds,
@@ -293,6 +298,20 @@ def _replacer(*, copy=True, argmin=False, base=1, squared=False, tvd="half"):
                "euclid": np.linalg.norm(p - q), "context": change}[tvd]
         return j + base, change ** 2 if squared else change, float(out)
     return replace_and_measure
+
+
+def _leave_one_out(scores, values, control, readout):
+    """The other intervention: the top position masked, the other weights renormalised (the
+    control never used)."""
+    w = _softmax(scores)
+    j = int(np.argmax(w))
+    kept = w.copy()
+    kept[j] = 0.0
+    if kept.sum() > 0:
+        kept = kept / kept.sum()
+    before, after = w @ values, kept @ values
+    return j + 1, float(np.linalg.norm(after - before)), \
+        float(0.5 * np.abs(readout(after) - readout(before)).sum())
 
 
 def _naive_masked(scores, mask):
@@ -466,6 +485,12 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         (lambda query, keys, values, centre, half_width: _window(
             query, keys, values, centre, half_width, scale=1 / math.sqrt(keys.shape[1])),
          "fail", ("sqrt(D_k)", "unscaled")),
+        ((ok_local_attention, ...), "fail", ("window_comparison is still `...`", "passes all")),
+        ((ok_local_attention, {"global": 0.732, "local": 0.22}), "fail",
+         ("local = 0.220 is not position 5's weight in the window",)),
+        ((ok_local_attention, {"global": 0.732}), "fail", ("keys 'global' and 'local'",)),
+        ((ok_local_attention, {"global": "high", "local": 0.0}), "fail",
+         ("global is a str", "one number")),
     ],
     "3.1": [
         (lambda scores: _naive(scores), "fail", ("NaN", "logits of +1e4", "overflows")),
@@ -555,6 +580,8 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         (_replacer(tvd="sum"), "fail", ("twice the total variation distance",)),
         (_replacer(tvd="euclid"), "fail", ("Euclidean distance of the two output",)),
         (_replacer(tvd="context"), "fail", ("equals the context's change",)),
+        (_leave_one_out, "fail", ("left the top position out", "leave-one-out",
+                                  "Replace its value by the control")),
     ],
     "4.6": [
         (lambda weights: -(np.asarray(weights) * np.log(weights)).sum(axis=-1), "fail",
@@ -569,3 +596,7 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
                                        "scipy.stats.entropy", "row's total")),
     ],
 }
+
+
+WRONG["2.7"] = [((answer, OK_WINDOW) if callable(answer) else answer, status, why)
+                for answer, status, why in WRONG["2.7"]]

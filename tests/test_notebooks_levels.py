@@ -116,8 +116,9 @@ def test_chapter_figures_are_stored_as_png_with_a_description(name, phrase):
 
 
 @pytest.mark.parametrize("name,explorers", [
-    ("01_intuition", ["QueryExplorer"]),
-    ("02_mechanics", ["ScoreExplorer", "TemperatureExplorer", "MaskExplorer", "WindowExplorer"]),
+    ("01_intuition", ["GeometryExplorer", "QueryExplorer"]),
+    ("02_mechanics", ["ScoreExplorer", "TemperatureExplorer", "MaskExplorer", "WindowExplorer",
+                      "LocalPExplorer"]),
     ("03_maths_and_code", ["AxisExplorer", "PrecisionExplorer", "HullExplorer"]),
 ])
 def test_explorers_are_displayed_with_a_widget_view_and_a_snapshot(name, explorers):
@@ -236,7 +237,7 @@ def test_explorers_are_never_driven_from_code(stem):
 
 
 @pytest.mark.parametrize("name,explorers", [
-    ("01_intuition", 1), ("02_mechanics", 4), ("03_maths_and_code", 3)])
+    ("01_intuition", 2), ("02_mechanics", 5), ("03_maths_and_code", 3)])
 def test_explorers_show_their_first_task_in_the_stored_output(name, explorers):
     nb = nbformat.read(NB / f"{name}.ipynb", as_version=4)
     views = [out for cell in nb.cells for out in cell.get("outputs", [])
@@ -364,6 +365,10 @@ def test_02_sets_up_local_m_and_the_causal_alignment_before_using_them():
     ("02_mechanics", "local_target", "WindowExplorer", "more weight than global attention"),
     # the axis explorer's first task: an axis that keeps every shape but moves a context
     ("03_maths_and_code", "same_context_shape", "AxisExplorer", "keeps every shape"),
+    # the geometry explorer's third task: a longer query turns the weights nearly hard
+    ("01_intuition", "best_changes", "GeometryExplorer", "stretch the query"),
+    # the local-p explorer's title shows what the weights sum to
+    ("02_mechanics", "local_p_sums_to_1", "LocalPExplorer", "Gaussian take more than half"),
 ])
 def test_an_explorer_whose_task_answers_a_question_comes_after_that_question(stem, name,
                                                                             explorer, task):

@@ -408,7 +408,8 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
     # (printed as "<number> ms per ...": the notebooks' output sanitiser ignores such timings)
     rep.add(sec, "latency", f"{t_med * 1e3:.3f} ms per call (median of {len(times)})")
     valid_pairs = max(1, int(mask_np.sum()))
-    rep.add(sec, "throughput", f"{t_med / valid_pairs * 1e6:.4f} µs per eligible query-key "
+    # time per pair, the inverse of a throughput (pairs per second)
+    rep.add(sec, "time per pair", f"{t_med / valid_pairs * 1e6:.4f} µs per eligible query-key "
             "pair")
     itemsize = np.dtype(_dtype_name(Q) if _dtype_name(Q) != "bfloat16" else "float16").itemsize
     rep.add(sec, "tensor memory", f"{_bytes(mem.peak_bytes)} peak of tensors allocated by "

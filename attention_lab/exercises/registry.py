@@ -200,16 +200,24 @@ _add("2.6", 10, "Test that masked keys get exactly zero weight", "test",
             "a finite fill such as -30 leaves masked weights tiny but not zero (exp(-30 - max) > "
             "0), while -1e9 is far enough below these scores to give exactly 0 (float16 and "
             "all-masked rows are exercise 11's). A good test rejects the first two."))
-_add("2.7", 15, "Global versus a local window", "function", "local_attention",
+_add("2.7", 15, "Global versus a local window", "function",
+     ("local_attention", "window_comparison"),
      "local_attention(query, keys, values, centre, half_width) -> (weights (S,), context (D_v,)): "
      "unscaled dot-product attention restricted to the positions j with |j - centre| <= "
      "half_width, where positions and centre are numbered 1..S (position j is row j - 1 of "
-     "keys). If the window holds no position, return zero weights and a zero context.",
+     "keys). If the window holds no position, return zero weights and a zero context. Then "
+     "compare it with global attention for the query 3 * keys[4], which matches key 5 best, and "
+     "the window around position 1 with half-width 1, and record what you found: "
+     "window_comparison = {'global': the weight on position 5 with global attention, 'local': "
+     "its weight in that window}. Pass both: check('2.7', (local_attention, window_comparison)).",
      hints=("Build a boolean window mask over all S positions, then do masked attention.",
             "Positions count from 1: compare np.arange(1, S + 1) with the centre. The window is "
             "inclusive: |j - centre| == half_width is inside. Slicing keys near the edges "
             "(negative starts) is a trap: a mask avoids it.",
-            "Return a weight for every key (0 outside the window), not just the window's weights."))
+            "Return a weight for every key (0 outside the window), not just the window's weights.",
+            "For the comparison: a window wider than the source (centre 3, half-width 10) is global "
+            "attention; print both weight vectors and read position 5's weight off each."),
+     declared=("window_comparison",))
 
 # ---------------------------------------------------------------- level 3: maths & code
 _add("3.1", 8, "A stable softmax", "function", "stable_softmax",
@@ -286,8 +294,9 @@ _add("4.1", 16, "Score-matrix shape and size", "function", "score_matrix_size",
             "usual slip."))
 _add("4.2", 17, "The arithmetic of global cross-attention", "function", "multiply_adds",
      "multiply_adds(T, S, D_k, D_v): the number of multiply-adds of one head of global "
-     "cross-attention, scores plus the weighted sum of values (the softmax's O(T S) work is left "
-     "out). Its order is the chapter's O(T S (D_k + D_v)).",
+     "cross-attention with T queries, S keys, key width D_k and value width D_v: the scores, "
+     "then the weighted sums of the values (the softmax's work is left out). Derive it, and read "
+     "its order off your count.",
      hints=("Each of the T x S scores is a dot product of length D_k.",
             "Each of the T contexts sums S value rows of width D_v.",
             "Count multiply-adds (one per product-and-add), not FLOPs (which count 2)."))

@@ -4,6 +4,11 @@ best_source = """Key 2, (0.9, -0.2, 0.4), has the sign of the query (0.8, -0.3, 
 coordinate, and large entries where the query has them: its dot product, 0.98, is the largest.
 Keys 1 and 4 point partly against the query and score below zero."""
 
+best_changes = """No. Doubling the query doubles every score, q . k = |q| p: the order of the keys is
+set by the query's direction alone, so source 2 stays best. What changes is the gap between the
+scores, so the weights grow sharper: a longer query acts as a lower temperature. The geometry
+explorer below lets you turn and stretch a query and watch both."""
+
 weights_change = """The weights come from the scores, and the scores compare the query with the
 keys only: the values never enter them. Replacing the values changes what is returned (the
 context), not how the sources are weighted. So keys and values may be different vectors, and the
@@ -44,3 +49,9 @@ third_coordinate = """With half of the weight on source 4, value 4 supplies half
 context: 0.5 x 0.8 = 0.4 of the third coordinate. The other half mixes the other values, whose
 third coordinates lie between 0.1 and 1: so the third coordinate lies between 0.45 and 0.9,
 whichever query gives source 4 half of the weight. For the query here it is 0.557."""
+
+same_weight = """Yes. W_k keeps only the first two coordinates, where states 1 and 3 are equal, so
+their keys are equal and so are their scores and weights: matching happens in the key space,
+which cannot see the third coordinate. Their values differ, because W_v reads it: the content
+retrieved comes from another space than the matching. Learned projections let a model decide
+separately what a source is found by and what it delivers."""

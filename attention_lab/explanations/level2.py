@@ -41,3 +41,9 @@ closer to the target's value. With the target at position 8, outside the window,
 0 and the context moves away from it. A window is not worse than global access when the task's
 position lies inside it; it is blind outside (the chapter's misconception 11: "global attention
 is always preferable")."""
+
+local_p_sums_to_1 = """No: they sum to less than 1. The softmax inside the window sums to 1, and
+every Gaussian factor is at most 1, reaching 1 only at the centre itself, so the product loses
+weight wherever a position lies off the centre. Luong et al. apply the Gaussian after the
+softmax, as here, so the context is a shrunk mixture of the values. Renormalising would make the
+weights a distribution again; the paper does not."""

@@ -1071,11 +1071,10 @@ class LocalPExplorer(Explorer):
                 f"{s.half_width:g}, target {s.target} -> weights {plots.fmt_vec(s.weights, 2)}")
 
 
-#: name -> class, in notebook order (the notebooks of the geometry and local-p explorers are
-#: still to be chosen)
+#: name -> class, in notebook order (01: geometry, query; 02: score ... local-p; 03: axis ...)
 EXPLORERS = {
-    "query": QueryExplorer, "score": ScoreExplorer, "temperature": TemperatureExplorer,
-    "mask": MaskExplorer, "window": WindowExplorer, "axis": AxisExplorer,
-    "precision": PrecisionExplorer, "hull": HullExplorer, "geometry": GeometryExplorer,
-    "localp": LocalPExplorer,
+    "geometry": GeometryExplorer, "query": QueryExplorer, "score": ScoreExplorer,
+    "temperature": TemperatureExplorer, "mask": MaskExplorer, "window": WindowExplorer,
+    "localp": LocalPExplorer, "axis": AxisExplorer, "precision": PrecisionExplorer,
+    "hull": HullExplorer,
 }

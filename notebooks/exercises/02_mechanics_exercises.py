@@ -164,8 +164,7 @@ check("2.6", (masked_softmax, test_masked_softmax))
 # attention in which only the positions `j` with `|j - centre| <= half_width` are eligible.
 # Positions and `centre` are numbered 1..S (position `j` is row `j - 1` of `keys`). Return
 # `(weights, context)` with one weight per key (0 outside the window). If no position lies in
-# the window, return zero weights and a zero context. When it passes, the check compares your
-# window with global attention on a query whose best key lies outside the window.
+# the window, return zero weights and a zero context.
 
 # %%
 def local_attention(query, keys, values, centre, half_width):
@@ -173,8 +172,24 @@ def local_attention(query, keys, values, centre, half_width):
     raise NotImplementedError  # replace this line with your code
 
 
+# %% [markdown]
+# Now compare global attention with the window on a task whose relevant position lies outside
+# it: the query `far` below matches key 5 best, and the window is centred on position 1 with
+# half-width 1. A window wider than the source (centre 3, half-width 10) is global attention.
+# Print both weight vectors, then record position 5's weight in each in `window_comparison`
+# (rounded to three decimals). The check tests your function and your comparison together.
+
 # %%
-check("2.7", local_attention)
+far = 3 * ex.keys[4]  # a query that matches key 5 best
+# your comparison: the weights of global attention and of the window around position 1
+
+window_comparison = {
+    "global": ...,  # position 5's weight with global attention
+    "local": ...,   # its weight in the window around position 1, half-width 1
+}
+
+# %%
+check("2.7", (local_attention, window_comparison))
 
 # %% [markdown]
 # ## Where you stand

@@ -1,9 +1,9 @@
 """JupyterLab in a real browser: every notebook runs without an error; in the mechanics notebook,
 the explorers' controls drive their figures (keyboard, mouse, toggle buttons), their readouts show
 the core's numbers, three tasks are reached with the keyboard alone, and every explorer is
-accessible (live readout, named figure, named controls); the explorers no level notebook shows
-yet (geometry, local-p) do the same in a fixture notebook; the project's JupyterLab defaults (from
-the README's command) keep the news question away."""
+accessible (live readout, named figure, named controls), and the local-p explorer's tasks are
+reached; in the intuition notebook, the geometry explorer's three; the project's JupyterLab
+defaults (from the README's command) keep the news question away."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from interactions import Driver, core_check  # noqa: E402  (needs Playwright)
 
 #: run and then driven by test_explorers_in_the_mechanics_notebook (runs it once, not twice)
 INTERACTIVE = Path("02_mechanics.ipynb")
-NOTEBOOKS = [p for p in H.repo_notebooks() if p != INTERACTIVE]
+#: run and then driven by test_geometry_explorer_in_the_intuition_notebook
+GEOMETRY = Path("01_intuition.ipynb")
+NOTEBOOKS = [p for p in H.repo_notebooks() if p not in (INTERACTIVE, GEOMETRY)]
 
 
 def run_without_errors(nb, steps, notebook) -> None:
@@ -66,7 +68,8 @@ def reached(d: Driver, k: int) -> None:
 
 def test_explorers_in_the_mechanics_notebook(lab_app, lab_steps):
     """02_mechanics runs without errors; then its score, temperature, mask and window explorers
-    are driven with the keyboard, the mouse and clicks."""
+    are driven with the keyboard, the mouse and clicks, and the local-p explorer's two tasks are
+    reached with the keyboard."""
     assert lab_app.server.listening() == {"127.0.0.1"}
     steps = lab_steps
     nb = lab_app.open(INTERACTIVE.as_posix())
@@ -105,19 +108,28 @@ def test_explorers_in_the_mechanics_notebook(lab_app, lab_steps):
 
         window.press("centre", "ArrowLeft", 3)               # p = 6.5, between two positions
         window.drag("half_width", 0.0)                       # an empty window: a message
+
+        localp = driver("localp")
+        for _ in range(13):  # one key at a time: the twin takes every state the page passes
+            localp.press("logit", "ArrowRight", 1)       # (tasks stay reached), to z = 1.3
+        localp.press("half_width", "ArrowLeft", 2)       # D = 1: centre about 8.07
+        reached(localp, 0)
+        localp.press("half_width", "ArrowRight", 2)      # D = 2
+        localp.press("logit", "ArrowLeft", 9)            # z = 0.4: centre 6.39, target 8
+        reached(localp, 1)
         assert steps.page_errors == [], f"uncaught errors in the page: {steps.page_errors}"
         no_news_question(page, lab_app.server)
     finally:
         nb.close()
 
 
-def test_geometry_and_local_p_explorers(lab_app, lab_steps):
-    """The geometry explorer's three tasks reached in the page (the angle with the keyboard, the
-    length with the mouse), and the local-p explorer's two with the keyboard; the readouts show
-    the core's numbers after every step."""
-    nb = lab_app.open(f"{H.FIXTURE_FOLDER}/new_explorers.ipynb")
+def test_geometry_explorer_in_the_intuition_notebook(lab_app, lab_steps):
+    """01_intuition runs without errors; then the geometry explorer's three tasks are reached in
+    the page (the angle with the keyboard, the length with the mouse); the readouts show the
+    core's numbers after every step."""
+    nb = lab_app.open(GEOMETRY.as_posix())
     try:
-        run_without_errors(nb, lab_steps, "new_explorers")
+        run_without_errors(nb, lab_steps, GEOMETRY)
         geometry = explorer_in_page(lab_app.page, lab_steps, "geometry")
         geometry.press("angle", "ArrowRight", 41)        # 20° -> 61°: k1 and k2 tie
         reached(geometry, 0)
@@ -126,13 +138,6 @@ def test_geometry_and_local_p_explorers(lab_app, lab_steps):
         geometry.press("angle", "ArrowLeft", 70)         # 0°, along k1
         geometry.drag("length", 0.9)                     # |q| about 2.7: nearly hard
         reached(geometry, 2)
-        localp = explorer_in_page(lab_app.page, lab_steps, "localp")
-        localp.press("logit", "ArrowRight", 13)          # z = 1.3: centre about 8.07
-        localp.press("half_width", "ArrowLeft", 2)       # D = 1
-        reached(localp, 0)
-        localp.press("half_width", "ArrowRight", 2)      # D = 2
-        localp.press("logit", "ArrowLeft", 9)            # z = 0.4: centre 6.39, target 8
-        reached(localp, 1)
         assert lab_steps.page_errors == [], f"uncaught errors: {lab_steps.page_errors}"
     finally:
         nb.close()

@@ -65,7 +65,8 @@ def set_answer(nb, name: str, source: str) -> None:
 
 LEVEL2 = {"2.1": ["dot_scores"], "2.2": ["softmax_by_hand"], "2.3": ["shift_invariance"],
           "2.4": ["softmax_temperature"], "2.4, comparison": ["temperature_comparison"],
-          "2.5": ["padding_mask"], "2.6": ["masked_softmax"], "2.7": ["local_attention"]}
+          "2.5": ["padding_mask"], "2.6": ["masked_softmax"], "2.7": ["local_attention"],
+          "2.7, comparison": ["window_comparison"]}
 LEVEL1 = {"1.1": ["parts"], "1.2": ["context_vector"], "1.3": ["in_convex_hull"],
           "1.4": ["test_query_dependence"]}
 

@@ -488,19 +488,50 @@ class LocalWindow(Spec):
             raise Reject(value_mismatch(carr, ref.context, what="your context")
                          + " (the weights are right: the context is weights @ values)")
 
+    #: the comparison 2.7 records: the query 3 * keys[4], the window around position 1
+    COMPARED = {"global": ("with global attention", None), "local": ("in the window", (1, 1))}
+
+    def _reference(self) -> dict:
+        q, K, V = 3.0 * _RX.keys[4], _RX.keys, _RX.values
+        ref = {"global": float(attend(q, K, V).weights[4])}
+        inside = local_mask(0, 1, K.shape[0])  # positions 1..2 (counted from 0 here)
+        ref["local"] = float(softmax64(np.where(inside, K @ q, -np.inf))[4])
+        return ref
+
+    def judge_declared(self):
+        comp = self.declared.get("window_comparison")
+        if comp is Ellipsis or comp is None:
+            return "fail", ("window_comparison is still `...`: record the weight on position 5 "
+                            "with global attention and in the window around position 1")
+        if not isinstance(comp, dict) or sorted(comp) != sorted(self.COMPARED):
+            return "fail", (f"window_comparison is {describe_type(comp)}"
+                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
+                            + "; write a dict with the keys 'global' and 'local' (one number each)")
+        ref = self._reference()
+        for key, (where, _) in self.COMPARED.items():
+            x = comp[key]
+            if x is Ellipsis:
+                return "fail", f"window_comparison: {key} is still `...`"
+            if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.number)):
+                return "fail", (f"window_comparison: {key} is {describe_type(x)}; write one "
+                                f"number, position 5's weight {where}")
+            if abs(float(x) - ref[key]) > 5e-3:
+                return "fail", (f"window_comparison: {key} = {float(x):.3f} is not position 5's "
+                                f"weight {where}: compute it with your local_attention and read "
+                                f"entry 5 (index 4) of the weights")
+        return None
+
     def on_pass(self, cases, outputs):
-        for case, out in zip(cases, outputs):
-            if case.data.get("demo"):
-                q, K, V, c, h = case.args
-                g = attend(q, K, V)
-                w, ctx = out
-                return ("Global versus local when the relevant key lies outside the window: the "
-                        f"weight on position 5 is {g.weights[4]:.3f} globally and "
-                        f"{float(np.asarray(w)[4]):.3f} in your window around position {c}; the "
-                        f"local context is {float(np.linalg.norm(np.asarray(ctx) - V[4])):.3f} "
-                        f"away from value 5, the global one "
-                        f"{float(np.linalg.norm(g.context - V[4])):.3f}.")
-        return ""
+        comp = self.declared.get("window_comparison")
+        if not isinstance(comp, dict) or not {"global", "local"} <= set(comp):
+            return ""
+        try:
+            g, loc = float(comp["global"]), float(comp["local"])
+        except (TypeError, ValueError):
+            return ""
+        return (f"Your comparison: position 5, the key the query matches best, gets {g:.3f} of "
+                f"the weight with global attention and {loc:.3f} in the window around position "
+                f"1: a window that does not hold the relevant position cannot retrieve it.")
 
 
 SPECS = {"2.1": DotScores(), "2.2": ByHand(), "2.4": Temperature(), "2.5": PaddingMask(),

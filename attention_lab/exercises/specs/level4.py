@@ -141,6 +141,17 @@ def intervene(scores, values, control, readout) -> tuple[int, float, float]:
     return top + 1, float(np.linalg.norm(new - old)), float(0.5 * np.abs(p_new - p_old).sum())
 
 
+def leave_one_out(scores, values, j, readout) -> tuple[float, float]:
+    """The wrong intervention 4.3's check recognises: position ``j`` (0-based) masked and the
+    other weights renormalised, (the context's change, the output's change)."""
+    weights = softmax(np.asarray(scores, dtype=float))
+    kept = weights.copy()
+    kept[j] = 0.0
+    kept = kept / kept.sum() if kept.sum() > 0 else kept
+    old, new = weights @ values, kept @ values
+    return float(np.linalg.norm(new - old)), float(0.5 * np.abs(readout(new) - readout(old)).sum())
+
+
 class Intervention(Spec):
     """``replace_and_measure(scores, values, control, readout) -> (position, context_change,
     output_change)``; positions 1..S; the readout is the layers after the context."""
@@ -193,6 +204,12 @@ class Intervention(Spec):
             except Exception:
                 raise Reject(f"{name} is {describe_type(x)}; expected one number") from None
         got_c, got_o = numbers
+        left_out = leave_one_out(s, V, pos - 1, readout)
+        if math.isclose(got_c, left_out[0], rel_tol=1e-6, abs_tol=1e-12) and not math.isclose(
+                got_c, change, rel_tol=1e-6, abs_tol=1e-12):
+            raise Reject("you left the top position out (masked it and renormalised the other "
+                         "weights): that is leave-one-out, another intervention. Replace its "
+                         "value by the control vector instead, and keep every weight as it is")
         if not math.isclose(got_c, change, rel_tol=1e-6, abs_tol=1e-12):
             if math.isclose(got_c, change ** 2, rel_tol=1e-6, abs_tol=1e-12):
                 raise Reject("your context_change is the squared distance; use the Euclidean norm "

@@ -54,13 +54,13 @@ check("4.1", score_matrix_size)
 # ## Exercise 17 (check 4.2): the arithmetic of global cross-attention
 #
 # With `T` queries, `S` keys, key width `D_k` and value width `D_v`, count the multiply-adds of
-# one head: all scores plus the weighted sums of the values (leave out the softmax, which is of
-# lower order). Write `multiply_adds(T, S, D_k, D_v)`. Its growth is the chapter's
-# `O(T S (D_k + D_v))`.
+# one head: all the scores, then all the weighted sums of the values (leave out the softmax,
+# which is of lower order). Derive the count, write it as `multiply_adds(T, S, D_k, D_v)`, and
+# read its order off your formula: how does it grow with `T`, with `S` and with the widths?
 
 # %%
 def multiply_adds(T, S, D_k, D_v):
-    """Multiply-adds of scores (T S D_k) plus weighted values (T S D_v)."""
+    """Multiply-adds of one head of global cross-attention: scores and weighted values."""
     # BEGIN SOLUTION
     scores = T * S * D_k  # T x S dot products of length D_k
     mixing = T * S * D_v  # T contexts, each a sum of S value rows of width D_v
