@@ -12,6 +12,9 @@ Columns (only for the assignments that have at least one counted submission, in 
 
 One header row, then one row per student, sorted by id, nothing else: Moodle's CSV import stops at
 a row whose student it cannot find, so the file holds no extra rows (no "points possible" row).
+Points are after the late policy (:mod:`.late`). ``lms/canvas.csv`` and ``lms/moodle.csv`` hold
+the same totals in Canvas's and Moodle's import formats (:func:`canvas_table`,
+:func:`moodle_table`), with the LMS ids from the roster or the download.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def table(report: Report) -> list[list]:
                 row += [""] * (4 if a.written_points else 3)
                 row[-1] = a.points
                 continue
-            got = s.total + s.written
+            got = s.points
             total += got
             pending += s.needs_instructor
             row += [s.total] + ([points_text(s.written)] if a.written_points else []) \
@@ -64,4 +67,56 @@ def write_gradebook(report: Report, out: Path) -> Path:
     return path
 
 
-__all__ = ["table", "write_gradebook"]
+def _people(report: Report):
+    """(present assignments, {student: {assignment: grade}}, {student: (lms id, name)})."""
+    counted = report.counted()
+    present = [a for a in ASSIGNMENTS.values() if any(s.assignment == a.id for s in counted)]
+    by_student: dict[str, dict] = {}
+    who: dict[str, tuple] = {}
+    for s in counted:
+        by_student.setdefault(s.student, {})[s.assignment] = s
+        if s.meta.get("lms_id") and s.student not in who:
+            who[s.student] = (s.meta["lms_id"], s.meta.get("lms_name", ""))
+    return present, by_student, who
+
+
+def canvas_table(report: Report) -> list[list]:
+    """Canvas's gradebook import: ``Student, ID, SIS User ID, SIS Login ID, Section`` then a
+    column per assignment (a new name makes Canvas create the assignment), with Canvas's
+    ``Points Possible`` row under the header; ``ID`` is Canvas's user id (from the roster or
+    the download's names), ``SIS Login ID`` the student's login."""
+    present, by_student, who = _people(report)
+    out = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+            *(f"{a.title} ({a.id})" for a in present)],
+           ["    Points Possible", "", "", "", "", *(a.points for a in present)]]
+    for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
+        lms_id, name = who.get(student, ("", ""))
+        out.append([name or student, lms_id, "", student, "",
+                    *(points_text(by_student[student][a.id].points)
+                      if a.id in by_student[student] else "" for a in present)])
+    return out
+
+
+def moodle_table(report: Report) -> list[list]:
+    """Moodle's *Import grades from CSV*: a header row, then one row per student (no other rows:
+    Moodle stops at a row it cannot map). Map ``Username`` to the user field "username" and each
+    assignment column to its grade item."""
+    present, by_student, who = _people(report)
+    out = [["Username", "Full name", *(f"{a.title} ({a.id})" for a in present)]]
+    for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
+        out.append([student, who.get(student, ("", ""))[1] or student,
+                    *(points_text(by_student[student][a.id].points)
+                      if a.id in by_student[student] else "" for a in present)])
+    return out
+
+
+def write_lms_gradebooks(report: Report, out: Path) -> Path:
+    """``lms/canvas.csv`` and ``lms/moodle.csv``: the gradebook in each LMS's import format."""
+    folder = out / "lms"
+    folder.mkdir()
+    (folder / "canvas.csv").write_text(csv_text(canvas_table(report)), encoding="utf-8")
+    (folder / "moodle.csv").write_text(csv_text(moodle_table(report)), encoding="utf-8")
+    return folder
+
+
+__all__ = ["table", "write_gradebook", "canvas_table", "moodle_table", "write_lms_gradebooks"]
