@@ -119,4 +119,74 @@ def write_lms_gradebooks(report: Report, out: Path) -> Path:
     return folder
 
 
-__all__ = ["table", "write_gradebook", "canvas_table", "moodle_table", "write_lms_gradebooks"]
+# ====================================================================== the term
+def combine(reports: list[Report]) -> tuple[Report, list[str]]:
+    """One report holding the counted submissions of several gradings (weeks, assignments),
+    each with the hand scores its grading carries; where two gradings hold the same student
+    and assignment, the one started later counts. (report, notes on what was replaced)."""
+    from .report import Report
+
+    chosen: dict[tuple, tuple] = {}
+    notes = []
+    for r in sorted(reports, key=lambda r: r.started):
+        for s in r.counted():
+            key = (s.student, s.assignment)
+            if key in chosen:
+                notes.append(f"{s.student} / {s.assignment}: the grading of {r.started} replaces "
+                             f"the one of {chosen[key][0].started}")
+            chosen[key] = (r, s)
+    subs = [s for _, s in chosen.values()]
+    first = min(reports, key=lambda r: r.started)
+    return Report("; ".join(r.folder for r in reports), subs, [], [], first.seed, first.limits,
+                  first.started, 0.0, 1), notes
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import json
+    import sys
+
+    from .. import _cli
+    from .report import Report
+
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_lab gradebook",
+        description="The term's gradebook: combine several gradings (OUT_DIRs written by grade, "
+                    "one per week or assignment, with their merged hand scores) into one "
+                    "gradebook.csv, lms/canvas.csv and lms/moodle.csv in --out. Where two "
+                    "gradings hold the same student and assignment, the later one counts.")
+    parser.add_argument("gradings", metavar="OUT_DIR", nargs="+",
+                        help="folders written by grade (each with grades.json)")
+    parser.add_argument("--out", required=True, metavar="TERM_DIR",
+                        help="folder for the term's gradebook files (created if missing)")
+    args, code = _cli.parse(parser, argv)
+    if args is None:
+        return code
+    reports = []
+    for folder in map(Path, args.gradings):
+        path = folder / "grades.json"
+        try:
+            reports.append(Report.from_dict(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return _cli.fail("gradebook", f"{path} cannot be read ({type(exc).__name__}: {exc}); "
+                                          f"give folders that grade wrote")
+    term, notes = combine(reports)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for n in notes:
+        print(f"note: {_cli.shown(n)}", file=sys.stderr)
+    book = write_gradebook(term, out)
+    lms_ = out / "lms"
+    if lms_.is_dir():
+        import shutil
+
+        shutil.rmtree(lms_)
+    write_lms_gradebooks(term, out)
+    students = len({s.student for s in term.submissions})
+    print(f"wrote {book} and {lms_}: {students} student(s), {len(term.submissions)} "
+          f"assignment grade(s) from {len(reports)} grading(s)")
+    return 0
+
+
+__all__ = ["table", "write_gradebook", "canvas_table", "moodle_table", "write_lms_gradebooks",
+           "combine", "main"]
