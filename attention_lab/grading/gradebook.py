@@ -141,13 +141,8 @@ def combine(reports: list[Report]) -> tuple[Report, list[str]]:
                   first.started, 0.0, 1), notes
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser():
     import argparse
-    import json
-    import sys
-
-    from .. import _cli
-    from .report import Report
 
     parser = argparse.ArgumentParser(
         prog="python -m attention_lab gradebook",
@@ -159,6 +154,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="folders written by grade (each with grades.json)")
     parser.add_argument("--out", required=True, metavar="TERM_DIR",
                         help="folder for the term's gradebook files (created if missing)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    import json
+    import sys
+
+    from .. import _cli
+    from .report import Report
+
+    parser = build_parser()
     args, code = _cli.parse(parser, argv)
     if args is None:
         return code
@@ -189,4 +195,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 __all__ = ["table", "write_gradebook", "canvas_table", "moodle_table", "write_lms_gradebooks",
-           "combine", "main"]
+           "combine", "build_parser", "main"]

@@ -381,7 +381,9 @@ def test_the_summary_flags_what_needs_the_instructor(course):
 
 
 @pytest.mark.parametrize("main,options", [
-    (batch.main, ["--assignment ID", "--merge WRITTEN_CSV", "--seed SEED", "<student>"]),
+    (batch.main, ["--assignment ID", "--merge WRITTEN_CSV", "--seed SEED", "<student>",
+                  "--roster CSV", "--deadline WHEN", "--late-penalty P%/day", "--resume",
+                  "--only ID"]),
     ("submit", ["--student ID"]),
     (written.main, ["OUT_DIR", "WRITTEN_CSV"]),
     ("release", ["OUT_DIR", "never the solutions"]),

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_lab.grading import batch, late, lms, roster, students
+from attention_lab.grading import batch, gradebook, late, lms, roster, students
 from attention_lab.grading.gradebook import canvas_table, moodle_table
 from attention_lab.grading.report import Report, SubmissionGrade, write_report
 from attention_lab.grading.runner import Limits
@@ -294,3 +294,24 @@ def test_write_report_writes_the_lms_gradebooks_and_the_summary(tmp_path):
     names = {p.name for p in write_report(_report([a]), tmp_path)}
     assert {"lms", "summary.html", "gradebook.csv", "feedback"} <= names
     assert students.near_key(" Alice  B ") == students.near_key("alice b")
+
+
+def test_the_instructors_page_commands_are_ones_the_commands_accept():
+    import re
+    import shlex
+
+    page = (ROOT / "docs" / "instructors" / "grading-a-class.md").read_text()
+    block = re.search(r"```bash\n(.+?)\n```", page, re.S).group(1)
+    lines = [shlex.split(ln)[3:] for ln in block.splitlines()]
+    assert {ln[0] for ln in lines} == {"grade", "gradebook"}
+    used = set()
+    for name, *args in lines:
+        parser = batch.build_parser() if name == "grade" else gradebook.build_parser()
+        ns = parser.parse_args(args)  # raises SystemExit on an unknown option
+        used |= {a for a in args if a.startswith("--")}
+        if name == "grade":
+            if ns.deadline:
+                late.parse_time(ns.deadline)
+            late.Policy.parse(ns.late_penalty, ns.late)
+    assert {"--roster", "--deadline", "--late-penalty", "--late", "--resume", "--only",
+            "--merge"} <= used
