@@ -517,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deadline", metavar="WHEN",
                    help="the due date, ISO 8601 (2026-03-01T23:59+01:00; a date alone: the end "
                         "of that day, UTC); the LMS's file times decide what is late")
-    p.add_argument("--late-penalty", metavar="P%%/day",
+    p.add_argument("--late-penalty", metavar="P%/day",
                    help="late work loses P%% of its points per day started (e.g. 10%%/day)")
     p.add_argument("--late", choices=("flag", "zero"), default=None,
                    help="late work: flag (shown, not penalised; the default) or zero")
