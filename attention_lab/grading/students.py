@@ -19,8 +19,9 @@ A folder name is taken as it is: ``alice`` and ``alice `` (a trailing space), ``
 :func:`near_duplicates` flags them for the instructor.
 
 Two submissions of one student for one assignment: the latest counts (the time the LMS gave the
-file, then Canvas's resubmission number; ties by path), the others are graded and listed as
-superseded, never dropped silently. A file that is not a notebook never supersedes one that is.
+file, then Canvas's attachment id, larger for a later upload; ties by path), the others are
+graded and listed as superseded, never dropped silently. A file that is not a notebook never
+supersedes one that is.
 
 Student ids are text from students: :func:`path_names` turns them into folder names that are a
 single safe path component, distinct for distinct ids (also on case-insensitive file systems).
@@ -145,7 +146,7 @@ def near_duplicates(ids) -> dict[str, list[str]]:
 
 def mark_superseded(metas: list[dict], rels: list[str], readable: list[bool]) -> None:
     """Among submissions with the same student and assignment, mark all but the one that counts
-    (the latest readable one: LMS time, then Canvas's resubmission number and attachment id;
+    (the latest readable one: LMS time, then Canvas's attachment id, which grows per upload;
     the latest when none is readable): ``meta["superseded_by"]`` (the file that counts) and, on
     the one that counts, ``meta["replaces"]``."""
     groups: dict[tuple, list[int]] = {}
@@ -156,7 +157,6 @@ def mark_superseded(metas: list[dict], rels: list[str], readable: list[bool]) ->
         if len(members) < 2:
             continue
         members.sort(key=lambda i: (readable[i], metas[i].get("submitted", ""),
-                                    metas[i].get("lms_attempt", 0),
                                     metas[i].get("lms_attachment", 0), rels[i]))
         latest = members[-1]
         metas[latest]["replaces"] = [rels[i] for i in members[:-1]]

@@ -126,6 +126,19 @@ def test_canvas_files_are_one_student_and_the_late_resubmission_counts(canvas):
     assert again["late_by"] == "late (marked by the LMS)" and first["late"] is False
 
 
+def test_a_stored_id_reaches_the_same_users_other_files_and_resubmissions_break_ties(tmp_path):
+    d = tmp_path / "canvas"
+    t = DUE - dt.timedelta(days=1)  # the same time for both: the resubmission number decides
+    # attachment ids grow per upload (and sort as text the other way round than as numbers)
+    put(d / "doejane_22222_1000001_02_mechanics_exercises-2.ipynb", notebook("jdoe"), t)
+    put(d / "doejane_22222_999998_02_mechanics_exercises-1.ipynb", notebook(), t)
+    put(d / "doejane_22222_999997_02_mechanics_exercises.ipynb", notebook(), t)
+    subs = scan(d)
+    assert {s.meta["student"] for s in subs.values()} == {"jdoe"}  # one student, her own id
+    counts = [rel for rel, s in subs.items() if not s.meta.get("superseded_by")]
+    assert counts == ["doejane_22222_1000001_02_mechanics_exercises-2.ipynb"]
+
+
 def test_a_roster_maps_lms_ids_to_logins_and_flags_a_claim_of_someone_else(tmp_path, moodle,
                                                                            canvas):
     rows = [["lms_id", "login", "name"], ["12345", "jdoe", "Jane Doe"],
