@@ -104,20 +104,26 @@ def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, 
                 continue
             v: Verdict = judge(ex, cases[ex.id], rec)
             status, message = v.status, v.message
-            if status == "not_attempted" and cell_events:
+            first = cell_events[0].index if cell_events else len(nb.cells)
+            earlier = [e for e in timeouts if e.index < first]
+            own = [e for e in cell_events if e.kind == "timeout"]
+            if status == "not_attempted" and (own or earlier):
+                # the answer was never defined and a cell ran out of time: its own cell, or an
+                # earlier one (which may define it in a way the grader does not read, as with
+                # exec, or whose names it needs): a time-out, never "not attempted"
+                ev = (own or earlier)[0]
+                status = "timeout"
+                message = (f"{ev.describe()}; that cell defines `{ex.answer_label}`, so the "
+                           f"answer could not be checked" if own else
+                           f"{ev.describe()}; `{ex.answer_label}` was not defined after it, so "
+                           f"the answer could not be checked")
+            elif status == "not_attempted" and cell_events:
                 ev = cell_events[0]
-                status = {"timeout": "timeout"}.get(ev.kind, "error")
+                status = "error"
                 message = (f"{ev.describe()}; that cell defines `{ex.answer_label}`, so the "
                            f"answer could not be checked")
                 if ev.name == "ReferenceNotAvailable":  # kernel_view.py: no marks for it
                     status = "fail"
-            elif status == "not_attempted" and timeouts:
-                # the answer was never defined, and a cell ran out of time: that cell may be
-                # the one that defines it in a way the grader does not read (inside an if, a
-                # with, a loop): it is a time-out, never "not attempted"
-                status = "timeout"
-                message = (f"{timeouts[0].describe()}; `{ex.answer_label}` was not defined "
-                           f"after it, so the answer could not be checked")
             elif cell_events and status != "pass":
                 message += "\n(Note: " + "; ".join(e.describe() for e in cell_events[:2]) + ")"
             answer = v.details.get("answer") if ex.kind == "written" else None

@@ -122,8 +122,7 @@ def test_time_outs_are_reported_as_time_outs_with_the_cell_and_the_limit(tmp_pat
     hidden = load(SOL2)  # the answer defined where the grader's reading does not see it
     for cell in hidden.cells:
         if cell.cell_type == "code" and "def softmax_temperature" in cell.source:
-            body = "\n".join("    " + ln for ln in cell.source.splitlines())
-            cell.source = "import time\nif True:\n    time.sleep(60)\n" + body
+            cell.source = f"import time\ntime.sleep(60)\nexec({cell.source!r})"
     nbformat.write(hidden, str(subs / "hidden.ipynb"))
     report = batch.grade_folder(subs, progress=False, seed=2,
                                 limits=batch.Limits.for_cells(3, 120))

@@ -285,7 +285,8 @@ def test_uploads_without_a_notebook_get_rows_and_the_rest_is_graded(tmp_path, mo
                           "roerob_22223_900003_report.pdf"}
     assert "homework.zip" in empty["Ana Lima_12347_assignsubmission_file_"]["message"]
     assert "essay.pdf" in empty["carol"]["message"] and "empty" in empty["dan"]["message"]
-    assert empty["carol"]["student"] == "carol" and empty["carol"]["counts"] == "yes"
+    assert (empty["carol"]["student"], empty["carol"]["student_from"],
+            empty["carol"]["counts"]) == ("carol", "folder", "yes")
     graded = [r for r in rows.values() if r["status"] == "graded"]
     assert len(graded) == 4  # everyone else, in the same run
     assert "WARNING: 4 upload(s) hold no notebook" in text
