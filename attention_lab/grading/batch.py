@@ -638,6 +638,8 @@ def main(argv: list[str] | None = None) -> int:
                               progress=not args.quiet, files=files, skipped=skipped,
                               assignment=assignment, **options)
     except Interrupted as stopped:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a further Ctrl-C must not cut this short
+            signal.signal(sig, signal.SIG_IGN)
         write_report(stopped.report, out, PARTIAL_WRITERS)
         print(f"grade: interrupted; {len(stopped.report.submissions)} submission(s) graded are "
               f"kept in {out / 'grades.json'}, {stopped.missing} not graded; run the same "
