@@ -304,6 +304,9 @@ def identify(subs: list[Submission], assignment: str | None = None, roster=None,
         meta = sub.meta
         due = deadline
         person = roster.by_login.get(meta["student"]) if roster is not None else None
+        if person is not None:  # the LMS's id and name, for the LMS's gradebook import
+            meta["lms_id"], meta["lms_name"] = (person.lms_id or meta.get("lms_id", ""),
+                                                person.name or meta.get("lms_name", ""))
         if person is not None and person.due is not None:
             due, meta["due_source"] = person.due, "roster (extension)"
         if due is not None:

@@ -149,6 +149,11 @@ def test_a_roster_maps_lms_ids_to_logins_and_flags_a_claim_of_someone_else(tmp_p
     assert (rob["student"], rob["student_source"]) == ("rroe", "roster")
     zip_ = subs["Ana Lima_12347_assignsubmission_file_"].meta  # not in the roster: its LMS id
     assert zip_["student"] == "12347"
+    # a plain folder of a login in the roster: the roster gives its LMS id and name (both ways)
+    put(moodle / "rroe" / "extra.ipynb", notebook(), DUE)
+    plain = scan(moodle, roster=r)["rroe/extra.ipynb"].meta
+    assert (plain["student_source"], plain["lms_id"], plain["lms_name"]) == (
+        "folder", "12346", "Rob Roe")
     # a notebook that claims another student than the LMS user who uploaded it
     put(canvas / "doejane_22222_900009_02_mechanics_exercises-2.ipynb", notebook("rroe"), DUE)
     claim = scan(canvas, roster=r)["doejane_22222_900009_02_mechanics_exercises-2.ipynb"].meta
