@@ -15,6 +15,8 @@ COMMANDS = {
                                              "feedback, written answers to score"),
     "merge": ("attention_lab.grading.written", "fold the scores of a filled-in written.csv into "
                                                "a grading"),
+    "gradebook": ("attention_lab.grading.gradebook", "combine several gradings (the weeks of a "
+                                                     "term) into one gradebook"),
     "release": ("attention_lab.grading.release", "write the student bundle of a course (no "
                                                  "solutions)"),
     "train": ("attention_lab.toy.train", "train the toy reversal model (seeded, CPU)"),

@@ -12,7 +12,10 @@
   flood, fork bomb, snooping), graded as ``python -m attention_lab grade SUBMISSIONS --out OUT
   --jobs 2 --cell-timeout 10 --timeout 120`` would (grades, written.csv, gradebook and feedback
   written); per notebook the kernel's CPU time (from the job's cgroup) and the grader's; whether
-  every right submission got full marks; the feedback pages timed on their own, per student.
+  every right submission got full marks; the feedback pages timed on their own, per student;
+  ``summary.html`` for the class (goal <= 2 s); ``--resume`` after an interruption at 50 % (the
+  first half's grades kept: goal, at most 0.6 x the whole class in one run, with the same grades).
+* **Ctrl-C** during a grading whose kernel loops: from SIGINT to the command's exit (goal <= 2 s).
 """
 
 from __future__ import annotations
@@ -185,7 +188,8 @@ def _class_rows(quick: bool) -> list[Row]:
     """The generated class: grade it with --jobs 2 and write everything; feedback per student."""
     from attention_lab.grading.batch import Limits, grade_folder
     from attention_lab.grading.feedback import write_feedback
-    from attention_lab.grading.report import write_report
+    from attention_lab.grading.report import Report, write_report
+    from attention_lab.grading.summary import write_summary
 
     from .class_generator import make_class
 
@@ -207,6 +211,19 @@ def _class_rows(quick: bool) -> list[Row]:
         t0 = time.perf_counter()
         write_feedback(report, tmp / "again")
         pages = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        write_summary(report, tmp / "again")
+        page = time.perf_counter() - t0
+        # an interruption at 50 %: the first half of the grades is what the interrupted run
+        # kept; --resume grades the other half only (same seed)
+        half = Report.from_dict(report.as_dict())
+        half.submissions = half.submissions[: n // 2]
+        t0 = time.perf_counter()
+        resumed = grade_folder(subs, out, jobs=2, seed=1, progress=False,
+                               limits=Limits.for_cells(10, 120), previous=half, resume=True)
+        resume = time.perf_counter() - t0
+        same = [a.as_dict()["exercises"] for a in report.submissions] == [
+            b.as_dict()["exercises"] for b in resumed.submissions]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     kernel_cpu = sum((s.sandbox or {}).get("cpu_seconds_used") or 0 for s in report.submissions)
@@ -227,4 +244,45 @@ def _class_rows(quick: bool) -> list[Row]:
         Row(GROUP, f"feedback pages, per student ({len(students)} students, "
                    f"{len(report.counted())} pages)", pages / max(1, len(students)), "s",
             goal="reported"),
+        Row(GROUP, f"summary.html for the class of {n} (pass rates, histograms, messages)",
+            page, "s", goal="<= 2 s", ok=page <= 2),
+        Row(GROUP, f"--resume after an interruption at 50 % ({n - n // 2} of {n} left), "
+                   f"--jobs 2; same grades as one run: {'yes' if same else 'NO'}", resume, "s",
+            total, "the whole class in one run", goal="<= 0.6 x one run",
+            ok=resume <= 0.6 * total and same),
+        *_stop_rows(),
     ]
+
+
+def _stop_rows() -> list[Row]:
+    """Ctrl-C during a grading whose kernel loops (cell limit 300 s): from the signal to the
+    command's exit, with its kernels killed and its scratch folder removed."""
+    import os
+    import signal
+
+    import nbformat
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-stop-"))
+    try:
+        subs = tmp / "subs"
+        subs.mkdir()
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell("while True:\n    pass")]
+        nbformat.write(nb, str(subs / "loop.ipynb"))
+        (tmp / "tmp").mkdir()
+        proc = subprocess.Popen([sys.executable, "-m", "attention_lab", "grade", str(subs),
+                                 "--out", str(tmp / "out"), "--cell-timeout", "300",
+                                 "--timeout", "600", "--quiet"],
+                                env={**os.environ, "TMPDIR": str(tmp / "tmp")},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(8)  # the kernel is running the loop
+        t0 = time.perf_counter()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+        stop = time.perf_counter() - t0
+        clean = not any((tmp / "tmp").iterdir())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return [Row(GROUP, f"Ctrl-C with a looping kernel: signal to exit (kernels killed; scratch "
+                       f"removed: {'yes' if clean else 'NO'})", stop, "s", goal="<= 2 s",
+                ok=stop <= 2 and clean)]

@@ -20,8 +20,10 @@ outwards:
 * :mod:`.batch`: the ``grade`` command: discovery, parsing, the batch, judging against the
   references of :mod:`attention_lab.exercises`, the report;
 * :mod:`.submit`: the ``submit`` command;
-* the course: :mod:`.assignments`, :mod:`.students`, :mod:`.written`, :mod:`.gradebook`,
-  :mod:`.feedback`, :mod:`.release`.
+* the course: :mod:`.assignments`, :mod:`.students` (with :mod:`.lms`, the names of Moodle's and
+  Canvas's downloads, and :mod:`.roster`, the class list), :mod:`.late` (due dates, the late
+  policy), :mod:`.written`, :mod:`.gradebook` (also the term's and the LMS import files),
+  :mod:`.feedback`, :mod:`.summary` (the class statistics page), :mod:`.release`.
 
 This package's ``__init__`` imports nothing, so that the student side can import :mod:`.probe`
 without loading the grader.

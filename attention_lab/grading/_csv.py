@@ -29,6 +29,12 @@ def csv_value(text: str) -> str:
     return text
 
 
+def sniff_delimiter(first_line: str) -> str:
+    """``;`` for a header a European spreadsheet wrote (more semicolons than commas), else
+    ``,``."""
+    return ";" if first_line.count(";") > first_line.count(",") else ","
+
+
 def points_text(x) -> str:
     """Points as a CSV shows them: ``3``, ``2.5``, ``0.25`` (never ``3.0``)."""
     return f"{round(float(x), 2):g}"

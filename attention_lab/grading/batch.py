@@ -43,9 +43,11 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import datetime as _dt
+import json
 import os
 import secrets
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -54,13 +56,14 @@ from pathlib import Path
 from .. import _cli
 from ..exercises.judging import BadRecord, Verdict, decode_record, judge
 from ..exercises.registry import EXERCISES, IDS
-from . import assignments, students, written
+from . import assignments, late, lms, students, written
 from .cases import run_cases
-from .report import ExerciseGrade, Report, SubmissionGrade, summary_table, write_report
+from .report import (PARTIAL_WRITERS, ExerciseGrade, Report, SubmissionGrade, summary_table,
+                     write_report)
 from .runner import Limits, names_defined, run_notebook, skip_slow_optional_imports
 from .sandbox import JobFolders, ScratchRoot, for_job, isolation_problem
-from .submissions import (SUFFIXES, Submission, TooLarge, Unreadable, discover, parse_submission,
-                          peek, read_submissions, unchanged)
+from .submissions import (SUFFIXES, Submission, TooLarge, Unreadable, discover, no_notebook,
+                          parse_submission, peek, read_submissions, unchanged, without_notebook)
 
 
 # ====================================================================== judging
@@ -81,6 +84,7 @@ def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, 
     exercises = list(EXERCISES.values()) if exercises is None else exercises
     grades: dict = {}
     by_cell = {}
+    timeouts = [ev for ev in run.events if ev.kind == "timeout"]
     for ev in run.events:
         src = str(nb.cells[ev.index].get("source", "")) if ev.index < len(nb.cells) else ""
         defined = names_defined(src)
@@ -100,9 +104,22 @@ def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, 
                 continue
             v: Verdict = judge(ex, cases[ex.id], rec)
             status, message = v.status, v.message
-            if status == "not_attempted" and cell_events:
+            first = cell_events[0].index if cell_events else len(nb.cells)
+            earlier = [e for e in timeouts if e.index < first]
+            own = [e for e in cell_events if e.kind == "timeout"]
+            if status == "not_attempted" and (own or earlier):
+                # the answer was never defined and a cell ran out of time: its own cell, or an
+                # earlier one (which may define it in a way the grader does not read, as with
+                # exec, or whose names it needs): a time-out, never "not attempted"
+                ev = (own or earlier)[0]
+                status = "timeout"
+                message = (f"{ev.describe()}; that cell defines `{ex.answer_label}`, so the "
+                           f"answer could not be checked" if own else
+                           f"{ev.describe()}; `{ex.answer_label}` was not defined after it, so "
+                           f"the answer could not be checked")
+            elif status == "not_attempted" and cell_events:
                 ev = cell_events[0]
-                status = {"timeout": "timeout"}.get(ev.kind, "error")
+                status = "error"
                 message = (f"{ev.describe()}; that cell defines `{ex.answer_label}`, so the "
                            f"answer could not be checked")
                 if ev.name == "ReferenceNotAvailable":  # kernel_view.py: no marks for it
@@ -128,8 +145,10 @@ def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, 
         elif run.too_large:
             grades[ex.id] = ExerciseGrade("too_large", run.too_large, 0, "too large")
         elif run.timed_out:
-            grades[ex.id] = ExerciseGrade("timeout", "the notebook did not finish within the "
-                                                     "whole-notebook time limit", 0, "timeout")
+            where = f" ({timeouts[-1].describe()})" if timeouts else ""
+            grades[ex.id] = ExerciseGrade("timeout", f"the notebook did not finish within the "
+                                                     f"whole-notebook time limit{where}", 0,
+                                          "timeout")
         elif run.error:
             grades[ex.id] = ExerciseGrade("error", run.error, 0, "error")
         else:
@@ -162,6 +181,7 @@ class Batch:
         self.cases = {ex.id: run_cases(ex, seed) for ex in EXERCISES.values()}
         self.active: set = set()  # the sandboxes of the jobs running now
         self.lock = threading.Lock()
+        self.stopping = False  # interrupted: no job starts, the running ones are cancelled
 
     def grade(self, index: int, sub: Submission) -> SubmissionGrade:
         """The grade of ``sub`` (job number ``index``). Never raises."""
@@ -181,6 +201,10 @@ class Batch:
         rel, digest = sub.rel, sub.sha256
         exercises = exercises_of(sub)
         ids = [ex.id for ex in exercises]
+        if sub.held is not None:
+            g = SubmissionGrade(rel, digest, "no_notebook", sub.problem)
+            g.exercises = _all("no_notebook", g.message, ids)
+            return g
         if sub.data is None:
             status = "too_large" if sub.too_large else "unreadable"
             g = SubmissionGrade(rel, digest, status, sub.problem or "could not be read")
@@ -219,6 +243,8 @@ class Batch:
         sandbox = for_job(folders, self.limits)
         with self.lock:
             self.active.add(sandbox)
+            if self.stopping:
+                sandbox.cancel()
         try:
             run = run_notebook(nb, folders.work, exercises, self.cases, self.limits,
                                sandbox=sandbox)
@@ -232,17 +258,23 @@ class Batch:
         return run, sandbox.REPORT_KEYS
 
     def kill_all(self) -> None:
+        """Stop: kill every running job's kernels and start no further kernel (Ctrl-C)."""
         with self.lock:
+            self.stopping = True
             running = list(self.active)
         for sandbox in running:
-            sandbox.kill()
+            sandbox.cancel()
 
 
 # ====================================================================== the folder
-def identify(subs: list[Submission], assignment: str | None = None) -> None:
+def identify(subs: list[Submission], assignment: str | None = None, roster=None,
+             deadline=None, policy: late.Policy | None = None) -> None:
     """Fill each submission's ``meta``: its assignment and student, where each came from (and
-    what was odd), when it was handed in, and which submissions a later one supersedes.
-    ``assignment`` (``--assignment``) grades every submission as that assignment."""
+    what was odd), when the LMS says it was handed in and how late, and which submissions a
+    later one supersedes. ``assignment`` (``--assignment``) grades every submission as that
+    assignment; ``roster`` (:mod:`.roster`) maps LMS ids to logins and holds extensions;
+    ``deadline`` (UTC datetime) and ``policy`` (:class:`.late.Policy`) make late work."""
+    policy = policy or late.Policy()
     readable = []
     for sub in subs:
         seen = peek(sub.path.name, sub.data)
@@ -256,73 +288,191 @@ def identify(subs: list[Submission], assignment: str | None = None) -> None:
         meta.update(assignment=found.id if found else None, assignment_source=source)
         if note:
             meta["assignment_note"] = note
-        sid, ssource, snote = students.identify(Path(sub.rel).as_posix(), seen["metadata"])
+        rel = Path(sub.rel).as_posix()
+        named = lms.moodle_folder(rel) if sub.is_folder else lms.parse(rel)
+        if named is not None:
+            meta.update(named.as_meta())
+        sid, ssource, snote = students.identify(rel, seen["metadata"], named, roster,
+                                                folder=sub.is_folder)
         meta.update(student=sid, student_source=ssource)
         if snote:
             meta["student_note"] = snote
-        meta["submitted"], meta["submitted_source"] = students.submitted_at(seen["created"],
-                                                                            sub.mtime)
+        meta["submitted"], meta["submitted_source"] = students.submitted_at(sub.mtime)
         readable.append(seen["notebook"])
+    _one_id_per_lms_user([s.meta for s in subs])
+    for sub in subs:
+        meta = sub.meta
+        due = deadline
+        person = roster.by_login.get(meta["student"]) if roster is not None else None
+        if person is not None:  # the LMS's id and name, for the LMS's gradebook import
+            meta["lms_id"], meta["lms_name"] = (person.lms_id or meta.get("lms_id", ""),
+                                                person.name or meta.get("lms_name", ""))
+        if person is not None and person.due is not None:
+            due, meta["due_source"] = person.due, "roster (extension)"
+        if due is not None:
+            meta["due"] = due.isoformat(timespec="seconds")
+        when = _dt.datetime.fromisoformat(meta["submitted"])
+        meta.update(late.lateness(when, due, bool(meta.get("lms_late"))))
+        meta["late_kept"] = policy.kept(meta["late_days"])
+        meta["late_policy"] = policy.describe()
+    twins = students.near_duplicates({s.meta["student"] for s in subs})
+    for sub in subs:
+        if sub.meta["student"] in twins:
+            sub.meta["near_duplicates"] = twins[sub.meta["student"]]
     students.mark_superseded([s.meta for s in subs], [s.rel for s in subs], readable)
 
 
+def _one_id_per_lms_user(metas: list[dict]) -> None:
+    """The files of one LMS user without a student id of their own take the id another of
+    their files stored (so a LATE file without metadata and its earlier one stay one student)."""
+    stored: dict[tuple, str] = {}
+    for m in metas:
+        if m.get("lms_id") and m["student_source"] == students.METADATA:
+            stored.setdefault((m["lms"], m["lms_id"]), m["student"])
+    for m in metas:
+        key = (m.get("lms"), m.get("lms_id"))
+        if m.get("student_source") == students.LMS_ID and key in stored:
+            m["student"], m["student_source"] = stored[key], students.METADATA + " (another file)"
+
+
+class Interrupted(Exception):
+    """The batch was stopped (SIGINT or SIGTERM); ``report`` holds what was graded before."""
+
+    def __init__(self, report: Report, missing: int):
+        super().__init__(f"interrupted with {missing} submission(s) not graded")
+        self.report, self.missing = report, missing
+
+
+def _stop_on_signals(batch: Batch, stop: threading.Event):
+    """Make SIGINT and SIGTERM stop the batch (kernels killed at once, no exception raised
+    inside the cleanup, so a second Ctrl-C changes nothing); a function restoring the old
+    handlers. Outside the main thread (signals cannot be caught there) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def on_signal(signum, frame):
+        stop.set()
+        batch.kill_all()
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    return lambda: [signal.signal(sig, h) for sig, h in old.items()]
+
+
+def collect(folder, out=None, files=None, skipped=None) -> tuple[list[Submission], list[Path]]:
+    """(every submission under ``folder``, read once, in path order; the files skipped): the
+    notebooks and submission files, and a ``no_notebook`` submission per upload that holds
+    none. ``files`` and ``skipped``: what :func:`.submissions.discover` found (found again
+    when not given)."""
+    folder = Path(folder)
+    root = folder.resolve()
+    if files is None:
+        files, skipped = discover(folder, Path(out) if out else None)
+    skipped = list(skipped or [])
+    empty = without_notebook(folder, files, skipped, Path(out) if out else None)
+    subs = read_submissions(files, root) + [no_notebook(p, root, held) for p, held in empty]
+    subs.sort(key=lambda sub: sub.rel)
+    return subs, skipped
+
+
 def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = None,
-                 seed: int | None = None, progress: bool = True, files=None,
-                 assignment: str | None = None) -> Report:
+                 seed: int | None = None, progress: bool = True, files=None, skipped=None,
+                 assignment: str | None = None, roster=None, deadline=None, policy=None,
+                 previous: Report | None = None, resume: bool = False, only=None) -> Report:
     """Grade every submission under ``folder`` (or the given ``files``) and return the report;
-    ``assignment`` (an id of :data:`.assignments.ASSIGNMENTS`) grades all as that assignment."""
+    ``assignment`` (an id of :data:`.assignments.ASSIGNMENTS`) grades all as that assignment,
+    ``roster``, ``deadline`` and ``policy`` as in :func:`identify`; ``files`` and ``skipped``
+    as in :func:`collect`.
+
+    With ``previous`` (the report already in OUT_DIR): ``resume`` keeps its grade of every file
+    whose bytes are unchanged and grades only the others (the seed must be the previous one);
+    ``only`` (a set of student or assignment ids) grades only the submissions of those and keeps
+    the previous report's other rows. Hand scores of unchanged written answers are carried over
+    from ``previous`` (:func:`.written.carry`).
+
+    SIGINT or SIGTERM stops the batch within about a second: every kernel is killed, the scratch
+    folder removed, and :class:`Interrupted` raised with the submissions graded so far."""
     folder = Path(folder)
     limits = limits or Limits()
     seed = secrets.randbelow(2 ** 31) if seed is None else int(seed)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     t0 = time.monotonic()
-    if files is None:
-        files, skipped_paths = discover(folder, Path(out) if out else None)
-    else:
-        skipped_paths = []
     root = folder.resolve()
-    subs = read_submissions(files, root)
-    identify(subs, assignment)
+    subs, skipped_paths = collect(folder, out, files, skipped)
+    identify(subs, assignment, roster, deadline, policy)
+    kept: dict[int, SubmissionGrade] = {}
+    extra: list[SubmissionGrade] = []
+    if previous is not None and resume:
+        done = {(g.file, g.sha256): g for g in previous.submissions}
+        kept = {i: done[(sub.rel, sub.sha256)] for i, sub in enumerate(subs)
+                if (sub.rel, sub.sha256) in done}
+    if only:
+        chosen = [i for i, sub in enumerate(subs)
+                  if {sub.meta.get("student"), sub.meta.get("assignment")} & set(only)]
+        kept.update({i: None for i in range(len(subs)) if i not in chosen})
+        if previous is not None:
+            extra = [g for g in previous.submissions
+                     if not {g.student, g.assignment} & set(only)]
+    todo = [i for i in range(len(subs)) if i not in kept]
     scratch = ScratchRoot()
     batch = Batch(limits, seed, scratch.path)
-    results: list = [None] * len(subs)
+    results: list = [kept.get(i) for i in range(len(subs))]
+    stop = threading.Event()
+    restore = _stop_on_signals(batch, stop)
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(subs), desc="grading", unit="notebook", file=sys.stderr,
+        bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr,
                    dynamic_ncols=True)
     pool = cf.ThreadPoolExecutor(max_workers=max(1, int(jobs)),
                                  thread_name_prefix="attention-lab-grade")
     try:
-        futures = {pool.submit(batch.grade, i, sub): i for i, sub in enumerate(subs)}
-        for fut in cf.as_completed(futures):
-            i = futures[fut]
-            results[i] = fut.result()
-            if bar is not None:
-                bar.set_postfix_str(f"{_cli.shown(results[i].file[:30])}: {results[i].status}",
-                                    refresh=False)
-                bar.update(1)
-    except KeyboardInterrupt:
+        futures = {pool.submit(batch.grade, i, subs[i]): i for i in todo}
+        pending = set(futures)
+        while pending and not stop.is_set():
+            finished, pending = cf.wait(pending, timeout=0.1, return_when=cf.FIRST_COMPLETED)
+            for fut in finished:
+                i = futures[fut]
+                results[i] = fut.result()
+                if bar is not None:
+                    bar.set_postfix_str(f"{_cli.shown(results[i].file[:30])}: "
+                                        f"{results[i].status}", refresh=False)
+                    bar.update(1)
+    except KeyboardInterrupt:  # outside the main thread's handlers (no signal handler there)
+        stop.set()
         batch.kill_all()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
     finally:
-        pool.shutdown(wait=True)
+        if stop.is_set():
+            batch.kill_all()
+            pool.shutdown(wait=False, cancel_futures=True)
+            cf.wait(pending, timeout=1.5)  # the cancelled jobs end; their grades are not kept
+        pool.shutdown(wait=not stop.is_set())
         if bar is not None:
             bar.close()
         scratch.close()
+        restore()
     changed = []
     for sub, res in zip(subs, results):
         what = unchanged(sub)
-        if what:
+        if what and res is not None:
             changed.append({"file": sub.rel, "change": what})
             res.message = (res.message + "; " if res.message else "") + \
                 f"WARNING: this file was {what} while the batch was graded (it was graded " \
                 f"from the copy read at the start)"
-    skipped = [str(p.relative_to(root)) for p in skipped_paths]
-    return Report(str(root), results, skipped, changed, seed, limits, started,
-                  time.monotonic() - t0, int(jobs), isolation_record())
+    for i, res in enumerate(results):  # a kept grade takes this run's view of its file
+        if res is not None and i in kept and kept[i] is not None:
+            res.meta = dict(subs[i].meta)
+    empty_rel = {sub.rel for sub in subs if sub.held is not None}
+    skipped = [str(p.relative_to(root)) for p in skipped_paths
+               if p.relative_to(root).parts[0] not in empty_rel]
+    graded = [r for r in results if r is not None] + extra
+    report = Report(str(root), graded, skipped, changed, seed, limits, started,
+                    time.monotonic() - t0, int(jobs), isolation_record())
+    if previous is not None:
+        written.carry(report, previous)
+    if stop.is_set():
+        raise Interrupted(report, len(todo) - sum(1 for i in todo if results[i] is not None))
+    return report
 
 
 def isolation_record() -> dict:
@@ -370,6 +520,22 @@ def build_parser() -> argparse.ArgumentParser:
                         "grades.json); the same seed regrades a folder into identical CSVs")
     p.add_argument("--require-sandbox", action="store_true",
                    help="refuse to run when kernels cannot be isolated (bubblewrap namespaces)")
+    p.add_argument("--roster", metavar="CSV",
+                   help="the class list: lms_id,login,name[,due] (an LMS id maps to the login "
+                        "the grades are filed under; due: a student's extension)")
+    p.add_argument("--deadline", metavar="WHEN",
+                   help="the due date, ISO 8601 (2026-03-01T23:59+01:00; a date alone: the end "
+                        "of that day, UTC); the LMS's file times decide what is late")
+    p.add_argument("--late-penalty", metavar="P%/day",
+                   help="late work loses P%% of its points per day started (e.g. 10%%/day)")
+    p.add_argument("--late", choices=("flag", "zero"), default=None,
+                   help="late work: flag (shown, not penalised; the default) or zero")
+    p.add_argument("--resume", action="store_true",
+                   help="after an interrupted (or finished) grading into OUT_DIR: grade only "
+                        "the submissions without a grade there (same seed, same results)")
+    p.add_argument("--only", metavar="ID", action="append",
+                   help="grade only this student's (or this assignment's) submissions and keep "
+                        "every other row of the grading already in OUT_DIR (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
@@ -382,6 +548,9 @@ def _folder_problem(folder: Path, out: Path) -> str:
         return f"{folder} is a file, not a folder of submissions"
     if not os.access(folder, os.R_OK | os.X_OK):
         return f"the submissions folder {folder} cannot be read (permissions)"
+    if out.resolve() == folder.resolve() or out.resolve().is_relative_to(folder.resolve()):
+        return (f"--out {out} is inside the submissions folder {folder}: its files would be "
+                f"graded as submissions next time; give a folder outside it")
     if out.exists() and not out.is_dir():
         return f"--out {out} is a file; give a folder for grades.csv and grades.json"
     if out.exists() and not os.access(out, os.W_OK | os.X_OK):
@@ -393,33 +562,21 @@ def _folder_problem(folder: Path, out: Path) -> str:
     return ""
 
 
-def _empty_student_folders(folder: Path, out: Path, files: list[Path]) -> str:
-    """Why some student folder (a first-level subfolder) cannot be graded: it holds no
-    submission (``""`` when every one does)."""
-    root, out = folder.resolve(), out.resolve()
-    used = {p.relative_to(root).parts[0] for p in files}  # a link there is graded (unreadable)
-    empty = sorted(d.name for d in root.iterdir()
-                   if d.is_dir() and not d.is_symlink() and not d.name.startswith(".")
-                   and d.name != "__pycache__" and d != out and d.name not in used)
-    if not empty:
-        return ""
-    first = root / empty[0]
-    others = sorted(p.name for p in first.rglob("*") if p.is_file())[:3]
-    what = f" (only {', '.join(others)})" if others else " (it is empty)"
-    more = f"; and {len(empty) - 1} more such folder(s)" if len(empty) > 1 else ""
-    return (f"the student folder {first} holds no submission (*{SUFFIXES[0]} or *{SUFFIXES[1]})"
-            f"{what}{more}: add the student's notebook or move the folder out of {folder}")
-
-
-def _hand_scores_at_risk(out: Path, merge) -> str:
+def _hand_scores_at_risk(out: Path, merge, previous: Report | None = None) -> str:
     """``OUT_DIR/written.csv`` holding hand scores or comments that a new grading would replace,
-    when they are not being merged (``""`` when nothing is at risk)."""
+    when they are not being merged and not already in ``previous`` (OUT_DIR's grades.json,
+    whose hand scores a new grading carries over) (``""`` when nothing is at risk)."""
     path = out / "written.csv"
     if not path.is_file() or (merge and Path(merge).resolve() == path.resolve()):
         return ""
+    merged = set()
+    for s in previous.counted() if previous is not None else []:
+        merged |= {(s.student, s.assignment, i, g.score, g.comment)
+                   for i, g in s.exercises.items() if g.status == "hand_graded" or g.comment}
     try:
         rows = written.read(path)
-        filled = sum(1 for r in rows if r.score is not None or r.comment)
+        filled = sum(1 for r in rows if (r.score is not None or r.comment) and (
+            r.student, r.assignment, r.exercise, r.score, r.comment) not in merged)
     except written.WrittenError:
         filled = -1
     if not filled:
@@ -439,13 +596,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         return _cli.fail("grade", problem)
     files, skipped = discover(folder, out)
-    if not files:
+    if not files and not without_notebook(folder, files, skipped, out):
         found = f"; found only: {', '.join(p.name for p in skipped[:5])}" if skipped else ""
         return _cli.fail("grade", f"no submissions in {folder} (looked for *.ipynb and "
                                   f"*.submission.json{found})")
-    problem = _empty_student_folders(folder, out, files)
-    if problem:
-        return _cli.fail("grade", problem)
     assignment = None
     if args.assignment is not None:
         try:
@@ -458,7 +612,10 @@ def main(argv: list[str] | None = None) -> int:
             merge_rows = written.read(Path(args.merge))
         except written.WrittenError as exc:
             return _cli.fail("grade", f"--merge: {exc}")
-    problem = _hand_scores_at_risk(out, args.merge)
+    options, problem = _course_options(args, out)
+    if problem:
+        return _cli.fail("grade", problem)
+    problem = _hand_scores_at_risk(out, args.merge, options["previous"])
     if problem:
         return _cli.fail("grade", problem)
     try:
@@ -478,16 +635,24 @@ def main(argv: list[str] | None = None) -> int:
               f"--require-sandbox refuses to run in that case", file=sys.stderr)
     limits = Limits.for_cells(args.cell_timeout, args.timeout, memory_mb=args.memory_mb,
                               require_sandbox=args.require_sandbox)
+    seed = options.pop("seed", args.seed)
     try:
-        report = grade_folder(folder, out, jobs=args.jobs, limits=limits, seed=args.seed,
-                              progress=not args.quiet, files=files, assignment=assignment)
-    except KeyboardInterrupt:
-        print("grade: interrupted; no report written", file=sys.stderr)
+        report = grade_folder(folder, out, jobs=args.jobs, limits=limits, seed=seed,
+                              progress=not args.quiet, files=files, skipped=skipped,
+                              assignment=assignment, **options)
+    except Interrupted as stopped:
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a further Ctrl-C must not cut this short
+            signal.signal(sig, signal.SIG_IGN)
+        write_report(stopped.report, out, PARTIAL_WRITERS)
+        print(f"grade: interrupted; {len(stopped.report.submissions)} submission(s) graded are "
+              f"kept in {out / 'grades.json'}, {stopped.missing} not graded; run the same "
+              f"command with --resume to grade only those", file=sys.stderr)
         return 130
-    report.skipped = [str(p.relative_to(folder.resolve())) for p in skipped]
+    stale = []
     if merge_rows is not None:
+        stale = written.changed_answers(report, merge_rows)
         try:
-            written.apply(report, merge_rows, Path(args.merge).name)
+            written.apply(report, merge_rows, Path(args.merge).name, skip_changed=True)
         except written.WrittenError as exc:
             return _cli.fail("grade", f"--merge: {exc}; nothing was written (the notebooks were "
                                       f"graded: fix the row and run again)")
@@ -498,8 +663,55 @@ def main(argv: list[str] | None = None) -> int:
               f".submission.json: {_cli.shown(', '.join(report.skipped[:5]))}"
               + (" ..." if len(report.skipped) > 5 else ""))
     print(f"wrote {', '.join(map(str, paths))}")
+    if stale:
+        print(f"note: {len(stale)} answer(s) of {Path(args.merge).name} changed since they were "
+              f"scored (resubmitted) and were not merged; score them again in "
+              f"{out / 'written.csv'}: " + _cli.shown(", ".join(
+                  f"{r.student} {r.exercise}" for r in stale[:5])))
     print(f"seed {report.seed}: grading again with --seed {report.seed} gives the same CSVs")
     return 0
+
+
+def _course_options(args, out: Path) -> tuple[dict, str]:
+    """The keyword arguments of :func:`grade_folder` from ``--roster``, ``--deadline``, the
+    late policy, ``--resume`` and ``--only`` (the report already in ``out`` as ``previous``),
+    or why they cannot be used."""
+    from . import roster as roster_
+
+    options: dict = {"previous": None}
+    try:
+        options["policy"] = late.Policy.parse(args.late_penalty, args.late)
+    except ValueError as exc:
+        return options, str(exc)
+    if args.deadline is not None:
+        try:
+            options["deadline"] = late.parse_time(args.deadline)
+        except ValueError as exc:
+            return options, f"--deadline {args.deadline!r}: {exc}"
+    if args.roster is not None:
+        try:
+            options["roster"] = roster_.read(args.roster)
+        except roster_.RosterError as exc:
+            return options, str(exc)
+    grades = out / "grades.json"
+    if grades.is_file():
+        try:
+            options["previous"] = Report.from_dict(json.loads(grades.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return options, f"{grades} cannot be read back ({type(exc).__name__}: {exc})"
+    if (args.resume or args.only) and options["previous"] is None:
+        flag = "--resume" if args.resume else "--only"
+        return options, f"{flag}: there is no grading in {out} to add to (no grades.json)"
+    if args.resume:
+        previous = options["previous"].seed
+        if args.seed is not None and args.seed != previous:
+            return options, (f"--resume: the grading in {out} used --seed {previous}, not "
+                             f"{args.seed} (resuming keeps the seed, so the results match)")
+        options.update(resume=True, seed=previous)
+    if args.only:
+        options.update(only=set(args.only), seed=options["previous"].seed
+                       if args.seed is None else args.seed)
+    return options, ""
 
 
 if __name__ == "__main__":

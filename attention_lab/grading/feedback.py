@@ -79,7 +79,11 @@ def context(s: SubmissionGrade) -> dict:
                         comment=g.comment)
         exercises.append(item)
     written_count = sum(1 for ex in a.exercises if not ex.auto)
+    m = s.meta
     return {"assignment": a, "student": s.student, "file": s.file,
+            "late_by": m.get("late_by", ""), "submitted": m.get("submitted", ""),
+            "due": m.get("due", ""), "late_policy": m.get("late_policy", ""),
+            "points": points_text(s.points), "points_max": a.points,
             "replaces": s.meta.get("replaces", []), "notes": s.message,
             "auto": s.total, "auto_max": s.out_of, "written": points_text(s.written),
             "written_max": s.written_out_of, "pending": s.needs_instructor,

@@ -12,6 +12,9 @@ Columns (only for the assignments that have at least one counted submission, in 
 
 One header row, then one row per student, sorted by id, nothing else: Moodle's CSV import stops at
 a row whose student it cannot find, so the file holds no extra rows (no "points possible" row).
+Points are after the late policy (:mod:`.late`). ``lms/canvas.csv`` and ``lms/moodle.csv`` hold
+the same totals in Canvas's and Moodle's import formats (:func:`canvas_table`,
+:func:`moodle_table`), with the LMS ids from the roster or the download.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def table(report: Report) -> list[list]:
                 row += [""] * (4 if a.written_points else 3)
                 row[-1] = a.points
                 continue
-            got = s.total + s.written
+            got = s.points
             total += got
             pending += s.needs_instructor
             row += [s.total] + ([points_text(s.written)] if a.written_points else []) \
@@ -64,4 +67,132 @@ def write_gradebook(report: Report, out: Path) -> Path:
     return path
 
 
-__all__ = ["table", "write_gradebook"]
+def _people(report: Report):
+    """(present assignments, {student: {assignment: grade}}, {student: (lms id, name)})."""
+    counted = report.counted()
+    present = [a for a in ASSIGNMENTS.values() if any(s.assignment == a.id for s in counted)]
+    by_student: dict[str, dict] = {}
+    who: dict[str, tuple] = {}
+    for s in counted:
+        by_student.setdefault(s.student, {})[s.assignment] = s
+        if s.meta.get("lms_id") and s.student not in who:
+            who[s.student] = (s.meta["lms_id"], s.meta.get("lms_name", ""))
+    return present, by_student, who
+
+
+def canvas_table(report: Report) -> list[list]:
+    """Canvas's gradebook import: ``Student, ID, SIS User ID, SIS Login ID, Section`` then a
+    column per assignment (a new name makes Canvas create the assignment), with Canvas's
+    ``Points Possible`` row under the header; ``ID`` is Canvas's user id (from the roster or
+    the download's names), ``SIS Login ID`` the student's login."""
+    present, by_student, who = _people(report)
+    out = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+            *(f"{a.title} ({a.id})" for a in present)],
+           ["    Points Possible", "", "", "", "", *(a.points for a in present)]]
+    for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
+        lms_id, name = who.get(student, ("", ""))
+        out.append([name or student, lms_id, "", student, "",
+                    *(points_text(by_student[student][a.id].points)
+                      if a.id in by_student[student] else "" for a in present)])
+    return out
+
+
+def moodle_table(report: Report) -> list[list]:
+    """Moodle's *Import grades from CSV*: a header row, then one row per student (no other rows:
+    Moodle stops at a row it cannot map). Map ``Username`` to the user field "username" and each
+    assignment column to its grade item."""
+    present, by_student, who = _people(report)
+    out = [["Username", "Full name", *(f"{a.title} ({a.id})" for a in present)]]
+    for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
+        out.append([student, who.get(student, ("", ""))[1] or student,
+                    *(points_text(by_student[student][a.id].points)
+                      if a.id in by_student[student] else "" for a in present)])
+    return out
+
+
+def write_lms_gradebooks(report: Report, out: Path) -> Path:
+    """``lms/canvas.csv`` and ``lms/moodle.csv``: the gradebook in each LMS's import format."""
+    folder = out / "lms"
+    folder.mkdir()
+    (folder / "canvas.csv").write_text(csv_text(canvas_table(report)), encoding="utf-8")
+    (folder / "moodle.csv").write_text(csv_text(moodle_table(report)), encoding="utf-8")
+    return folder
+
+
+# ====================================================================== the term
+def combine(reports: list[Report]) -> tuple[Report, list[str]]:
+    """One report holding the counted submissions of several gradings (weeks, assignments),
+    each with the hand scores its grading carries; where two gradings hold the same student
+    and assignment, the one started later counts. (report, notes on what was replaced)."""
+    from .report import Report
+
+    chosen: dict[tuple, tuple] = {}
+    notes = []
+    for r in sorted(reports, key=lambda r: r.started):
+        for s in r.counted():
+            key = (s.student, s.assignment)
+            if key in chosen:
+                notes.append(f"{s.student} / {s.assignment}: the grading of {r.started} replaces "
+                             f"the one of {chosen[key][0].started}")
+            chosen[key] = (r, s)
+    subs = [s for _, s in chosen.values()]
+    first = min(reports, key=lambda r: r.started)
+    return Report("; ".join(r.folder for r in reports), subs, [], [], first.seed, first.limits,
+                  first.started, 0.0, 1), notes
+
+
+def build_parser():
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_lab gradebook",
+        description="The term's gradebook: combine several gradings (OUT_DIRs written by grade, "
+                    "one per week or assignment, with their merged hand scores) into one "
+                    "gradebook.csv, lms/canvas.csv and lms/moodle.csv in --out. Where two "
+                    "gradings hold the same student and assignment, the later one counts.")
+    parser.add_argument("gradings", metavar="OUT_DIR", nargs="+",
+                        help="folders written by grade (each with grades.json)")
+    parser.add_argument("--out", required=True, metavar="TERM_DIR",
+                        help="folder for the term's gradebook files (created if missing)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    import json
+    import sys
+
+    from .. import _cli
+    from .report import Report
+
+    parser = build_parser()
+    args, code = _cli.parse(parser, argv)
+    if args is None:
+        return code
+    reports = []
+    for folder in map(Path, args.gradings):
+        path = folder / "grades.json"
+        try:
+            reports.append(Report.from_dict(json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            return _cli.fail("gradebook", f"{path} cannot be read ({type(exc).__name__}: {exc}); "
+                                          f"give folders that grade wrote")
+    term, notes = combine(reports)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for n in notes:
+        print(f"note: {_cli.shown(n)}", file=sys.stderr)
+    book = write_gradebook(term, out)
+    lms_ = out / "lms"
+    if lms_.is_dir():
+        import shutil
+
+        shutil.rmtree(lms_)
+    write_lms_gradebooks(term, out)
+    students = len({s.student for s in term.submissions})
+    print(f"wrote {book} and {lms_}: {students} student(s), {len(term.submissions)} "
+          f"assignment grade(s) from {len(reports)} grading(s)")
+    return 0
+
+
+__all__ = ["table", "write_gradebook", "canvas_table", "moodle_table", "write_lms_gradebooks",
+           "combine", "build_parser", "main"]

@@ -48,6 +48,22 @@ NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "nbg
                     "sphinx-mathjax-offline"}
 #: ``release --for``: the student bundle, or an export for a platform (:mod:`.export`)
 TARGETS = ("bundle", "nbgrader", "gradescope")
+#: pins only a JupyterHub image needs (its environment.yml keeps them): not in the
+#: requirements.txt a student installs on a laptop
+HUB_ONLY = {"jupyterhub"}
+
+
+def student_pins(lines: list[str], drop: set[str]) -> str:
+    """``lines`` of a pin file without the pins named in ``drop`` and the comment lines right
+    above each of them (which describe it)."""
+    out: list[str] = []
+    for ln in lines:
+        if ln.strip().lstrip("- ").split("==")[0].strip() in drop:
+            while out and out[-1].strip().startswith("#"):
+                out.pop()
+            continue
+        out.append(ln)
+    return "\n".join(out) + "\n"
 
 
 class ReleaseError(Exception):
@@ -186,9 +202,8 @@ def build(dest: Path) -> None:
     pins = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
     for name in PINS:
         lines = (ROOT / name).read_text(encoding="utf-8").splitlines()
-        (dest / name).write_text("\n".join(
-            ln for ln in lines if ln.strip().lstrip("- ").split("==")[0].strip()
-            not in NOT_FOR_STUDENTS) + "\n", encoding="utf-8")
+        drop = NOT_FOR_STUDENTS | (HUB_ONLY if name == "requirements.txt" else set())
+        (dest / name).write_text(student_pins(lines, drop), encoding="utf-8")
     torch_pin = next((ln.split("==")[1].strip() for ln in pins if ln.startswith("torch==")), "")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,

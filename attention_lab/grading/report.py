@@ -25,15 +25,16 @@ from ..exercises.registry import EXERCISES, IDS
 from ._csv import csv_text, points_text
 from .assignments import ASSIGNMENTS, points
 from .feedback import write_feedback
-from .gradebook import write_gradebook
+from .summary import write_summary
+from .gradebook import write_gradebook, write_lms_gradebooks
 from .written import write_written_csv
 
 if TYPE_CHECKING:
     from .runner import Limits
 
 STATUSES = ("pass", "fail", "error", "not_attempted", "timeout", "unreadable", "too_large",
-            "needs_instructor", "hand_graded")
-SUBMISSION_STATUSES = ("graded", "unreadable", "too_large", "timeout", "error")
+            "no_notebook", "needs_instructor", "hand_graded")
+SUBMISSION_STATUSES = ("graded", "unreadable", "too_large", "no_notebook", "timeout", "error")
 
 
 @dataclass
@@ -108,6 +109,16 @@ class SubmissionGrade:
         return sum(points(EXERCISES[i]) for i in self.exercises if not EXERCISES[i].auto)
 
     @property
+    def kept(self) -> float:
+        """The fraction of its points the late policy leaves this submission (1 when on time)."""
+        return float(self.meta.get("late_kept", 1.0))
+
+    @property
+    def points(self) -> float:
+        """Automatic plus hand points, after the late policy (:mod:`.late`)."""
+        return round((self.total + self.written) * self.kept, 2)
+
+    @property
     def needs_instructor(self) -> int:
         """Written answers still waiting for a score."""
         return sum(1 for g in self.exercises.values() if g.status == "needs_instructor")
@@ -115,7 +126,8 @@ class SubmissionGrade:
     def as_dict(self) -> dict:
         d = {"file": self.file, "sha256": self.sha256, "status": self.status,
              "message": self.message, "total": self.total, "out_of": self.out_of,
-             "written": points_text(self.written), "written_out_of": self.written_out_of,
+             "written": self.written, "written_out_of": self.written_out_of,
+             "points": self.points,
              "needs_instructor": self.needs_instructor,
              "seconds": round(self.seconds, 2), "kernel_starts": self.attempts,
              "grader_cpu_seconds": round(self.grader_seconds, 3),
@@ -155,6 +167,7 @@ class Report:
 
         return {
             "grader": {"package_version": attention_lab.__version__,
+                       "checks_sha256": checks_hash(),
                        "python": platform.python_version(), "seed": self.seed,
                        "started": self.started, "seconds": round(self.seconds, 2),
                        "jobs": self.jobs,
@@ -196,8 +209,37 @@ class Report:
                    g.get("isolation", {}))
 
 
-GRADES_COLUMNS = ["file", "student", "student_from", "assignment", "assignment_from", "counts",
-                  "status", "total", "out_of", "written", "written_out_of", "needs_instructor"]
+def checks_hash() -> str:
+    """A hash of the source of every module that decides a grade (the exercises' specs, the
+    judging, the cases and the probe): two gradings with the same hash used the same checks."""
+    import hashlib
+
+    import attention_lab
+
+    pkg = Path(attention_lab.__file__).resolve().parent
+    parts = sorted([*pkg.glob("exercises/*.py"), *pkg.glob("exercises/specs/*.py"),
+                    pkg / "grading" / "cases.py", pkg / "grading" / "probe.py"])
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.relative_to(pkg).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+GRADES_COLUMNS = ["file", "student", "student_from", "lms_id", "assignment", "assignment_from",
+                  "counts", "status", "submitted_at", "late_by", "points_kept", "total", "out_of",
+                  "written", "written_out_of", "points", "needs_instructor", "flags"]
+
+
+def flags(s: SubmissionGrade) -> str:
+    """What an instructor should look at in this row, in words (near-duplicate ids, a claim of
+    another student, lateness marked by the LMS)."""
+    m, out = s.meta, []
+    if m.get("near_duplicates"):
+        out.append("near-duplicate of student id " + ", ".join(repr(x) for x in
+                                                               m["near_duplicates"]))
+    if "says it is from student" in m.get("student_note", ""):
+        out.append(m["student_note"])
+    return "; ".join(out)
 
 
 def write_grades_csv(report: Report, out: Path) -> Path:
@@ -207,9 +249,11 @@ def write_grades_csv(report: Report, out: Path) -> Path:
     for s in report.submissions:
         m = s.meta
         rows.append([s.file, m.get("student", ""), m.get("student_source", ""),
-                     m.get("assignment", ""), m.get("assignment_source", ""),
-                     "yes" if s.counts else "no", s.status, s.total, s.out_of,
-                     points_text(s.written), s.written_out_of, s.needs_instructor,
+                     m.get("lms_id", ""), m.get("assignment", ""), m.get("assignment_source", ""),
+                     "yes" if s.counts else "no", s.status, m.get("submitted", ""),
+                     m.get("late_by", ""), points_text(s.kept), s.total, s.out_of,
+                     points_text(s.written), s.written_out_of, points_text(s.points),
+                     s.needs_instructor, flags(s),
                      *[s.exercises[i].status if i in s.exercises else "" for i in IDS],
                      s.message.replace("\n", " ")[:500]])
     path = out / "grades.csv"
@@ -286,8 +330,21 @@ def course_warnings(report: Report) -> list[str]:
         return ", ".join(shown(s.file) for s in subs[:limit]) + (" ..." if len(subs) > limit
                                                                   else "")
 
+    empty = [s for s in report.submissions if s.status == "no_notebook"]
+    if empty:
+        out.append(f"WARNING: {len(empty)} upload(s) hold no notebook (a row each, status "
+                   f"no_notebook; the rest was graded): {some(empty)}")
+    twins = [s for s in report.submissions if s.meta.get("near_duplicates")]
+    if twins:
+        out.append(f"WARNING: {len(twins)} submission(s) have a student id that nearly equals "
+                   f"another (case, spaces or Unicode; kept apart, never merged): {some(twins)}")
+    late_ = [s for s in report.counted() if s.meta.get("late")]
+    if late_:
+        out.append(f"note: {len(late_)} counted submission(s) are late "
+                   f"({late_[0].meta.get('late_policy', '')}): {some(late_)}")
     unknown = [s for s in report.submissions
-               if s.status not in ("unreadable", "too_large") and not s.assignment]
+               if s.status not in ("unreadable", "too_large", "no_notebook")
+               and not s.assignment]
     if unknown:
         out.append(f"WARNING: the assignment of {len(unknown)} submission(s) is unknown (graded "
                    f"against every check, left out of the gradebook; grade them with "
@@ -310,4 +367,6 @@ def course_warnings(report: Report) -> list[str]:
 #: What ``grade`` writes into OUT_DIR, in order: functions ``(report, out) -> path written``
 #: (a file or a folder directly in ``out``).
 REPORT_WRITERS = (write_grades_csv, write_grades_json, write_written_csv, write_gradebook,
-                  write_feedback)
+                  write_lms_gradebooks, write_feedback, write_summary)
+#: what an interrupted grading writes (the grades so far; no gradebook to import by mistake)
+PARTIAL_WRITERS = (write_grades_csv, write_grades_json)

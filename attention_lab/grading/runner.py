@@ -466,7 +466,7 @@ class _Job:
 
     async def kernels(self) -> None:
         for attempt in range(1, self.limits.max_attempts + 1):
-            if not self.pending or self.result.too_large:
+            if not self.pending or self.result.too_large or self.sandbox.cancelled:
                 break
             if time.monotonic() >= self.deadline:
                 self.result.timed_out = True
@@ -567,8 +567,11 @@ class _Job:
                 self.skip.add(idx)
                 if time.monotonic() >= self.deadline:
                     self.result.timed_out = True
+                    self.record(CellEvent(idx, "timeout", "", f"the whole-notebook limit of "
+                                                              f"{self.limits.timeout:g} s ran out"))
                     return STOP
-                self.record(CellEvent(idx, "timeout", "", f"stopped after {kernel.timeout:.0f} s"))
+                self.record(CellEvent(idx, "timeout", "", f"stopped after {kernel.timeout:.0f} s "
+                                                          f"(the per-cell limit)"))
                 if not await self.recover(kernel):
                     return RESTART
             except DeadKernelError:

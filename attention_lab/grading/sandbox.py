@@ -99,6 +99,12 @@ class Sandbox(abc.ABC):
 
     def __init__(self, folders: JobFolders, limits) -> None:
         self.folders, self.limits = folders, limits
+        self.cancelled = False  # the batch was interrupted: start no further kernel
+
+    def cancel(self) -> None:
+        """The batch is stopping (Ctrl-C): kill the job's processes and start no new kernel."""
+        self.cancelled = True
+        self.kill()
 
     def env(self) -> dict[str, str]:
         """Variables the kernel gets on top of the runner's minimal environment."""

@@ -3,17 +3,25 @@
 Where a student id comes from, in this order (the first that gives one wins, and the report says
 which; a disagreement is noted):
 
-1. the **folder**: a file under ``SUBMISSIONS_DIR/<student>/`` (what an LMS bulk download or
-   nbgrader's exchange produces) belongs to ``<student>``. The folder was made by whoever
-   collected the files, so it is trusted over what a notebook says about itself;
-2. the **notebook metadata**: ``python -m attention_lab submit --student ID`` stores the id in
-   the notebook (``{"attention_lab": {"student": ID}}``);
-3. the **file name** (without its extension), as a last resort, flagged in the summary.
+1. the **roster** (``--roster``, :mod:`.roster`): a file the LMS named (:mod:`.lms`) belongs to
+   the login the roster gives its LMS id: the LMS knows who uploaded it;
+2. a plain **folder** (``SUBMISSIONS_DIR/<student>/``, as nbgrader's exchange or an instructor
+   makes them): trusted over what a notebook says about itself;
+3. the **notebook metadata**: ``python -m attention_lab submit --student ID`` stores the id in
+   the notebook (``{"attention_lab": {"student": ID}}``); it wins over a name an LMS made up
+   (``Jane Doe_12345_assignsubmission_file_``), whose id is kept beside it;
+4. the LMS's id of the uploader (``lms_id``: Moodle's participant id, Canvas's user id), so that
+   a student's LATE and resubmitted files stay one student;
+5. the **file name** (without its extension), as a last resort, flagged in the summary.
 
-Two submissions of one student for one assignment: the latest counts (the time recorded in a
-``.submission.json`` by ``submit``, else the file's modification time; ties by path), the others
-are graded and listed as superseded, never dropped silently. A file that is not a notebook at all
-never supersedes one that is.
+A folder name is taken as it is: ``alice`` and ``alice `` (a trailing space), ``Alice`` and
+``alice``, or two Unicode spellings of one name are different ids, never merged;
+:func:`near_duplicates` flags them for the instructor.
+
+Two submissions of one student for one assignment: the latest counts (the time the LMS gave the
+file, then Canvas's attachment id, larger for a later upload; ties by path), the others are
+graded and listed as superseded, never dropped silently. A file that is not a notebook never
+supersedes one that is.
 
 Student ids are text from students: :func:`path_names` turns them into folder names that are a
 single safe path component, distinct for distinct ids (also on case-insensitive file systems).
@@ -31,6 +39,7 @@ from .assignments import METADATA_KEY
 
 MAX_ID = 200
 FOLDER, METADATA, FILE_NAME = "folder", "notebook metadata", "file name"
+ROSTER, LMS_ID = "roster", "LMS id"
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)),
              *(f"lpt{i}" for i in range(10))}
 
@@ -71,16 +80,43 @@ def from_metadata(metadata) -> tuple[str | None, str]:
                                "holding control characters)"
 
 
-def identify(rel: str, metadata) -> tuple[str, str, str]:
+def folder_id(name: str) -> str | None:
+    """A folder's name as a student id, exactly as it is (not stripped, not normalised: see the
+    module's note on near-duplicates), or None when it is empty, too long or holds control
+    characters."""
+    if not name.strip() or len(name) > MAX_ID:
+        return None
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
+        return None
+    return name
+
+
+def identify(rel: str, metadata, lms_name=None, roster=None,
+             folder: bool = False) -> tuple[str, str, str]:
     """``(student id, source, note)`` for a submission at ``rel`` (its path relative to the
-    submissions folder, ``/``-separated) whose notebook has ``metadata``."""
-    parts = Path(rel).parts
-    folder = clean_id(parts[0]) if len(parts) > 1 else None
+    submissions folder, ``/``-separated) whose notebook has ``metadata``; ``lms_name`` is what
+    :func:`.lms.parse` read from ``rel``, ``roster`` a :class:`.roster.Roster`; ``folder``:
+    ``rel`` is a student folder itself (an upload without a notebook)."""
+    parts = Path(rel).parts + (("",) if folder else ())
     claimed, note = from_metadata(metadata)
-    if folder:
-        if claimed and claimed != folder:
-            note = f"the notebook says it is from student {claimed!r}, its folder says {folder!r}"
-        return folder, FOLDER, note
+    if lms_name is not None:
+        known = roster.by_lms_id.get(lms_name.lms_id) if roster is not None else None
+        if known is not None:
+            if claimed and claimed != known.login:
+                note = (f"the notebook says it is from student {claimed!r}, but {lms_name.lms} "
+                        f"user {lms_name.lms_id} uploaded it (the roster's {known.login!r})")
+            return known.login, ROSTER, note
+        if claimed:
+            return claimed, METADATA, note
+        why = "not in the roster" if roster is not None else "no --roster"
+        return lms_name.lms_id, LMS_ID, "; ".join(n for n in (note, (
+            f"no student id in the notebook and {lms_name.lms} user {lms_name.lms_id} "
+            f"({lms_name.name}) is {why}: the LMS id is used")) if n)
+    owner = folder_id(parts[0]) if len(parts) > 1 else None
+    if owner:
+        if claimed and claimed != owner:
+            note = f"the notebook says it is from student {claimed!r}, its folder says {owner!r}"
+        return owner, FOLDER, note
     if claimed:
         return claimed, METADATA, note
     stem = Path(rel).name.removesuffix(".submission.json").removesuffix(".ipynb")
@@ -88,24 +124,31 @@ def identify(rel: str, metadata) -> tuple[str, str, str]:
                                                   "student folder: the file name is used") if n)
 
 
-def submitted_at(created, mtime: float) -> tuple[str, str]:
-    """(UTC ISO time, source): the time a ``.submission.json`` records, else ``mtime``."""
-    if isinstance(created, str):
-        try:
-            t = _dt.datetime.fromisoformat(created)
-            if t.tzinfo is None:
-                t = t.replace(tzinfo=_dt.timezone.utc)
-            return t.astimezone(_dt.timezone.utc).isoformat(timespec="seconds"), "submission file"
-        except ValueError:
-            pass
+def submitted_at(mtime: float) -> tuple[str, str]:
+    """(UTC ISO time, source) of a submission: the file's time as the LMS's download set it.
+    Never the ``created`` field a ``.submission.json`` holds: the student wrote that."""
     t = _dt.datetime.fromtimestamp(mtime, _dt.timezone.utc)
-    return t.isoformat(timespec="seconds"), "file modification time"
+    return t.isoformat(timespec="seconds"), "file time (as the download set it)"
+
+
+def near_key(sid: str) -> str:
+    """What two ids that a person would read as one share: NFKC, case folded, spaces collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", sid).casefold().split())
+
+
+def near_duplicates(ids) -> dict[str, list[str]]:
+    """Each id that another id nearly equals (:func:`near_key`), with the others."""
+    groups: dict[str, set] = {}
+    for sid in ids:
+        groups.setdefault(near_key(sid), set()).add(sid)
+    return {sid: sorted(g - {sid}) for g in groups.values() if len(g) > 1 for sid in g}
 
 
 def mark_superseded(metas: list[dict], rels: list[str], readable: list[bool]) -> None:
     """Among submissions with the same student and assignment, mark all but the one that counts
-    (the latest readable one; the latest when none is readable): ``meta["superseded_by"]`` (the
-    file that counts) and, on the one that counts, ``meta["replaces"]``."""
+    (the latest readable one: LMS time, then Canvas's attachment id, which grows per upload;
+    the latest when none is readable): ``meta["superseded_by"]`` (the file that counts) and, on
+    the one that counts, ``meta["replaces"]``."""
     groups: dict[tuple, list[int]] = {}
     for i, m in enumerate(metas):
         if m.get("student") and m.get("assignment"):
@@ -113,7 +156,8 @@ def mark_superseded(metas: list[dict], rels: list[str], readable: list[bool]) ->
     for members in groups.values():
         if len(members) < 2:
             continue
-        members.sort(key=lambda i: (readable[i], metas[i].get("submitted", ""), rels[i]))
+        members.sort(key=lambda i: (readable[i], metas[i].get("submitted", ""),
+                                    metas[i].get("lms_attachment", 0), rels[i]))
         latest = members[-1]
         metas[latest]["replaces"] = [rels[i] for i in members[:-1]]
         for i in members[:-1]:
@@ -151,5 +195,6 @@ def _digest(sid: str) -> str:
     return hashlib.sha256(sid.encode("utf-8")).hexdigest()[:8]
 
 
-__all__ = ["FOLDER", "METADATA", "FILE_NAME", "clean_id", "check_id", "from_metadata",
-           "identify", "submitted_at", "mark_superseded", "path_names"]
+__all__ = ["FOLDER", "METADATA", "FILE_NAME", "ROSTER", "LMS_ID", "clean_id", "check_id",
+           "folder_id", "from_metadata", "identify", "submitted_at", "near_key",
+           "near_duplicates", "mark_superseded", "path_names"]

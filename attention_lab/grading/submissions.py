@@ -67,6 +67,49 @@ def discover(folder: Path, exclude: Path | None = None) -> tuple[list[Path], lis
     return found, skipped
 
 
+def without_notebook(folder: Path, found: list[Path], skipped: list[Path],
+                     exclude: Path | None = None) -> list[tuple[Path, list[str]]]:
+    """The uploads that hold no notebook, each with the names of what it held: a first-level
+    (student) folder without any submission in it, and a flat file an LMS named
+    (:func:`.lms.parse`) that is not a notebook (a ``.zip``, a ``.pdf``). Each becomes a
+    ``no_notebook`` row; the rest of the class is graded as usual."""
+    from .lms import parse
+
+    root = folder.resolve()
+    exclude = exclude.resolve() if exclude else None
+    used = {p.relative_to(root).parts[0] for p in found}
+    held: dict[str, list[str]] = {}
+    for p in skipped:
+        parts = p.relative_to(root).parts
+        held.setdefault(parts[0], []).append("/".join(parts[1:]) or parts[0])
+    out = []
+    for e in sorted(os.scandir(root), key=lambda e: e.name):
+        p = root / e.name
+        if e.name.startswith(".") or e.name in used or p == exclude:
+            continue
+        if e.is_dir(follow_symlinks=False) and e.name not in SKIPPED_FOLDERS:
+            out.append((p, sorted(held.get(e.name, []))))
+        elif e.is_file(follow_symlinks=False) and parse(e.name) is not None:
+            out.append((p, [e.name]))
+    return out
+
+
+def no_notebook(path: Path, root: Path, held: list[str]) -> "Submission":
+    """The ``no_notebook`` submission of an upload that holds ``held`` (names) and no notebook."""
+    what = (f"only {', '.join(held[:5])}" + (f" and {len(held) - 5} more" if len(held) > 5
+                                              else "")) if held else "nothing (it is empty)"
+    if path.is_dir():
+        problem = f"no notebook in this upload: it holds {what}"
+    else:
+        problem = f"not a notebook (*{SUFFIXES[0]} or *{SUFFIXES[1]}) but {path.suffix or 'a file'}"
+    st = os.lstat(path)
+    sub = Submission(path, str(path.relative_to(root.resolve())), None, None,
+                     problem + ": ask the student to hand in the notebook itself",
+                     mtime=st.st_mtime)
+    sub.held, sub.is_folder = list(held), path.is_dir()
+    return sub
+
+
 def not_a_file(st: os.stat_result) -> str:
     """Why an entry of type ``st`` is not read, or ``""`` for a regular file."""
     kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
@@ -97,6 +140,8 @@ class Submission:
     meta: dict = field(default_factory=dict)
     too_large: bool = False
     mtime: float = 0.0
+    held: list | None = None  # an upload with no notebook: the names of what it held
+    is_folder: bool = False  # that upload is a (student) folder
 
 
 def _open_regular(path: Path, st: os.stat_result | None = None) -> int:

@@ -2,7 +2,7 @@
 
 ``grade`` writes ``OUT_DIR/written.csv``, one row per written answer of every submission that
 counts (columns :data:`COLUMNS`). The instructor fills in ``score`` (0 to ``points``: one point
-per rubric line, halves allowed) and ``comment``, then folds them back in::
+per rubric line, halves allowed, nothing finer) and ``comment``, then folds them back in::
 
     python -m attention_lab merge OUT_DIR                  # OUT_DIR/written.csv into OUT_DIR
     python -m attention_lab grade SUBMISSIONS --out OUT_DIR --merge FILE   # regrade, then merge
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from .. import _cli
 from ..exercises.registry import EXERCISES
-from ._csv import csv_text, csv_value, points_text
+from ._csv import csv_text, csv_value, points_text, sniff_delimiter
 from .assignments import points
 
 if TYPE_CHECKING:
@@ -114,6 +114,9 @@ def _score(text: str, where: str, max_points: int | None) -> float | None:
         raise WrittenError(f"{where}: score {text!r} is not a number") from None
     if not math.isfinite(value) or value < 0 or (max_points is not None and value > max_points):
         raise WrittenError(f"{where}: score {text} is out of range (0 to {max_points})")
+    if value * 2 != int(value * 2):
+        raise WrittenError(f"{where}: score {text} is not a whole or half point (scores are "
+                           f"0, 0.5, 1, 1.5, ...)")
     return value
 
 
@@ -131,7 +134,9 @@ def read(path: Path) -> list[Row]:
         raise WrittenError(f"{name} is not UTF-8 text (save it from your spreadsheet as "
                            f"'CSV UTF-8')") from None
     try:
-        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+        delimiter = sniff_delimiter(text.split("\n", 1)[0])
+        records = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
+                                  strict=True))
     except csv.Error as exc:
         raise WrittenError(f"{name} is not a readable CSV file ({exc})") from None
     if not records:
@@ -167,6 +172,42 @@ def read(path: Path) -> list[Row]:
     return out
 
 
+def carry(report: Report, previous: Report) -> int:
+    """Give each written answer of ``report`` still waiting for a score the hand score and
+    comment ``previous`` (an earlier grading) has for the same student, assignment and exercise,
+    when the answer's text is the same: a resubmission is scored again only where an answer
+    changed. The number of answers carried over."""
+    before = {(s.student, s.assignment): s for s in previous.counted()}
+    carried = 0
+    for s in report.counted():
+        old = before.get((s.student, s.assignment))
+        if old is None:
+            continue
+        for i, g in s.exercises.items():
+            o = old.exercises.get(i)
+            if (g.status != "needs_instructor" or o is None or o.status not in WRITTEN
+                    or (o.score is None and not o.comment)):
+                continue
+            ex = EXERCISES[i]
+            if _same_text(answer_text(ex, g.answer), answer_text(ex, o.answer)):
+                g.status, g.score, g.comment = o.status, o.score, o.comment
+                carried += 1
+    return carried
+
+
+def changed_answers(report: Report, rows_: list[Row]) -> list[Row]:
+    """The rows whose answer text differs from the answer graded now (resubmitted answers)."""
+    counted = {(s.student, s.assignment): s for s in report.counted()}
+    out = []
+    for row in rows_:
+        sub = counted.get((row.student, row.assignment))
+        g = sub.exercises.get(row.exercise) if sub is not None else None
+        if g is not None and g.status in WRITTEN and not _same_text(
+                row.answer, answer_text(EXERCISES[row.exercise], g.answer)):
+            out.append(row)
+    return out
+
+
 def check(report: Report, rows_: list[Row], name: str = "written.csv") -> None:
     """Check every row against ``report``; :class:`WrittenError` for the first that does not fit
     (with how many more do not)."""
@@ -194,8 +235,14 @@ def check(report: Report, rows_: list[Row], name: str = "written.csv") -> None:
         raise WrittenError(problems[0] + more)
 
 
-def apply(report: Report, rows_: list[Row], name: str = "written.csv") -> int:
-    """Fold checked rows into ``report`` (after :func:`check`); the number of answers changed."""
+def apply(report: Report, rows_: list[Row], name: str = "written.csv",
+          skip_changed: bool = False) -> int:
+    """Fold checked rows into ``report`` (after :func:`check`); the number of answers changed.
+    ``skip_changed``: rows of answers changed since (:func:`changed_answers`) are left out
+    instead of refused; their answers wait for a score in the new written.csv."""
+    if skip_changed:
+        stale = {id(r) for r in changed_answers(report, rows_)}
+        rows_ = [r for r in rows_ if id(r) not in stale]
     check(report, rows_, name)
     counted = {(s.student, s.assignment): s for s in report.counted()}
     changed = 0

@@ -169,11 +169,9 @@ def test_the_latest_submission_counts_and_the_others_are_listed():
                                                        "a/2.ipynb", None, None]
 
 
-def test_submission_time_from_the_submission_file_else_the_file():
-    assert students.submitted_at("2026-03-01T12:00:00+01:00", 0) == (
-        "2026-03-01T11:00:00+00:00", "submission file")
-    assert students.submitted_at("garbage", 86400)[1] == "file modification time"
-    assert students.submitted_at(None, 86400)[0] == "1970-01-02T00:00:00+00:00"
+def test_submission_time_is_the_files_never_the_field_the_student_wrote():
+    assert students.submitted_at(86400) == ("1970-01-02T00:00:00+00:00",
+                                            "file time (as the download set it)")
 
 
 def test_identify_fills_meta_and_the_assignment_option_overrides(tmp_path):
@@ -184,7 +182,7 @@ def test_identify_fills_meta_and_the_assignment_option_overrides(tmp_path):
     sub = Submission(tmp_path / "hw.ipynb", "hw.ipynb", data, "0" * 64)
     batch.identify([sub])
     assert sub.meta["assignment"] == "01_intuition" and sub.meta["student"] == "zoe"
-    assert sub.meta["submitted_source"] == "file modification time"
+    assert sub.meta["submitted_source"] == "file time (as the download set it)"
     assert [ex.id for ex in batch.exercises_of(sub)] == ["1.1", "1.2", "1.3", "1.4"]
     forced = Submission(tmp_path / "hw.ipynb", "hw.ipynb", data, "0" * 64)
     batch.identify([forced], "02_mechanics")

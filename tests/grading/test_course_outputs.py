@@ -326,9 +326,10 @@ def _class(tmp_path) -> Path:
 @pytest.mark.parametrize("setup,extra,fragment", [
     (lambda s, t: None, ["--assignment", "05_transformers"], "--assignment: unknown assignment "
                                                              "'05_transformers'"),
-    (lambda s, t: (s / "bob").mkdir(), [], "the student folder"),
-    (lambda s, t: (s / "carol").mkdir() or (s / "carol" / "essay.pdf").write_text("x"), [],
-     "holds no submission"),
+    (lambda s, t: None, ["--out", "{subs}/grades"], "is inside the submissions folder"),
+    (lambda s, t: None, ["--late-penalty", "ten"], "expected a percentage per day"),
+    (lambda s, t: None, ["--deadline", "friday"], "--deadline 'friday': not an ISO 8601"),
+    (lambda s, t: None, ["--resume"], "--resume: there is no grading in"),
     (lambda s, t: (t / "w.csv").write_text("student,score\n"), ["--merge", "{tmp}/w.csv"],
      "--merge: w.csv has no column assignment"),
     (lambda s, t: None, ["--merge", "{tmp}/missing.csv"], "--merge: cannot read"),
@@ -338,11 +339,12 @@ def test_grade_refuses_bad_input_before_running_anything(tmp_path, capsys, setup
     subs = _class(tmp_path)
     setup(subs, tmp_path)
     argv = [str(subs), "--out", str(tmp_path / "out"), "--quiet",
-            *[a.format(tmp=tmp_path) for a in extra]]
+            *[a.format(tmp=tmp_path, subs=subs) for a in extra]]
     assert batch.main(argv) == 2
     err = capsys.readouterr().err
     assert fragment in err and err.count("\n") == 1, err
     assert not (tmp_path / "out").exists()  # nothing written, not even the folder
+    assert not (subs / "grades").exists()
 
 
 def test_grade_will_not_overwrite_hand_scores_without_merging_them(tmp_path, capsys, course):
@@ -379,7 +381,9 @@ def test_the_summary_flags_what_needs_the_instructor(course):
 
 
 @pytest.mark.parametrize("main,options", [
-    (batch.main, ["--assignment ID", "--merge WRITTEN_CSV", "--seed SEED", "<student>"]),
+    (batch.main, ["--assignment ID", "--merge WRITTEN_CSV", "--seed SEED", "<student>",
+                  "--roster CSV", "--deadline WHEN", "--late-penalty P%/day", "--resume",
+                  "--only ID"]),
     ("submit", ["--student ID"]),
     (written.main, ["OUT_DIR", "WRITTEN_CSV"]),
     ("release", ["OUT_DIR", "never the solutions"]),

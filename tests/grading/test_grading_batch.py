@@ -245,10 +245,12 @@ def test_the_report_is_written_and_the_command_exits_0(graded):
     assert graded["report"]["skipped"] == ["readme.txt"]
     assert graded["report"]["grader"]["seed"] == 7
     header = list(next(iter(graded["rows"].values())))
-    assert header[:12] == ["file", "student", "student_from", "assignment", "assignment_from",
-                           "counts", "status", "total", "out_of", "written", "written_out_of",
-                           "needs_instructor"]
-    assert header[12:37] == list(IDS) and header[-1] == "message"
+    n = len(R.GRADES_COLUMNS)
+    assert header[:n] == ["file", "student", "student_from", "lms_id", "assignment",
+                          "assignment_from", "counts", "status", "submitted_at", "late_by",
+                          "points_kept", "total", "out_of", "written", "written_out_of", "points",
+                          "needs_instructor", "flags"]
+    assert header[n:n + len(IDS)] == list(IDS) and header[-1] == "message"
 
 
 def test_no_submission_was_modified_or_deleted(graded):
@@ -461,7 +463,8 @@ def test_submission_meta_reaches_the_report_and_writers_can_be_added(tmp_path):
 
     written = R.write_report(report, tmp_path / "out", writers=(*R.REPORT_WRITERS, roster))
     assert [p.name for p in written] == ["grades.csv", "grades.json", "written.csv",
-                                         "gradebook.csv", "feedback", "roster.txt"]
+                                         "gradebook.csv", "lms", "feedback", "summary.html",
+                                         "roster.txt"]
     assert json.loads(written[1].read_text())["submissions"][0]["meta"] == meta
     assert written[-1].read_text() == "alice"
     assert "meta" not in grader.grade(1, S.Submission(

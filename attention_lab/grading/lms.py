@@ -1,0 +1,81 @@
+"""What an LMS download's names say: who uploaded a file, and whether the LMS called it late.
+
+Two layouts, recognised by their documented naming (nothing else in a name is trusted):
+
+* **Moodle**, *Download all submissions*: a folder per student (``Jane Doe_12345_assignsubmission_
+  file_/notebook.ipynb``) or, without "download submissions in folders", flat files with the same
+  prefix (``Jane Doe_12345_assignsubmission_file_notebook.ipynb``). ``12345`` is the participant
+  id (the ``Participant 12345`` of Moodle's grading worksheet); blind marking writes
+  ``Participant_12345_...``.
+* **Canvas**, *Download Submissions*: flat files ``doejane_22222_3333333_notebook.ipynb``, that is
+  ``<sortable name>[_LATE]_<user id>_<attachment id>_<file name>``; ``_LATE`` is Canvas's mark of a
+  submission after the due date, and a file handed in again under the same name gets ``-1``,
+  ``-2`` ... before its extension.
+
+:func:`parse` gives an :class:`LmsName` for a path relative to the submissions folder, or
+``None`` for a name no LMS made (a plain ``alice/`` folder, or a file handed in directly).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+MOODLE, CANVAS = "Moodle", "Canvas"
+_MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<rest>.*)$",
+                     re.S)
+_CANVAS = re.compile(r"^(?P<name>[a-z0-9]+?)(?P<late>_LATE)?_(?P<id>\d+)_(?P<attachment>\d+)_"
+                     r"(?P<rest>.+)$", re.S)
+_AGAIN = re.compile(r"-(?P<n>\d{1,3})$")
+
+
+@dataclass(frozen=True)
+class LmsName:
+    lms: str  # MOODLE or CANVAS
+    lms_id: str  # Moodle's participant id, Canvas's user id
+    name: str  # the LMS's name of the student ("Jane Doe", "doejane")
+    late: bool = False  # the LMS marked it late (Canvas's _LATE)
+    attempt: int = 0  # Canvas: 0 for the first file of a name, n for its "-n" resubmission
+    attachment: int = 0  # Canvas: the attachment id (later uploads get larger ones)
+
+    def as_meta(self) -> dict:
+        return {"lms": self.lms, "lms_id": self.lms_id, "lms_name": self.name,
+                "lms_late": self.late, "lms_attempt": self.attempt,
+                "lms_attachment": self.attachment}
+
+
+def moodle_folder(name: str) -> LmsName | None:
+    """The student of a Moodle submission folder name (``Jane Doe_12345_assignsubmission_file_``)."""
+    m = _MOODLE.match(name)
+    if not m or m["rest"]:
+        return None
+    return LmsName(MOODLE, m["id"], m["name"])
+
+
+def parse(rel: str) -> LmsName | None:
+    """What the LMS's naming of ``rel`` (``/``-separated, relative to the submissions folder)
+    says, or ``None`` when no LMS made the name."""
+    parts = PurePosixPath(rel).parts
+    if len(parts) > 1:
+        return moodle_folder(parts[0])
+    name = parts[0] if parts else ""
+    m = _MOODLE.match(name)
+    if m and m["rest"]:
+        return LmsName(MOODLE, m["id"], m["name"])
+    m = _CANVAS.match(name)
+    if m:
+        stem = m["rest"]
+        for suffix in (".submission.json", ".ipynb"):
+            if stem.endswith(suffix):
+                stem = stem[:-len(suffix)]
+                break
+        else:
+            stem = stem.rsplit(".", 1)[0]
+        again = _AGAIN.search(stem)
+        return LmsName(CANVAS, m["id"], m["name"], late=bool(m["late"]),
+                       attempt=int(again["n"]) if again else 0, attachment=int(m["attachment"]))
+    return None
+
+
+__all__ = ["MOODLE", "CANVAS", "LmsName", "moodle_folder", "parse"]

@@ -1,0 +1,96 @@
+"""``--roster CSV``: the class list, mapping an LMS's ids to the students' logins and back.
+
+Columns (a header row; comma- or semicolon-separated; any order; case does not matter):
+
+* ``lms_id``: Moodle's participant id or Canvas's user id (what the download's names carry);
+* ``login``: the student's login (the id ``submit --student`` stores; Canvas's "SIS Login ID",
+  Moodle's "Username"): the id the grades are filed under;
+* ``name``: the student's name, as the LMS shows it;
+* ``due`` (optional): this student's own due date (an extension), ISO 8601 like ``--deadline``.
+
+A submission whose LMS id is in the roster belongs to that row's login, whatever the notebook
+says (the LMS knows who uploaded it; a notebook claiming someone else is flagged). The gradebook
+files for Canvas and Moodle (:mod:`.gradebook`) take each student's LMS id and name from here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import late
+from ._csv import sniff_delimiter
+
+_ALIASES = {"lms_id": ("lms_id", "lms id", "id", "user id", "participant"),
+            "login": ("login", "username", "sis login id", "student"),
+            "name": ("name", "full name"),
+            "due": ("due", "extension", "deadline")}
+
+
+class RosterError(ValueError):
+    """A problem with the roster; the message names the file and the row."""
+
+
+@dataclass(frozen=True)
+class Student:
+    lms_id: str
+    login: str
+    name: str
+    due: object = None  # datetime | None
+
+
+@dataclass
+class Roster:
+    students: list
+
+    def __post_init__(self) -> None:
+        self.by_lms_id = {s.lms_id: s for s in self.students if s.lms_id}
+        self.by_login = {s.login: s for s in self.students}
+
+
+def read(path) -> Roster:
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise RosterError(f"--roster: cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise RosterError(f"--roster: {path.name} is not UTF-8 text (save it as 'CSV UTF-8')") \
+            from None
+    delimiter = sniff_delimiter(text.split("\n", 1)[0])
+    records = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+    if not records:
+        raise RosterError(f"--roster: {path.name} is empty (expected the header lms_id,login,name)")
+    header = [h.strip().lower() for h in records[0]]
+    col = {}
+    for key, names in _ALIASES.items():
+        col[key] = next((header.index(n) for n in names if n in header), None)
+    missing = [k for k in ("lms_id", "login", "name") if col[k] is None]
+    if missing:
+        raise RosterError(f"--roster: {path.name} has no column {', '.join(missing)} (its header "
+                          f"is {', '.join(header)}; expected lms_id,login,name[,due])")
+    students, seen = [], {}
+    for n, rec in enumerate(records[1:], start=2):
+        if not any(c.strip() for c in rec):
+            continue
+        get = {k: (rec[i].strip() if i is not None and i < len(rec) else "")
+               for k, i in col.items()}
+        if not get["login"]:
+            raise RosterError(f"--roster: {path.name} row {n}: no login")
+        for key in ("lms_id", "login"):
+            if get[key] and (key, get[key]) in seen:
+                raise RosterError(f"--roster: {path.name} row {n}: {key} {get[key]!r} is in row "
+                                  f"{seen[(key, get[key])]} too")
+            seen[(key, get[key])] = n
+        try:
+            due = late.parse_time(get["due"]) if get["due"] else None
+        except ValueError as exc:
+            raise RosterError(f"--roster: {path.name} row {n}: due {get['due']!r}: {exc}") \
+                from None
+        students.append(Student(get["lms_id"], get["login"], get["name"], due))
+    return Roster(students)
+
+
+__all__ = ["Roster", "RosterError", "Student", "read"]
