@@ -36,13 +36,19 @@ def accepts(lower: str, upper: str, version: str) -> bool:
     return version_tuple(lower) <= version_tuple(version) < version_tuple(upper)
 
 
-def require(distribution: str, lower: str, upper: str, *, version: str | None = None) -> str:
-    """The installed version of ``distribution``, checked to lie in ``[lower, upper)``.
+def require(distribution: str, lower: str, upper: str, *, version: str | None = None) -> str | None:
+    """The installed version of ``distribution``, checked to lie in ``[lower, upper)``; None when
+    it is not installed (importing it then fails where it is used, as without the adapter).
 
     Raises :class:`UntestedVersion` naming the dependency, its version, the tested range and what
     to do, unless the environment variable ``ATTENTION_LAB_ALLOW_UNTESTED=1`` is set.
     """
-    installed = metadata.version(distribution) if version is None else version
+    if version is None:
+        try:
+            version = metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return None
+    installed = version
     if accepts(lower, upper, installed) or os.environ.get(ALLOW_UNTESTED) == "1":
         return installed
     raise UntestedVersion(

@@ -44,3 +44,9 @@ def forget_text_renderers(artist) -> None:
         children = artist.get_children()
     for child in children:
         forget_text_renderers(child)
+
+
+def move_axes(ax, position) -> None:
+    """Put ``ax`` at ``position`` (its original and active box) and leave it in the layout: the
+    public ``Axes.set_position`` also takes the axes out of the layout engine's hands."""
+    ax._set_position(position, which="both")

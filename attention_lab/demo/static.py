@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from jupyter_server.auth.decorator import allow_unauthenticated
 from tornado import web
 
+from .._compat.tornado import response_headers
+
 #: the most responses and bytes (bodies and their compressed copies) kept per server
 MAX_ENTRIES = 1000
 MAX_BYTES = 64 * 2**20
@@ -91,7 +93,7 @@ class FromMemory:
             self._capture = [] if plain else None
             await super().get(path, include_body)
             if self._capture is not None and self.get_status() == 200:
-                self.kept.add(request.uri, self._headers, b"".join(self._capture))
+                self.kept.add(request.uri, response_headers(self), b"".join(self._capture))
             self._capture = None
             return
         for name, value in found.headers:
@@ -102,7 +104,7 @@ class FromMemory:
             if accepts_gzip(request.headers.get("Accept-Encoding", "")):
                 body = found.gzipped
                 self.set_header("Content-Encoding", "gzip")
-                etag = self._headers.get("Etag")
+                etag = dict(found.headers).get("Etag")
                 if etag and not etag.startswith("W/"):  # another encoding: a weak validator
                     self.set_header("Etag", "W/" + etag)
         if self.check_etag_header():

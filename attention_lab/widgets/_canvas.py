@@ -133,13 +133,13 @@ def _fast_canvas_class():
         _unasked = False  # the frame being drawn was not asked for by the browser
         _settle_timer = None
         _whole_png = None  # the last frame, when it was whole (None after a diff)
-        _changed = True  # the explorer changed the figure since it was last drawn
+        _pushed_undrawn = True  # the explorer pushed a change not drawn yet
         _cold = False  # pixel buffers freed (cool); _whole_png shows the figure as it is
         _cool_timer = None
 
         def push_frame(self) -> None:
             """Draw the figure for the browser now, or let the browser pace it (see above)."""
-            self._changed = True
+            self._pushed_undrawn = True
             if (self.syncing_data_url  # no browser view has said it is ready
                     or time.monotonic() - self._last_frame < self.quiet_seconds):
                 self.draw_idle()
@@ -151,13 +151,13 @@ def _fast_canvas_class():
                 self._unasked = False
 
         def draw(self):
-            if not (self._changed or self.figure.stale):
+            if not (self._pushed_undrawn or self.figure.stale):
                 # the renderer (or, cold, the kept frame) holds the figure as it is: send a
                 # frame of it without drawing
                 self.frame_pending = True
                 self.manager.refresh_all()
                 return
-            self._changed, self._cold = False, False
+            self._pushed_undrawn, self._cold = False, False
             super().draw()
 
         def get_renderer(self):
@@ -176,7 +176,7 @@ def _fast_canvas_class():
 
         def cool(self) -> None:
             """Free the pixel buffers of a figure whose last whole frame shows it as it is."""
-            if self._cold or self._changed or self.figure.stale or self._whole_png is None:
+            if self._cold or self._pushed_undrawn or self.figure.stale or self._whole_png is None:
                 return
             pack = getattr(self.figure, "pack_static", None)
             if pack is not None:
@@ -234,7 +234,7 @@ def _fast_canvas_class():
         def keep_whole_frame(self) -> None:
             """Encode the figure's current pixels (just drawn) as its next whole frame, without
             sending it."""
-            self._changed = False
+            self._pushed_undrawn = False
             pixels = np.asarray(self.get_renderer().buffer_rgba())  # (H, W, 4) uint8
             self.shown_pixels = pixels.view(np.uint32).squeeze(2).copy()  # (H, W) uint32
             self._whole_png = encode_png(pixels, self.png_compress_level)

@@ -186,10 +186,12 @@ def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
         return real(self, source, name, *args, **kwargs)
 
     monkeypatch.setattr(jinja2.Environment, "compile", counting)
-    monkeypatch.setattr(S.DemoExporter, "compiled", S.CompiledTemplates())
-    monkeypatch.setattr(notebook_renderer, "VoilaExporter", notebook_renderer.VoilaExporter)
+    monkeypatch.setattr(S, "TEMPLATES", S.CompiledTemplates())
+    stock = notebook_renderer.VoilaExporter
+    monkeypatch.setattr(notebook_renderer, "VoilaExporter", stock)
     S.use_compiled_templates()
-    assert notebook_renderer.VoilaExporter is S.DemoExporter
+    assert notebook_renderer.VoilaExporter is not stock
+    assert issubclass(notebook_renderer.VoilaExporter, stock)
     pages = [notebook_renderer.VoilaExporter(template_name="lab").environment
              .get_template("index.html.j2") for _ in range(3)]
     assert compiled == ["index.html.j2"] and pages[0] is not pages[1]
