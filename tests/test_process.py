@@ -61,12 +61,26 @@ def alive(pids) -> list[int]:
 @pytest.mark.parametrize("stubborn", [False, True], ids=["polite", "ignores-SIGTERM"])
 def test_a_tree_with_a_grandchild_in_its_own_session_is_gone(tmp_path, stubborn):
     proc, pids = start_tree(tmp_path, stubborn)
+    waits, wait = [], proc.wait
+
+    def recorded_wait(timeout=None):  # how each wait for the root ended
+        try:
+            code = wait(timeout)
+        except subprocess.TimeoutExpired:
+            waits.append(("timed out", timeout))
+            raise
+        waits.append(("exited", timeout))
+        return code
+
+    proc.wait = recorded_wait
     try:
-        t0 = time.monotonic()
-        left = stop_tree(proc, group=proc.pid, grace=1.0 if stubborn else 10.0)
+        grace = 1.0 if stubborn else 10.0
+        left = stop_tree(proc, group=proc.pid, grace=grace)
         assert left == [] and alive(pids) == []
         assert proc.returncode is not None  # reaped: no zombie left in this process
-        assert time.monotonic() - t0 < 8
+        # polite: the root ends at SIGTERM, the grace is not waited out; stubborn: killed after it
+        assert waits[0] == ("timed out" if stubborn else "exited", grace)
+        assert proc.returncode == (-signal.SIGKILL if stubborn else -signal.SIGTERM)
     finally:
         for pid in alive(pids):
             os.kill(pid, signal.SIGKILL)

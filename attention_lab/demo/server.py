@@ -95,28 +95,30 @@ def say(message: str) -> None:
 class Viewers:
     """Who is watching: kernels that a page connected to, plus pages served less than
     ``pending_seconds`` ago whose kernel has not connected yet (a page connects within a second or
-    two; one that never does stops counting after that time)."""
+    two; one that never does stops counting after that time). ``clock``: seconds, as
+    ``time.monotonic`` (which it is but in tests)."""
 
-    def __init__(self, limit: int = 0, pending_seconds: float = 60.0):
+    def __init__(self, limit: int = 0, pending_seconds: float = 60.0, clock=time.monotonic):
         self.limit = limit  # 0: no limit
         self.pending_seconds = pending_seconds
+        self.clock = clock
         self.kernels: set[str] = set()
         self.pending: deque[float] = deque()
         self.turned_away = 0
-        self.last_activity = float("-inf")  # time.monotonic() of the last page or message
+        self.last_activity = float("-inf")  # clock() of the last page or message
 
     def active(self) -> None:
         """A page was requested or a page sent its kernel a message (a slider moved...)."""
-        self.last_activity = time.monotonic()
+        self.last_activity = self.clock()
 
     def quiet_for(self) -> float:
         """Seconds since the last page request or message from a page."""
-        return time.monotonic() - self.last_activity
+        return self.clock() - self.last_activity
 
     def count(self, live_kernels) -> int:
         """The number of viewers, given the ids of the kernels still running."""
         self.kernels &= set(live_kernels)
-        now = time.monotonic()
+        now = self.clock()
         while self.pending and now - self.pending[0] > self.pending_seconds:
             self.pending.popleft()
         return len(self.kernels) + len(self.pending)
@@ -126,7 +128,7 @@ class Viewers:
         if self.limit and self.count(live_kernels) >= self.limit:
             self.turned_away += 1
             return False
-        self.pending.append(time.monotonic())
+        self.pending.append(self.clock())
         return True
 
     def connected(self, kernel_id: str) -> None:
