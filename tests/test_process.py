@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from attention_lab._process import stop_tree
+from attention_lab._process import alive, running, stop_tree
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX process groups")
 
@@ -45,17 +45,6 @@ def start_tree(tmp_path, stubborn: bool = False) -> tuple[subprocess.Popen, list
     pids = [int(f.read_text()) for f in files]
     assert os.getpgid(pids[1]) == proc.pid and os.getpgid(pids[2]) != proc.pid
     return proc, pids
-
-
-def alive(pids) -> list[int]:
-    out = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                out.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return out
 
 
 @pytest.mark.parametrize("stubborn", [False, True], ids=["polite", "ignores-SIGTERM"])
@@ -142,3 +131,14 @@ def test_gone_processes_and_the_callers_own_group_are_left_alone():
     done.wait()
     assert stop_tree(done, group=None, also=[2 ** 22 + 12345], wait=0) == []  # beyond pid_max
     assert stop_tree(group=os.getpgid(0), wait=0) == []  # would be suicide: refused
+
+
+def test_a_zombie_counts_as_gone_until_and_after_it_is_reaped():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:  # exited, not reaped yet
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.01)
+    assert not running(proc.pid) and alive([proc.pid, os.getpid()]) == [os.getpid()]
+    proc.wait()
+    assert not running(proc.pid)

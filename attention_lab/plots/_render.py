@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties, findfont, get_font
 
 from .._compat.matplotlib import glyph_load_flags
+from .._format import non_finite_word
 
 #: Okabe-Ito colours by role.
 PALETTE = {
@@ -63,8 +64,7 @@ def fmt_vec(x, digits: int = 3) -> str:
     """``[0.123, 0.361, ...]`` as text, NaN written as ``nan``."""
     x = np.ravel(np.asarray(x, dtype=float))
     # np.round first, so that the text agrees with numpy's printing of np.round(x, digits)
-    return "[" + ", ".join("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
-                           if not np.isfinite(v) else f"{np.round(v, digits) + 0.0:.{digits}f}"
+    return "[" + ", ".join(non_finite_word(v) or f"{np.round(v, digits) + 0.0:.{digits}f}"
                            for v in x) + "]"
 
 
