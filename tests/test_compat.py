@@ -341,13 +341,13 @@ def test_an_adapter_refuses_an_untested_version_by_name(adapter, monkeypatch):
     dependency, the version and what to install; ATTENTION_LAB_ALLOW_UNTESTED=1 lets it through."""
     distribution = ADAPTERS[adapter]
     module = f"attention_lab._compat.{adapter}"
+    # the real adapter again after the test, for whoever imports it from the package
+    monkeypatch.setattr(_compat, adapter, importlib.import_module(module), raising=False)
+    monkeypatch.delitem(sys.modules, module, raising=False)
     real = _compat.metadata.version
     monkeypatch.setattr(_compat.metadata, "version",
                         lambda d: "99.0.0" if d == distribution else real(d))
     monkeypatch.delenv(_compat.ALLOW_UNTESTED, raising=False)
-    # the real adapter again after the test, for whoever imports it from the package
-    monkeypatch.setattr(_compat, adapter, importlib.import_module(module), raising=False)
-    monkeypatch.delitem(sys.modules, module, raising=False)
     if adapter == "ipympl":  # no error: the explorers fall back to the picture (test_explorers)
         assert "99.0.0" in importlib.import_module(module).tested()
         return
@@ -382,3 +382,14 @@ def test_pyproject_ranges_are_the_adapters_ranges():
         lower, upper = adapter.ACCEPTS
         assert ranges.get(distribution.lower().replace("-", "_")) == f">={lower},<{upper}", (
             distribution, ranges.get(distribution))
+
+
+def test_the_voila_websocket_workaround_names_its_cause_and_is_guarded_by_version():
+    """The demo refuses legacy websocket clients only on the Voila releases that read every
+    binary message as protocol v1 (0.5.8, which brought voila#1489, to 0.5.x)."""
+    from attention_lab._compat import voila
+
+    assert voila.WEBSOCKET_READS_V1_ONLY is _compat.accepts("0.5.8", "0.6", voila.VERSION)
+    assert voila.WEBSOCKET_READS_V1_ONLY  # the tested 0.5.13 is one of them
+    assert not _compat.accepts("0.5.8", "0.6", "0.5.7")
+    assert "voila-dashboards/voila#1489" in inspect.getsource(voila)
