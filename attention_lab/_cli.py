@@ -82,4 +82,5 @@ def fail(command: str, message: str) -> int:
     return 2
 
 
-__all__ = ["whole_number", "positive_int", "non_negative_int", "positive_seconds", "add_time_limits", "parse", "fail", "shown"]
+__all__ = ["whole_number", "positive_int", "non_negative_int", "positive_seconds",
+           "add_time_limits", "parse", "fail", "shown"]

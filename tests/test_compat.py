@@ -246,7 +246,7 @@ def our_definitions(defined: dict[str, set[str]], overridden: list | None = None
 
 
 def of_our_module(path: Path, obj) -> bool:
-    """Whether ``obj`` (the object of an attribute) names one of our modules (``_canvas._deflate``)."""
+    """Whether ``obj`` (the object of an attribute) is one of our modules (``_canvas._deflate``)."""
     imported = imported_modules(tree(path))
     return isinstance(obj, ast.Name) and top(imported.get(obj.id, "?")) in OURS
 

@@ -1,4 +1,4 @@
-"""The shared small helpers: numbers as words where they are not finite, argparse's whole numbers."""
+"""The shared small helpers: non-finite numbers as words, argparse's whole numbers."""
 
 from __future__ import annotations
 

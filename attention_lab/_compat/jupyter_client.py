@@ -1,5 +1,6 @@
-"""jupyter_client internals: the grader's kernel client and manager (:mod:`attention_lab.grading.runner`),
-and the frames of a kernel message on the wire (the demo's activity watch).
+"""jupyter_client internals: the grader's kernel client and manager
+(:mod:`attention_lab.grading.runner`), and the frames of a kernel message on the wire (the demo's
+activity watch).
 
 Tested with jupyter_client 8.10 (requirements.txt); accepts ``>=8.10,<9``.
 """

@@ -8,7 +8,8 @@ Voila has no public API for what the server adds, so this module names each hook
   item (``VoilaKernelManager._initialize``), :func:`in_pool` says whether a pool item is still
   waiting in a pool (``_pools``), :func:`pool_size` is the configured pool size;
 * :func:`render_pages_with_bytecode_cache`: every page renderer's exporter gets a Jinja bytecode
-  cache (nbconvert's ``_create_environment``; the renderer looks ``VoilaExporter`` up in its module);
+  cache (nbconvert's ``_create_environment``; the renderer looks ``VoilaExporter`` up in its
+  module);
 * :data:`WEBSOCKET_READS_V1_ONLY`: the websocket-protocol workaround's guard (see there).
 
 Tested with voila 0.5.13 on jupyter_server 2.21 (requirements.txt); accepts ``>=0.5.13,<0.6``.

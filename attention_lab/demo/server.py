@@ -87,7 +87,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def say(message: str) -> None:
+def tell_instructor(message: str) -> None:
     """One line for the instructor's terminal (Voila itself logs only warnings)."""
     print(f"[demo] {message}", file=sys.stderr, flush=True)
 
@@ -281,8 +281,8 @@ class DemoKernelManager(AsyncMappingKernelManager):
             self.preheated += 1
             if self.preheated == voila_compat.pool_size(self):
                 times = sorted(self.warm_seconds) or [float("nan")]
-                say(f"{self.preheated} preheated kernel(s) ready for viewers "
-                    f"({times[len(times) // 2]:.1f} s of warm-up each, median)")
+                tell_instructor(f"{self.preheated} preheated kernel(s) ready for viewers "
+                                f"({times[len(times) // 2]:.1f} s of warm-up each, median)")
 
 
 class DemoKernelSpecManager(KernelSpecManager):
@@ -327,8 +327,8 @@ class GatedVoilaHandler(voila_compat.PageHandler):
         viewers.active()
         if not path and not viewers.admit(self.kernel_manager.list_kernel_ids()):
             count = viewers.count(self.kernel_manager.list_kernel_ids())
-            say(f"turned a viewer away: {count} viewers, --max-viewers {viewers.limit} "
-                f"({viewers.turned_away} turned away so far)")
+            tell_instructor(f"turned a viewer away: {count} viewers, --max-viewers "
+                            f"{viewers.limit} ({viewers.turned_away} turned away so far)")
             self.set_status(503)
             self.set_header("Retry-After", "30")
             self.set_header("Content-Type", "text/html; charset=utf-8")

@@ -41,7 +41,7 @@ class Response:
     gzipped: bytes | None  # None: not smaller when compressed
 
 
-class Kept:
+class ResponseCache:
     """The responses kept by one server, by request URI (path and query)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES):
@@ -80,7 +80,7 @@ def accepts_gzip(header: str) -> bool:
 class FromMemory:
     """Mixin for a tornado ``StaticFileHandler`` class: see the module docstring."""
 
-    kept: Kept  # set per class by from_memory()
+    kept: ResponseCache  # set per class by from_memory()
     _capture: list | None = None
 
     @allow_unauthenticated  # as the handlers it wraps (the page's assets need no login)
@@ -120,4 +120,4 @@ class FromMemory:
 
 def from_memory(handler: type[web.StaticFileHandler]) -> type:
     """``handler``'s class serving its files from memory (each class keeps its own)."""
-    return type(f"FromMemory{handler.__name__}", (FromMemory, handler), {"kept": Kept()})
+    return type(f"FromMemory{handler.__name__}", (FromMemory, handler), {"kept": ResponseCache()})

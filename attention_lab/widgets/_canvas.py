@@ -130,7 +130,7 @@ def _fast_canvas_class():
         settle_seconds = 0.4
         cool_seconds = 5.0
         _last_frame = float("-inf")
-        _unasked = False  # the frame being drawn was not asked for by the browser
+        _unrequested = False  # the frame being drawn was not asked for by the browser
         _settle_timer = None
         _whole_png = None  # the last frame, when it was whole (None after a diff)
         _pushed_undrawn = True  # the explorer pushed a change not drawn yet
@@ -144,11 +144,11 @@ def _fast_canvas_class():
                     or time.monotonic() - self._last_frame < self.quiet_seconds):
                 self.draw_idle()
                 return
-            self._unasked = True
+            self._unrequested = True
             try:
                 self.draw()
             finally:
-                self._unasked = False
+                self._unrequested = False
 
         def draw(self):
             if not (self._pushed_undrawn or self.figure.stale):
@@ -209,12 +209,12 @@ def _fast_canvas_class():
             shown = self.shown_pixels
             same_shape = shown is not None and buff.shape == shown.shape
             whole = self.whole_frame_asked
-            if self._unasked and not whole and same_shape and np.array_equal(buff, shown):
+            if self._unrequested and not whole and same_shape and np.array_equal(buff, shown):
                 self.frame_pending = False
                 return None  # nothing new to show
             self.whole_frame_asked, self.frame_pending = False, False
             self._last_frame = time.monotonic()
-            if whole or self._unasked or not same_shape or (pixels[:, :, 3] != 255).any():
+            if whole or self._unrequested or not same_shape or (pixels[:, :, 3] != 255).any():
                 self.set_image_mode("full")
                 if self._settle_timer is not None:
                     self._settle_timer.stop()
