@@ -25,15 +25,26 @@ def shown(text) -> str:
     return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), str(text))
 
 
-def positive_int(text: str) -> int:
-    """argparse type: a whole number >= 1."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {v}")
-    return v
+def whole_number(minimum: int):
+    """argparse type: a whole number >= ``minimum``."""
+
+    def parse_whole(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number >= {minimum}, got {text!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {v}")
+        return v
+
+    return parse_whole
+
+
+#: argparse type: a whole number >= 1
+positive_int = whole_number(1)
+#: argparse type: a whole number >= 0
+non_negative_int = whole_number(0)
 
 
 def positive_seconds(text: str) -> float:
@@ -71,4 +82,5 @@ def fail(command: str, message: str) -> int:
     return 2
 
 
-__all__ = ["positive_int", "positive_seconds", "add_time_limits", "parse", "fail", "shown"]
+__all__ = ["whole_number", "positive_int", "non_negative_int", "positive_seconds",
+           "add_time_limits", "parse", "fail", "shown"]

@@ -34,7 +34,7 @@ class TensorMemory:
 def tensor_memory():
     """Context manager yielding a :class:`TensorMemory` that fills in while the block runs."""
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from ._compat.torch import TorchDispatchMode
 
     stats = TensorMemory()
     live: set[int] = set()

@@ -37,6 +37,8 @@ import textwrap
 
 import numpy as np
 
+from ._format import non_finite_word
+
 __all__ = ["PROMPT", "Reveal", "reveal", "verdict"]
 
 #: what an answer cell prints while its prediction is still ``...``
@@ -54,7 +56,7 @@ def _show(x) -> str:
     if isinstance(x, numbers.Real):
         x = float(x)
         if not np.isfinite(x):
-            return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+            return non_finite_word(x)
         return f"{x:.3f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
     if isinstance(x, (tuple, list, np.ndarray)):
         items = [_show(v) for v in np.asarray(x, dtype=object).ravel()] if isinstance(

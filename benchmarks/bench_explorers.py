@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from attention_lab._compat import ipympl as ipympl_compat
+
 from .common import Row
 
 GROUP = "explorers"
@@ -266,13 +268,13 @@ def cool_rows(quick: bool = False) -> list[Row]:
     canvas, figure = e.canvas, e.figure
     canvas.syncing_data_url = False  # as once the browser has said 'initialized'
     canvas.send_binary = lambda data: None
-    canvas._handle_message(canvas, {"type": "draw"}, [])  # a page's first frame
+    ipympl_compat.browser_message(canvas, {"type": "draw"})  # a page's first frame
 
     renderer = weakref.ref(canvas.get_renderer())  # alive for as long as anything holds it
 
     def held() -> int:
         gc.collect()
-        arrays = (renderer() and np.asarray(renderer().buffer_rgba()), canvas._last_buff,
+        arrays = (renderer() and np.asarray(renderer().buffer_rgba()), canvas.shown_pixels,
                   figure._static)
         return (sum(a.nbytes for a in arrays if a is not None) + len(canvas._whole_png or b"")
                 + len(figure._packed[0] if figure._packed else b""))

@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from attention_lab._process import stop_tree
+from attention_lab._process import alive, running, stop_tree
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="POSIX process groups")
 
@@ -47,26 +47,29 @@ def start_tree(tmp_path, stubborn: bool = False) -> tuple[subprocess.Popen, list
     return proc, pids
 
 
-def alive(pids) -> list[int]:
-    out = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                out.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return out
-
-
 @pytest.mark.parametrize("stubborn", [False, True], ids=["polite", "ignores-SIGTERM"])
 def test_a_tree_with_a_grandchild_in_its_own_session_is_gone(tmp_path, stubborn):
     proc, pids = start_tree(tmp_path, stubborn)
+    waits, wait = [], proc.wait
+
+    def recorded_wait(timeout=None):  # how each wait for the root ended
+        try:
+            code = wait(timeout)
+        except subprocess.TimeoutExpired:
+            waits.append(("timed out", timeout))
+            raise
+        waits.append(("exited", timeout))
+        return code
+
+    proc.wait = recorded_wait
     try:
-        t0 = time.monotonic()
-        left = stop_tree(proc, group=proc.pid, grace=1.0 if stubborn else 10.0)
+        grace = 1.0 if stubborn else 10.0
+        left = stop_tree(proc, group=proc.pid, grace=grace)
         assert left == [] and alive(pids) == []
         assert proc.returncode is not None  # reaped: no zombie left in this process
-        assert time.monotonic() - t0 < 8
+        # polite: the root ends at SIGTERM, the grace is not waited out; stubborn: killed after it
+        assert waits[0] == ("timed out" if stubborn else "exited", grace)
+        assert proc.returncode == (-signal.SIGKILL if stubborn else -signal.SIGTERM)
     finally:
         for pid in alive(pids):
             os.kill(pid, signal.SIGKILL)
@@ -128,3 +131,14 @@ def test_gone_processes_and_the_callers_own_group_are_left_alone():
     done.wait()
     assert stop_tree(done, group=None, also=[2 ** 22 + 12345], wait=0) == []  # beyond pid_max
     assert stop_tree(group=os.getpgid(0), wait=0) == []  # would be suicide: refused
+
+
+def test_a_zombie_counts_as_gone_until_and_after_it_is_reaped():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while psutil.Process(proc.pid).status() != psutil.STATUS_ZOMBIE:  # exited, not reaped yet
+        assert time.monotonic() < deadline, "the child did not exit"
+        time.sleep(0.01)
+    assert not running(proc.pid) and alive([proc.pid, os.getpid()]) == [os.getpid()]
+    proc.wait()
+    assert not running(proc.pid)

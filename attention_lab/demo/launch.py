@@ -38,8 +38,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._cli import positive_seconds
-from .._process import stop_tree
+from .._cli import non_negative_int, positive_seconds
+from .._process import die_with_parent, stop_tree
 from .model_server import ENV_KEY, ENV_SOCKET
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,16 +85,6 @@ def plan(available_mib: int | None = None) -> Plan:
     kernels = max(2, (available_mib - RESERVE_MIB) // VIEWER_MIB)
     pool = min(MAX_DEFAULT_POOL, kernels // 3)
     return Plan(pool=pool, max_viewers=max(1, kernels - pool), available_mib=available_mib)
-
-
-def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
-    return value
 
 
 class DemoError(Exception):
@@ -293,16 +283,6 @@ def _wait_listening(proc: subprocess.Popen, host: str, port: int, timeout: float
     raise DemoError(f"Voila did not start listening on {host}:{port} within {timeout:g} s")
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: let the child get SIGTERM when the launcher dies, even by SIGKILL (no orphans)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 def _raise_interrupt(signum, _frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -332,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupt)
     child = dict(env=env, start_new_session=True,
-                 preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                 preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
     model = subprocess.Popen([sys.executable, "-m", "attention_lab.demo.model_server",
                               env[ENV_SOCKET]], cwd=str(ROOT), **child)
     command = voila_command(notebook, host, port, token, args.theme, pool=pool,

@@ -29,10 +29,11 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
   kernel's page with a new exporter, whose new Jinja environment parsed and compiled the page
   templates again. The compiled templates are now shared by every renderer of the server; with
   the lighter watch of warm-ups below, the server's CPU to fill a pool of 8 went from 8.7 to 7.2 s.
-- **Websocket protocol v1 only** (:class:`DemoKernelWebsocketHandler`). Voila 0.5.13 reads every
-  outgoing binary message as protocol v1; a client of the older protocol (no subprotocol) makes it
-  read a huge offset count and the whole server hangs (found with this project's load client).
-  Browsers speak v1; other clients are refused with HTTP 400.
+- **Websocket protocol v1 only** (:class:`DemoKernelWebsocketHandler`). Voila 0.5.8-0.5.13 read
+  every outgoing binary message as protocol v1; a client of the older protocol (no subprotocol)
+  makes it read a huge offset count and the whole server hangs (found with this project's load
+  client; the cause and the versions: :data:`attention_lab._compat.voila.WEBSOCKET_READS_V1_ONLY`).
+  Browsers speak v1; other clients are refused with HTTP 400 on those versions of Voila.
 - **Lean kernels** (:class:`DemoKernelSpecManager`, :mod:`attention_lab.demo.kernel`): without
   ipykernel's debugger and input history, which no Voila viewer can use, a kernel starts with
   0.1-0.3 s less CPU and 9 MiB less memory.
@@ -45,6 +46,9 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
   per arriving viewer 214 -> 176 ms, page ready p95 3.7 -> 2.2 s.
 
 Everything else (templates, tokens, the pool itself) is Voila's, configured on the command line.
+What of Voila, jupyter_server and jupyter_client is not public API is named in
+:mod:`attention_lab._compat` (``voila``, ``jupyter_server``, ``jupyter_client``), which checks
+their versions.
 """
 
 from __future__ import annotations
@@ -61,23 +65,17 @@ from collections import deque
 
 import jinja2
 from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
-from jupyter_client.session import DELIM as DELIMITER
-from jupyter_server.base.handlers import FileFindHandler
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado import web
 from traitlets import Float, Int
-from voila import notebook_renderer
 from voila.app import Voila
-from voila.exporter import VoilaExporter
-from voila.static_file_handler import MultiStaticFileHandler, TemplateStaticFileHandler
-from voila.tornado.handler import TornadoVoilaHandler
-from voila.tornado.kernel_websocket_handler import VoilaKernelWebsocketHandler
 
+from .._compat import jupyter_client as jc_compat
+from .._compat import jupyter_server as js_compat
+from .._compat import voila as voila_compat
 from .static import from_memory
 
 V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
-#: Voila's handlers of the page's scripts, styles and widget extensions
-STATIC_HANDLERS = (TemplateStaticFileHandler, MultiStaticFileHandler, FileFindHandler)
 #: the kernel id in the page Voila sends (its page config, which the page's scripts read)
 KERNEL_ID = re.compile(r'"kernelId":\s*"([0-9a-f-]{36})"')
 #: the key under which the server's :class:`Viewers` sit in the tornado settings
@@ -89,7 +87,7 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def say(message: str) -> None:
+def tell_instructor(message: str) -> None:
     """One line for the instructor's terminal (Voila itself logs only warnings)."""
     print(f"[demo] {message}", file=sys.stderr, flush=True)
 
@@ -97,28 +95,30 @@ def say(message: str) -> None:
 class Viewers:
     """Who is watching: kernels that a page connected to, plus pages served less than
     ``pending_seconds`` ago whose kernel has not connected yet (a page connects within a second or
-    two; one that never does stops counting after that time)."""
+    two; one that never does stops counting after that time). ``clock``: seconds, as
+    ``time.monotonic`` (which it is but in tests)."""
 
-    def __init__(self, limit: int = 0, pending_seconds: float = 60.0):
+    def __init__(self, limit: int = 0, pending_seconds: float = 60.0, clock=time.monotonic):
         self.limit = limit  # 0: no limit
         self.pending_seconds = pending_seconds
+        self.clock = clock
         self.kernels: set[str] = set()
         self.pending: deque[float] = deque()
         self.turned_away = 0
-        self.last_activity = float("-inf")  # time.monotonic() of the last page or message
+        self.last_activity = float("-inf")  # clock() of the last page or message
 
     def active(self) -> None:
         """A page was requested or a page sent its kernel a message (a slider moved...)."""
-        self.last_activity = time.monotonic()
+        self.last_activity = self.clock()
 
     def quiet_for(self) -> float:
         """Seconds since the last page request or message from a page."""
-        return time.monotonic() - self.last_activity
+        return self.clock() - self.last_activity
 
     def count(self, live_kernels) -> int:
         """The number of viewers, given the ids of the kernels still running."""
         self.kernels &= set(live_kernels)
-        now = time.monotonic()
+        now = self.clock()
         while self.pending and now - self.pending[0] > self.pending_seconds:
             self.pending.popleft()
         return len(self.kernels) + len(self.pending)
@@ -128,7 +128,7 @@ class Viewers:
         if self.limit and self.count(live_kernels) >= self.limit:
             self.turned_away += 1
             return False
-        self.pending.append(time.monotonic())
+        self.pending.append(self.clock())
         return True
 
     def connected(self, kernel_id: str) -> None:
@@ -182,17 +182,14 @@ class DemoKernelManager(AsyncMappingKernelManager):
         self._slots: asyncio.Semaphore | None = None
         self.warm_seconds: list[float] = []  # each kernel's warm-up, start to notebook run
         self.preheated = 0  # kernels warmed up for Voila's pool
-        prepare = getattr(self, "_initialize", None)  # Voila's preheating manager: a pool item
-        if prepare is not None:
 
-            async def quiet_first(notebook_path, kernel_id=None, **kwargs):
-                # a refill (no kernel yet) waits before Voila prepares its page renderer and
-                # starts its kernel: both cost the server's CPU while viewers arrive
-                if kernel_id is None:
-                    await self.quiet_room(asyncio.current_task())
-                return await prepare(notebook_path, kernel_id, **kwargs)
+        async def quiet_first(kernel_id):
+            # a refill (no kernel yet) waits before Voila prepares its page renderer and starts
+            # its kernel: both cost the server's CPU while viewers arrive
+            if kernel_id is None:
+                await self.quiet_room(asyncio.current_task())
 
-            self._initialize = quiet_first
+        voila_compat.prepare_pool_item_with(self, quiet_first)
 
     async def start_kernel(self, **kwargs):
         if self._slots is None:
@@ -212,11 +209,10 @@ class DemoKernelManager(AsyncMappingKernelManager):
     def start_watching_activity(self, kernel_id: str) -> None:
         """jupyter_server's watch of a kernel's IOPub, for culling, reading less of each message:
         see :meth:`record_activity`."""
-        kernel = self._kernels[kernel_id]
+        kernel = self.get_kernel(kernel_id)
         kernel.reason = ""
         kernel.last_activity = utcnow()
-        kernel._activity_stream = kernel.connect_iopub()
-        kernel._activity_stream.on_recv(functools.partial(self.record_activity, kernel))
+        js_compat.watch_activity(kernel, functools.partial(self.record_activity, kernel))
 
     def record_activity(self, kernel, parts: list[bytes]) -> None:
         """What jupyter_server records of an IOPub message (the kernel's last activity and its
@@ -225,14 +221,13 @@ class DemoKernelManager(AsyncMappingKernelManager):
         parses every date in it, ~15 % of the server's CPU while a class arrives (py-spy); the
         messages come from the kernel's own IOPub socket, and the websocket relays them to the
         page unchecked anyway."""
-        at = parts.index(DELIMITER)  # then: signature, header, parent header, metadata, content
-        msg_type = json.loads(parts[at + 2])["msg_type"]
-        parent_type = json.loads(parts[at + 3]).get("msg_type")
+        header, parent, content = jc_compat.message_json(parts)
+        msg_type, parent_type = jc_compat.message_type(header), jc_compat.message_type(parent)
         if (self.track_message_type(msg_type) or self.track_message_type(parent_type)
                 or kernel.execution_state == "busy"):
             self.last_kernel_activity = kernel.last_activity = utcnow()
         if msg_type == "status":
-            state = json.loads(parts[at + 5])["execution_state"]
+            state = json.loads(content)["execution_state"]
             if self.track_message_type(parent_type):
                 kernel.execution_state = state
             elif kernel.execution_state == "starting" and state != "starting":
@@ -245,7 +240,7 @@ class DemoKernelManager(AsyncMappingKernelManager):
         if self.viewers is None:
             return
         while self.viewers.quiet_for() < self.refill_quiet:
-            if not any(task in pool for pool in getattr(self, "_pools", {}).values()):
+            if not voila_compat.in_pool(self, task):
                 return
             await asyncio.sleep(poll)
 
@@ -284,14 +279,10 @@ class DemoKernelManager(AsyncMappingKernelManager):
                 stream.close()
         if for_pool:
             self.preheated += 1
-            if self.preheated == self._pool_size():
+            if self.preheated == voila_compat.pool_size(self):
                 times = sorted(self.warm_seconds) or [float("nan")]
-                say(f"{self.preheated} preheated kernel(s) ready for viewers "
-                    f"({times[len(times) // 2]:.1f} s of warm-up each, median)")
-
-    def _pool_size(self) -> int:
-        config = getattr(self.parent, "voila_configuration", None)
-        return config.default_pool_size if config is not None and config.preheat_kernel else 0
+                tell_instructor(f"{self.preheated} preheated kernel(s) ready for viewers "
+                                f"({times[len(times) // 2]:.1f} s of warm-up each, median)")
 
 
 class DemoKernelSpecManager(KernelSpecManager):
@@ -306,7 +297,7 @@ class DemoKernelSpecManager(KernelSpecManager):
         return spec
 
 
-class GatedVoilaHandler(TornadoVoilaHandler):
+class GatedVoilaHandler(voila_compat.PageHandler):
     """Voila's page handler behind the viewer limit.
 
     It also marks the kernel a page gets as active at that moment. A preheated kernel has been idle
@@ -336,8 +327,8 @@ class GatedVoilaHandler(TornadoVoilaHandler):
         viewers.active()
         if not path and not viewers.admit(self.kernel_manager.list_kernel_ids()):
             count = viewers.count(self.kernel_manager.list_kernel_ids())
-            say(f"turned a viewer away: {count} viewers, --max-viewers {viewers.limit} "
-                f"({viewers.turned_away} turned away so far)")
+            tell_instructor(f"turned a viewer away: {count} viewers, --max-viewers "
+                            f"{viewers.limit} ({viewers.turned_away} turned away so far)")
             self.set_status(503)
             self.set_header("Retry-After", "30")
             self.set_header("Content-Type", "text/html; charset=utf-8")
@@ -347,14 +338,15 @@ class GatedVoilaHandler(TornadoVoilaHandler):
         await super().get(path)
 
 
-class DemoKernelWebsocketHandler(VoilaKernelWebsocketHandler):
-    """Voila's kernel websocket for protocol v1 clients only; counts the page's kernel as a
-    viewer once it connects."""
+class DemoKernelWebsocketHandler(voila_compat.KernelWebsocketHandler):
+    """Voila's kernel websocket, for protocol v1 clients only on the versions of Voila that hang
+    on others (:data:`attention_lab._compat.voila.WEBSOCKET_READS_V1_ONLY`); counts the page's
+    kernel as a viewer once it connects."""
 
     async def get(self, kernel_id):
         offered = [p.strip() for p in self.request.headers.get("Sec-WebSocket-Protocol", "")
                    .split(",")]
-        if V1_PROTOCOL not in offered:
+        if voila_compat.WEBSOCKET_READS_V1_ONLY and V1_PROTOCOL not in offered:
             raise web.HTTPError(400, f"this server speaks the kernel websocket protocol "
                                      f"{V1_PROTOCOL} only")
         await super().get(kernel_id)
@@ -385,20 +377,13 @@ class CompiledTemplates(jinja2.BytecodeCache):
         self.codes[(bucket.environment.is_async, bucket.key)] = (bucket.checksum, bucket.code)
 
 
-class DemoExporter(VoilaExporter):
-    """Voila's page exporter whose Jinja environment uses the server's compiled templates."""
-
-    compiled = CompiledTemplates()
-
-    def _create_environment(self):
-        environment = super()._create_environment()
-        environment.bytecode_cache = self.compiled
-        return environment
+#: the server's compiled page templates
+TEMPLATES = CompiledTemplates()
 
 
 def use_compiled_templates() -> None:
-    """Make Voila render every page (each preheated kernel's) with :class:`DemoExporter`."""
-    notebook_renderer.VoilaExporter = DemoExporter
+    """Make Voila render every page (each preheated kernel's) with :data:`TEMPLATES`."""
+    voila_compat.render_pages_with_bytecode_cache(TEMPLATES)
 
 
 class DemoVoila(Voila):
@@ -414,10 +399,10 @@ class DemoVoila(Voila):
         return settings
 
     def init_handlers(self):
-        swap = {TornadoVoilaHandler: GatedVoilaHandler,
-                VoilaKernelWebsocketHandler: DemoKernelWebsocketHandler,
-                **{h: from_memory(h) for h in STATIC_HANDLERS}}
-        return [(h[0], swap.get(h[1], h[1]), *h[2:]) for h in super().init_handlers()]
+        swap = {voila_compat.PageHandler: GatedVoilaHandler,
+                voila_compat.KernelWebsocketHandler: DemoKernelWebsocketHandler,
+                **{h: from_memory(h) for h in voila_compat.STATIC_HANDLERS}}
+        return voila_compat.swap_handlers(super().init_handlers(), swap)
 
 
 def main(argv: list[str] | None = None) -> None:

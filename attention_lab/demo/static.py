@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from jupyter_server.auth.decorator import allow_unauthenticated
 from tornado import web
 
+from .._compat.tornado import response_headers
+
 #: the most responses and bytes (bodies and their compressed copies) kept per server
 MAX_ENTRIES = 1000
 MAX_BYTES = 64 * 2**20
@@ -39,7 +41,7 @@ class Response:
     gzipped: bytes | None  # None: not smaller when compressed
 
 
-class Kept:
+class ResponseCache:
     """The responses kept by one server, by request URI (path and query)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES):
@@ -78,7 +80,7 @@ def accepts_gzip(header: str) -> bool:
 class FromMemory:
     """Mixin for a tornado ``StaticFileHandler`` class: see the module docstring."""
 
-    kept: Kept  # set per class by from_memory()
+    kept: ResponseCache  # set per class by from_memory()
     _capture: list | None = None
 
     @allow_unauthenticated  # as the handlers it wraps (the page's assets need no login)
@@ -91,7 +93,7 @@ class FromMemory:
             self._capture = [] if plain else None
             await super().get(path, include_body)
             if self._capture is not None and self.get_status() == 200:
-                self.kept.add(request.uri, self._headers, b"".join(self._capture))
+                self.kept.add(request.uri, response_headers(self), b"".join(self._capture))
             self._capture = None
             return
         for name, value in found.headers:
@@ -102,7 +104,7 @@ class FromMemory:
             if accepts_gzip(request.headers.get("Accept-Encoding", "")):
                 body = found.gzipped
                 self.set_header("Content-Encoding", "gzip")
-                etag = self._headers.get("Etag")
+                etag = dict(found.headers).get("Etag")
                 if etag and not etag.startswith("W/"):  # another encoding: a weak validator
                     self.set_header("Etag", "W/" + etag)
         if self.check_etag_header():
@@ -118,4 +120,4 @@ class FromMemory:
 
 def from_memory(handler: type[web.StaticFileHandler]) -> type:
     """``handler``'s class serving its files from memory (each class keeps its own)."""
-    return type(f"FromMemory{handler.__name__}", (FromMemory, handler), {"kept": Kept()})
+    return type(f"FromMemory{handler.__name__}", (FromMemory, handler), {"kept": ResponseCache()})

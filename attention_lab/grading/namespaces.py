@@ -46,6 +46,7 @@ import threading
 import time
 from pathlib import Path
 
+from .._process import running
 from .sandbox import JobFolders, Sandbox, kernel_dirs
 
 JOB = "/job"  # the kernel's scratch folder, inside its namespace
@@ -403,7 +404,7 @@ class NamespaceSandbox(Sandbox):
                 child = int(json.loads(info.read_text())["child-pid"])
                 break
             except (OSError, ValueError, KeyError, TypeError):
-                if time.monotonic() > deadline or not _running(pid):
+                if time.monotonic() > deadline or not running(pid):
                     raise RuntimeError("the sandbox did not start") from None
                 time.sleep(0.002)
         self._watch(child)
@@ -434,7 +435,7 @@ class NamespaceSandbox(Sandbox):
                     if port == ports[0] and run is not None:
                         os.close(held.pop())
                         run = None
-                    if time.monotonic() > deadline or not _running(pid):
+                    if time.monotonic() > deadline or not running(pid):
                         raise RuntimeError(f"the kernel did not bind its socket {name}") from None
                     time.sleep(0.003)
             held.append(fd)
@@ -511,15 +512,6 @@ class NamespaceSandbox(Sandbox):
             self.cpu_used = self.cgroups.cpu_seconds()
             self.cgroups.remove()
             self.cgroups = None
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` exists and has not exited (a zombie has)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 __all__ = ["NamespaceSandbox", "JobCgroups", "namespace_args", "visible_paths", "trial_command",

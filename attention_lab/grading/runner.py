@@ -46,6 +46,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._compat import jupyter_client as jc_compat
+from .._compat import nbclient as nbclient_compat
+from .._compat import zmq as zmq_compat
 from .channel import Channel, KernelLog
 from .sandbox import JobFolders, Sandbox, for_job
 
@@ -221,7 +224,7 @@ def _make_client_classes():
         those are filtered out by the kernel's socket and never reach the grader."""
 
         def connect_iopub(self, identity=None):
-            sock = self._create_connected_socket("iopub", identity=identity)
+            sock = jc_compat.connected_socket(self, "iopub", identity=identity)
             sock.setsockopt(zmq.SUBSCRIBE, b"kernel.")
             return sock
 
@@ -244,14 +247,14 @@ def _make_client_classes():
                         except Empty:
                             pass
                         else:
-                            self._handle_kernel_info_reply(msg)
+                            jc_compat.kernel_info_received(self, msg)
                             return
-                if not await self._async_is_alive():
+                if not await jc_compat.is_alive(self):
                     raise RuntimeError("Kernel died before replying to kernel_info")
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
 
-    class SandboxKernelManager(AsyncKernelManager):
+    class SandboxKernelManager(jc_compat.Launched, AsyncKernelManager):
         """Starts ``python -m ipykernel_launcher`` through the job's sandbox; interrupts with a
         message on the control channel (a signal reaches only the sandbox's outer process)."""
 
@@ -262,8 +265,8 @@ def _make_client_classes():
             sandbox = kernel.job.sandbox
             self.transport, self.ip = sandbox.transport, sandbox.kernel_ip
             self.client_factory = self.kernel_client_class
-            self._kernel_spec = KernelSpec(argv=[], display_name="grading", language="python",
-                                           interrupt_mode="message")
+            jc_compat.set_kernel_spec(self, KernelSpec(argv=[], display_name="grading",
+                                                       language="python", interrupt_mode="message"))
             return self
 
         def format_kernel_cmd(self, extra_arguments=None):
@@ -272,13 +275,12 @@ def _make_client_classes():
                 cmd + list(extra_arguments or []), attempt=self.kernel.attempt,
                 connection_file=Path(self.connection_file))
 
-        async def _async_launch_kernel(self, kernel_cmd, **kw):
-            await super()._async_launch_kernel(kernel_cmd, **kw)
+        def launched(self):
             self.kernel.attach(asyncio.get_running_loop())
             # from now on, the grader's side of the channels: where the sandbox says
             ports = [self.shell_port, self.iopub_port, self.stdin_port, self.control_port,
                      self.hb_port]
-            self.ip = self.kernel.job.sandbox.started(self.provisioner.process.pid, ports)
+            self.ip = self.kernel.job.sandbox.started(jc_compat.kernel_pid(self), ports)
 
         def client(self, **kwargs):
             return super().client(context=self.context, **kwargs)
@@ -406,9 +408,8 @@ class _Kernel:
         # takes about 0.1 s more (its I/O thread winding down) and waits for nothing of ours:
         # it runs in a thread of its own, so that the next notebook does not wait for it; the
         # sandbox lets go of what the channels reached (sockets it pinned) only after that.
-        for sock in list(getattr(self.context, "_sockets", ())):
-            if not sock.closed:
-                sock.close(linger=0)
+        for sock in zmq_compat.open_sockets(self.context):
+            sock.close(linger=0)
         release = self.job.sandbox.connections_released
 
         def term(context=self.context, attempt=self.attempt):
@@ -743,9 +744,7 @@ def _exiting(error: tuple[str, str] | None) -> bool:
 async def _cancel_stale_pollers() -> None:
     """nbclient leaves the output poller of a timed-out cell running (CellTimeoutError is a
     control signal); it would steal the next cell's messages. Cancel it and its liveness poller."""
-    stale = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()
-             and getattr(t.get_coro(), "__qualname__", "").endswith(
-                 ("_async_poll_output_msg", "_async_poll_kernel_alive", "_async_poll_for_reply"))]
+    stale = nbclient_compat.cell_pollers()
     for t in stale:
         t.cancel()
     if stale:

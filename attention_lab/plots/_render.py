@@ -24,11 +24,14 @@ from functools import lru_cache
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.backend_bases import DrawEvent
-from matplotlib.backends.backend_agg import FigureCanvasAgg, get_hinting_flag
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.colors import LinearSegmentedColormap, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties, findfont, get_font
+
+from .._compat.matplotlib import glyph_load_flags
+from .._format import non_finite_word
 
 #: Okabe-Ito colours by role.
 PALETTE = {
@@ -61,8 +64,7 @@ def fmt_vec(x, digits: int = 3) -> str:
     """``[0.123, 0.361, ...]`` as text, NaN written as ``nan``."""
     x = np.ravel(np.asarray(x, dtype=float))
     # np.round first, so that the text agrees with numpy's printing of np.round(x, digits)
-    return "[" + ", ".join("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
-                           if not np.isfinite(v) else f"{np.round(v, digits) + 0.0:.{digits}f}"
+    return "[" + ", ".join(non_finite_word(v) or f"{np.round(v, digits) + 0.0:.{digits}f}"
                            for v in x) + "]"
 
 
@@ -154,7 +156,7 @@ class LayeredFigure(Figure):
             if a.get_visible():
                 a.draw(renderer)
         self.stale = False
-        DrawEvent("draw_event", self.canvas, renderer)._process()
+        self.canvas.callbacks.process("draw_event", DrawEvent("draw_event", self.canvas, renderer))
 
 
 # --------------------------------------------------------------------------------------------
@@ -166,7 +168,7 @@ def _glyph(ch: str, size: float, weight: str, dpi: float):
     """(coverage bitmap, left bearing, top bearing, advance) of one character, in pixels."""
     font = get_font(findfont(FontProperties(size=size, weight=weight)))
     font.set_size(size, dpi)
-    flags = get_hinting_flag()
+    flags = glyph_load_flags()
     font.set_text(ch, 0.0, flags=flags)
     font.draw_glyphs_to_bitmap(antialiased=True)
     coverage = np.array(font.get_image(), dtype=np.uint8)

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
+from .._compat.matplotlib import move_axes
 from ..plots import CMAP, LayeredFigure, LivePlot, StaticFigure, add_fast_text
 
 BLUE, ORANGE, GREY, TEAL = "#24527a", "#d97745", "#5f6b76", "#3a9188"
@@ -120,8 +121,8 @@ class ModelFigure(LivePlot):
         labels = (source, output, expected, tuple(bool(c) for c in correct))
         if labels != self._labels:  # new tick labels: the static layer is drawn again
             self._labels = labels
-            for a, position in self._start:  # (the public set_position leaves the layout)
-                a._set_position(position, which="both")
+            for a, position in self._start:
+                move_axes(a, position)
             ax.set_xlim(-0.5, S - 0.5)
             ax.set_ylim(T - 0.5, -0.5)
             ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(source, 1)],

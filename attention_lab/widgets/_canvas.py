@@ -20,6 +20,8 @@ from functools import lru_cache
 import ipywidgets as W
 import numpy as np
 
+from .._compat import ipympl as ipympl_compat
+from .._compat import matplotlib as mpl_compat
 from ..plots._render import forget_text
 
 try:  # ISA-L's deflate: 5-7x faster than zlib's at level 1, its output no larger
@@ -33,9 +35,9 @@ BACKENDS = ("auto", "ipympl", "inline", "agg")
 _figure_numbers = itertools.count(1)
 _fallback_announced = False
 
-FALLBACK_NOTE = ("ipympl is not available here, so this explorer redraws its figure as a picture "
-                 "after every change (slower than the live canvas). Install ipympl "
-                 "(pip install ipympl) and restart the kernel for the live canvas.")
+FALLBACK_NOTE = ("{why}, so this explorer redraws its figure as a picture after every change "
+                 "(slower than the live canvas). Install ipympl (pip install -r requirements.txt) "
+                 "and restart the kernel for the live canvas.")
 
 
 def encode_png(rgba: np.ndarray, level: int = 1) -> bytes:
@@ -84,31 +86,12 @@ def _give_back_freed_memory() -> None:
         trim(0)
 
 
-def _forget_renderer(artist) -> None:
-    """Drop the renderer that matplotlib's Text artists keep from their last draw (and with it
-    the renderer's pixel buffer), in ``artist`` and all it contains, without touching anything
-    drawn: an Axis's ticks are read as they are (``get_children`` would make new ones and mark
-    the figure stale)."""
-    from matplotlib.axis import Axis
-
-    if getattr(artist, "_renderer", None) is not None:
-        artist._renderer = None
-    if isinstance(artist, Axis):
-        children = [artist.label, artist.offsetText, *artist.__dict__.get("majorTicks", ()),
-                    *artist.__dict__.get("minorTicks", ())]
-    else:
-        children = artist.get_children()
-    for child in children:
-        _forget_renderer(child)
-
-
 @lru_cache(maxsize=None)
 def _fast_canvas_class():
     """ipympl's Canvas with faster frames for the browser (see ``FastCanvas``)."""
-    from ipympl.backend_nbagg import Canvas
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    class FastCanvas(Canvas):
+    class FastCanvas(ipympl_compat.canvas_base()):
         """ipympl's widget canvas, tuned for explorers that redraw on every control change.
 
         - Frames are PNGs encoded by :func:`encode_png` (level 1, unfiltered rows): the same
@@ -147,34 +130,34 @@ def _fast_canvas_class():
         settle_seconds = 0.4
         cool_seconds = 5.0
         _last_frame = float("-inf")
-        _unasked = False  # the frame being drawn was not asked for by the browser
+        _unrequested = False  # the frame being drawn was not asked for by the browser
         _settle_timer = None
         _whole_png = None  # the last frame, when it was whole (None after a diff)
-        _changed = True  # the explorer changed the figure since it was last drawn
+        _pushed_undrawn = True  # the explorer pushed a change not drawn yet
         _cold = False  # pixel buffers freed (cool); _whole_png shows the figure as it is
         _cool_timer = None
 
         def push_frame(self) -> None:
             """Draw the figure for the browser now, or let the browser pace it (see above)."""
-            self._changed = True
+            self._pushed_undrawn = True
             if (self.syncing_data_url  # no browser view has said it is ready
                     or time.monotonic() - self._last_frame < self.quiet_seconds):
                 self.draw_idle()
                 return
-            self._unasked = True
+            self._unrequested = True
             try:
                 self.draw()
             finally:
-                self._unasked = False
+                self._unrequested = False
 
         def draw(self):
-            if not (self._changed or self.figure.stale):
+            if not (self._pushed_undrawn or self.figure.stale):
                 # the renderer (or, cold, the kept frame) holds the figure as it is: send a
                 # frame of it without drawing
-                self._png_is_old = True
+                self.frame_pending = True
                 self.manager.refresh_all()
                 return
-            self._changed, self._cold = False, False
+            self._pushed_undrawn, self._cold = False, False
             super().draw()
 
         def get_renderer(self):
@@ -193,14 +176,15 @@ def _fast_canvas_class():
 
         def cool(self) -> None:
             """Free the pixel buffers of a figure whose last whole frame shows it as it is."""
-            if self._cold or self._changed or self.figure.stale or self._whole_png is None:
+            if self._cold or self._pushed_undrawn or self.figure.stale or self._whole_png is None:
                 return
             pack = getattr(self.figure, "pack_static", None)
             if pack is not None:
                 pack()
             forget_text()
-            self.renderer, self._lastKey, self._last_buff = None, None, None
-            _forget_renderer(self.figure)
+            mpl_compat.drop_agg_renderer(self)
+            self.shown_pixels = None
+            mpl_compat.forget_text_renderers(self.figure)
             self._cold = True
             _give_back_freed_memory()
 
@@ -212,38 +196,37 @@ def _fast_canvas_class():
             self._cool_timer.start()  # (re)started: counts from the last frame
 
         def get_diff_image(self):
-            if not self._png_is_old:
+            if not self.frame_pending:
                 return None
             if self._cold:  # unchanged since its whole frame was kept (see draw)
-                self._png_is_old = self._force_full = False
+                self.frame_pending = self.whole_frame_asked = False
                 self._last_frame = time.monotonic()
                 self.set_image_mode("full")
                 return self._whole_png
             self._cool_later()
             pixels = np.asarray(self.get_renderer().buffer_rgba())
             buff = pixels.view(np.uint32).squeeze(2)
-            same_shape = self._last_buff is not None and buff.shape == self._last_buff.shape
-            whole = self._force_full
-            if (self._unasked and not whole and same_shape
-                    and np.array_equal(buff, self._last_buff)):
-                self._png_is_old = False
+            shown = self.shown_pixels
+            same_shape = shown is not None and buff.shape == shown.shape
+            whole = self.whole_frame_asked
+            if self._unrequested and not whole and same_shape and np.array_equal(buff, shown):
+                self.frame_pending = False
                 return None  # nothing new to show
-            self._force_full, self._png_is_old = False, False
+            self.whole_frame_asked, self.frame_pending = False, False
             self._last_frame = time.monotonic()
-            if whole or self._unasked or not same_shape or (pixels[:, :, 3] != 255).any():
+            if whole or self._unrequested or not same_shape or (pixels[:, :, 3] != 255).any():
                 self.set_image_mode("full")
                 if self._settle_timer is not None:
                     self._settle_timer.stop()
                 if not (self._whole_png is not None and same_shape
-                        and np.array_equal(buff, self._last_buff)):
+                        and np.array_equal(buff, shown)):
                     self.keep_whole_frame()
                 return self._whole_png
             self.set_image_mode("diff")
-            last = self._last_buff                                   # (H, W) uint32
-            np.multiply(buff, np.not_equal(buff, last), out=last)  # changed pixels, others 0
-            png = encode_png(last.view(np.uint8).reshape((*last.shape, 4)),
+            np.multiply(buff, np.not_equal(buff, shown), out=shown)  # (H, W) changed, others 0
+            png = encode_png(shown.view(np.uint8).reshape((*shown.shape, 4)),
                              self.png_compress_level)
-            np.copyto(last, buff)  # the frame the browser shows next (no new buffer per frame)
+            np.copyto(shown, buff)  # the frame the browser shows next (no new buffer per frame)
             self._settle_later()
             self._whole_png = None
             return png
@@ -251,9 +234,9 @@ def _fast_canvas_class():
         def keep_whole_frame(self) -> None:
             """Encode the figure's current pixels (just drawn) as its next whole frame, without
             sending it."""
-            self._changed = False
+            self._pushed_undrawn = False
             pixels = np.asarray(self.get_renderer().buffer_rgba())  # (H, W, 4) uint8
-            self._last_buff = pixels.view(np.uint32).squeeze(2).copy()
+            self.shown_pixels = pixels.view(np.uint32).squeeze(2).copy()  # (H, W) uint32
             self._whole_png = encode_png(pixels, self.png_compress_level)
 
         def _settle_later(self) -> None:
@@ -265,12 +248,11 @@ def _fast_canvas_class():
             self._settle_timer.start()  # (re)started: counts from the last diff frame
 
         def _send_whole(self) -> None:
-            self._force_full = True
+            self.whole_frame_asked = True
             self.draw()
 
-        def _handle_message(self, object, content, buffers):
-            super()._handle_message(object, content, buffers)
-            if content.get("type") == "initialized" and not self.resizable:
+        def view_ready(self) -> None:
+            if not self.resizable:
                 self.send_state("resizable")
 
     return FastCanvas
@@ -295,13 +277,19 @@ def ipympl_canvas(figure):
     return canvas
 
 
-def ipympl_available() -> bool:
-    """True when ipympl's widget canvas can be imported in this kernel."""
+def ipympl_unavailable() -> str | None:
+    """None when ipympl's widget canvas can be used in this kernel, else why not (not installed,
+    or a version the canvas was not tested with: :mod:`attention_lab._compat.ipympl`)."""
     try:
         import ipympl.backend_nbagg  # noqa: F401
     except Exception:  # ImportError, or a broken install
-        return False
-    return True
+        return "ipympl is not available here"
+    return ipympl_compat.tested()
+
+
+def ipympl_available() -> bool:
+    """True when ipympl's widget canvas can be used in this kernel."""
+    return ipympl_unavailable() is None
 
 
 class FigureView:
@@ -323,19 +311,22 @@ class FigureView:
         self.note: W.HTML | None = None
         self.image: W.Image | None = None
         self._shown = False
+        why_not = None
         if backend in ("auto", "ipympl"):
-            if ipympl_available():
+            why_not = ipympl_unavailable()
+            if why_not is None:
                 ipympl_canvas(figure)
                 backend = "ipympl"
             elif backend == "ipympl":
-                raise ImportError("backend='ipympl' needs ipympl: pip install ipympl")
+                raise ImportError(f"backend='ipympl' needs ipympl's widget canvas ({why_not}): "
+                                  f"pip install ipympl, or pip install -r requirements.txt")
             else:
                 backend = "inline"
         if backend == "inline":
             if not _fallback_announced:
                 _fallback_announced = True
-                self.note = W.HTML(f"<p style='color:#8a5a00'><i>{html.escape(FALLBACK_NOTE)}"
-                                   f"</i></p>")
+                note = FALLBACK_NOTE.format(why=why_not or "ipympl is not used")
+                self.note = W.HTML(f"<p style='color:#8a5a00'><i>{html.escape(note)}</i></p>")
             self.image = W.Image(format="png")
         self.backend = backend
 

@@ -38,6 +38,7 @@ from typing import Any
 import ipywidgets as W
 import numpy as np
 
+from .._format import fixed
 from ..plots import fmt_vec
 from ._a11y import Accessibility
 from ._canvas import FigureView
@@ -125,12 +126,7 @@ def html_table(header, rows) -> str:
 
 def num(x, digits=3) -> str:
     """``x`` with ``digits`` decimals; nan, inf and -inf as words."""
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return f"{x:.{digits}f}"
+    return fixed(x, digits)
 
 
 def frozen_state(cls):

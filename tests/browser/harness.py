@@ -22,16 +22,14 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterable
 from pathlib import Path
 
-from attention_lab._process import stop_tree
+from attention_lab._process import alive, die_with_parent, stop_tree  # noqa: F401 (alive: H.alive)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -91,29 +89,6 @@ def new_token() -> str:
     return secrets.token_hex(16)
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
-def alive(pids: Iterable[int]) -> list[int]:
-    """The pids of ``pids`` that still run (zombies count as gone)."""
-    import psutil
-
-    out = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                out.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return out
-
-
 class Server:
     """A server process on 127.0.0.1 in its own process group; a context manager.
 
@@ -139,7 +114,7 @@ class Server:
         self.proc = subprocess.Popen(
             self.cmd, env=self.env, cwd=str(self.cwd), stdout=self._log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
         Server._running.append(self)
         self.ready = False
         return self

@@ -30,10 +30,9 @@ from benchmarks.viewer import Viewer  # noqa: E402
 # ------------------------------------------------------------------------------------------------
 
 
-def test_viewers_count_connected_kernels_and_pages_on_their_way(monkeypatch):
+def test_viewers_count_connected_kernels_and_pages_on_their_way():
     clock = [100.0]
-    monkeypatch.setattr(S.time, "monotonic", lambda: clock[0])
-    v = S.Viewers(limit=2, pending_seconds=60)
+    v = S.Viewers(limit=2, pending_seconds=60, clock=lambda: clock[0])
     assert v.admit([]) and v.count([]) == 1          # a page served, not connected yet
     v.connected("k1")
     assert v.count(["k1"]) == 1                       # ... now its kernel counts, once
@@ -48,35 +47,35 @@ def test_viewers_count_connected_kernels_and_pages_on_their_way(monkeypatch):
 
 
 def test_a_refill_waits_for_a_quiet_room_unless_a_viewer_took_it():
+    """On the viewers' clock (moved by hand): the refill waits while viewers are active, starts
+    once they have been quiet for ``refill_quiet`` seconds, and at once when a viewer took it."""
     km = S.DemoKernelManager(refill_quiet=0.3)
     item = object()  # what Voila's pool holds for the kernel being started (its task)
-
-    async def busy(seconds):  # viewers moving sliders: a message every 50 ms
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            km.viewers.active()
-            await asyncio.sleep(0.05)
+    clock = [0.0]
 
     async def scenario():
         await asyncio.wait_for(km.quiet_room(item), 1)  # no server's viewers: no wait
-        km.viewers = S.Viewers()
+        km.viewers = S.Viewers(clock=lambda: clock[0])
         km._pools = {"demo.ipynb": [item]}
         km.viewers.active()
         waiting = asyncio.ensure_future(km.quiet_room(item, poll=0.01))
-        await busy(0.8)
+        for _ in range(10):  # viewers moving sliders: a message every 0.05 s of their clock
+            clock[0] += 0.05
+            km.viewers.active()
+            await asyncio.sleep(0.02)
         assert not waiting.done()                       # the room is busy: the refill waits
-        t0 = time.monotonic()
+        clock[0] += 0.29
+        await asyncio.sleep(0.05)
+        assert not waiting.done()                       # quiet, but not yet long enough
+        clock[0] += 0.02
         await asyncio.wait_for(waiting, 2)              # ... and starts once it is quiet
-        assert 0.2 < time.monotonic() - t0 < 0.6
         # a viewer took the pool's item (no warm kernel was left): it starts although busy
         km.viewers.active()
         waiting = asyncio.ensure_future(km.quiet_room(item, poll=0.01))
-        activity = asyncio.ensure_future(busy(2))
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.05)
         assert not waiting.done()
         km._pools["demo.ipynb"].remove(item)
-        await asyncio.wait_for(waiting, 0.1)
-        activity.cancel()
+        await asyncio.wait_for(waiting, 1)
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, scenario()).result()
@@ -86,24 +85,25 @@ def test_a_refill_prepares_nothing_before_the_room_is_quiet():
     """Voila's pool item (``_initialize`` without a kernel) waits for a quiet room before Voila
     prepares its page renderer; a restart (a kernel given) does not wait."""
     prepared = []
+    clock = [0.0]
 
     class Preheating(S.DemoKernelManager):  # as Voila's factory subclasses the manager
         async def _initialize(self, notebook_path, kernel_id=None, **kwargs):
-            prepared.append((notebook_path, kernel_id, time.monotonic()))
+            prepared.append((notebook_path, kernel_id, clock[0]))
             return kernel_id
 
     async def scenario():
         km = Preheating(refill_quiet=0.3)
-        km.viewers = S.Viewers()
+        km.viewers = S.Viewers(clock=lambda: clock[0])
         km.viewers.active()
-        t0 = time.monotonic()
         item = asyncio.ensure_future(km._initialize("demo.ipynb"))
         km._pools = {"demo.ipynb": [item]}
         assert await km._initialize("demo.ipynb", "k1") == "k1" and len(prepared) == 1
         await asyncio.sleep(0.1)
         assert len(prepared) == 1                     # the refill has not begun
+        clock[0] += 0.31                              # the viewers have been quiet long enough
         await asyncio.wait_for(item, 2)
-        assert prepared[1][:2] == ("demo.ipynb", None) and prepared[1][2] - t0 >= 0.3
+        assert prepared[1] == ("demo.ipynb", None, 0.31)
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, scenario()).result()
@@ -186,10 +186,12 @@ def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
         return real(self, source, name, *args, **kwargs)
 
     monkeypatch.setattr(jinja2.Environment, "compile", counting)
-    monkeypatch.setattr(S.DemoExporter, "compiled", S.CompiledTemplates())
-    monkeypatch.setattr(notebook_renderer, "VoilaExporter", notebook_renderer.VoilaExporter)
+    monkeypatch.setattr(S, "TEMPLATES", S.CompiledTemplates())
+    stock = notebook_renderer.VoilaExporter
+    monkeypatch.setattr(notebook_renderer, "VoilaExporter", stock)
     S.use_compiled_templates()
-    assert notebook_renderer.VoilaExporter is S.DemoExporter
+    assert notebook_renderer.VoilaExporter is not stock
+    assert issubclass(notebook_renderer.VoilaExporter, stock)
     pages = [notebook_renderer.VoilaExporter(template_name="lab").environment
              .get_template("index.html.j2") for _ in range(3)]
     assert compiled == ["index.html.j2"] and pages[0] is not pages[1]

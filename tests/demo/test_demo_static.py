@@ -42,7 +42,7 @@ def _serve(folder, scenario, **kept):
     """Run ``scenario(fetch)`` against a server of ``folder`` whose handler serves from memory;
     ``fetch(path, **headers)`` returns the response (errors included)."""
     handler = static.from_memory(Counting)
-    handler.kept = static.Kept(**kept)
+    handler.kept = static.ResponseCache(**kept)
 
     async def main():
         sockets = bind_sockets(0, "127.0.0.1")
@@ -128,12 +128,12 @@ def test_heads_ranges_errors_and_a_full_memory_are_served_from_disk(tmp_path):
 
 
 def test_the_memory_holds_at_most_its_bytes(tmp_path):
-    kept = static.Kept(max_bytes=1000)
+    kept = static.ResponseCache(max_bytes=1000)
     kept.add("/x", {}, b"x" * 600)
     kept.add("/y", {}, b"y" * 600)
     assert list(kept.responses) == ["/x"] and kept.size <= 1000
     kept.add("/z", {}, FONT[:370])  # does not compress: kept without a copy, 997 bytes in all
     assert list(kept.responses) == ["/x", "/z"] and kept.size <= 1000
-    kept = static.Kept(max_bytes=1000)
+    kept = static.ResponseCache(max_bytes=1000)
     kept.add("/s", {}, SCRIPT[:960])  # 960 bytes, and its compressed copy: over the limit
     assert kept.responses == {} and kept.size == 0

@@ -272,7 +272,7 @@ def test_ipympl_canvas_is_attached_without_touching_the_global_backend(monkeypat
 
 
 def test_inline_fallback_redraws_a_png_and_says_so_once(monkeypatch):
-    monkeypatch.setattr(_canvas, "ipympl_available", lambda: False)
+    monkeypatch.setattr(_canvas, "ipympl_unavailable", lambda: "ipympl is not available here")
     monkeypatch.setattr(_canvas, "_fallback_announced", False)
     first = widgets.TemperatureExplorer()
     second = widgets.MaskExplorer()
@@ -286,6 +286,22 @@ def test_inline_fallback_redraws_a_png_and_says_so_once(monkeypatch):
     first.controls["temperature"].value = 0.1
     assert first.view.image.value != png
     with pytest.raises(ImportError, match="pip install ipympl"):
+        widgets.QueryExplorer(backend="ipympl")
+
+
+def test_an_untested_ipympl_falls_back_to_the_picture_and_names_its_version(monkeypatch):
+    from attention_lab import _compat
+
+    real = _compat.metadata.version
+    monkeypatch.setattr(_compat.metadata, "version",
+                        lambda name: "0.99.1" if name == "ipympl" else real(name))
+    monkeypatch.setattr(_canvas, "_fallback_announced", False)
+    monkeypatch.delenv(_compat.ALLOW_UNTESTED, raising=False)
+    e = widgets.TemperatureExplorer()
+    assert e.backend == "inline" and not widgets.ipympl_available()
+    note = e.view.note.value
+    assert "ipympl 0.99.1" in note and "ipympl&gt;=0.10,&lt;0.11" in note, note
+    with pytest.raises(ImportError, match="ipympl 0.99.1"):
         widgets.QueryExplorer(backend="ipympl")
 
 
