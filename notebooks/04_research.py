@@ -268,7 +268,7 @@ with reveal(window_wrong, why=why.window_wrong) as r:
     r.answer = int((~s.correct).sum())
 
 # %%
-failure.figure
+failure.still()
 
 # %% [markdown]
 # *Figure: the explorer's heatmap for `abcdefghij` with the window 1..3. Positions 4 to 10 are
