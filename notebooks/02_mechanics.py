@@ -12,6 +12,20 @@
 # chapter's misconceptions; the project README's table *Misconceptions* lists them.
 
 # %%
+# Colab (or any Python without the lab): install attention_lab once; where it is installed,
+# this cell does nothing. torch stays the one you have.
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("attention_lab") is None:
+    LAB = "https://github.com/attention-lab/attention-lab"
+    print(f"attention_lab is not installed here: installing it from {LAB} (about a minute)")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    f"attention-lab[notebooks] @ git+{LAB}@main"], check=True)
+    importlib.invalidate_caches()
+
+# %%
 import numpy as np
 
 from attention_lab import (additive_scores, attend, attend_scores, bilinear_scores, causal_mask,
