@@ -15,8 +15,8 @@
 # The cell under it computes the answer, but shows it (with what it computed, whether you were
 # right, and why) only once you have predicted; until then it just reminds you. Sources,
 # positions and coordinates are counted from 1 in the text (numpy indexes from 0 in code). Code
-# cells marked `# Misconception N` demonstrate the chapter's misconceptions; the project README's
-# table *Misconceptions* lists them.
+# cells marked `# Misconception N` demonstrate the chapter's misconceptions; the table
+# *Misconceptions* on the lab's site (`docs/students/misconceptions.md`) lists them.
 
 # %%
 # Colab (or any Python without the lab): install attention_lab once; where it is installed,

@@ -9,7 +9,8 @@
 # shows the answer, and why, once you have predicted. A prediction that is a number may also be
 # `np.inf`, `-np.inf` or `np.nan`. Positions, queries and batch items are counted from 1 in the
 # text (numpy and torch index from 0 in code). Cells marked **Misconception N** demonstrate the
-# chapter's misconceptions; the project README's table *Misconceptions* lists them.
+# chapter's misconceptions; the table *Misconceptions* on the lab's site
+# (`docs/students/misconceptions.md`) lists them.
 
 # %%
 # Colab (or any Python without the lab): install attention_lab once; where it is installed,

@@ -190,7 +190,9 @@ def test_the_site_has_the_one_correct_misconception_table():
 @pytest.mark.parametrize("stem", LEVELS.values())
 def test_each_notebook_points_to_the_table_and_has_none_of_its_own(stem):
     text = prose(stem)
-    assert "README's table *Misconceptions*" in " ".join(text.split())
+    pointer = "the table *Misconceptions* on the lab's site (`docs/students/misconceptions.md`)"
+    assert pointer in " ".join(text.split()) and "README" not in text
+    assert (ROOT / "docs" / "students" / "misconceptions.md").is_file()
     assert not re.search(r"^\| \d+ \| ", text, flags=re.M), "a misconception table came back"
 
 
