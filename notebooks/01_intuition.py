@@ -15,8 +15,22 @@
 # The cell under it computes the answer, but shows it (with what it computed, whether you were
 # right, and why) only once you have predicted; until then it just reminds you. Sources,
 # positions and coordinates are counted from 1 in the text (numpy indexes from 0 in code). Code
-# cells marked `# Misconception N` demonstrate the chapter's misconceptions; the project README's
-# table *Misconceptions* lists them.
+# cells marked `# Misconception N` demonstrate the chapter's misconceptions; the table
+# *Misconceptions* on the lab's site (`docs/students/misconceptions.md`) lists them.
+
+# %%
+# Colab (or any Python without the lab): install attention_lab once; where it is installed,
+# this cell does nothing. torch stays the one you have.
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("attention_lab") is None:
+    LAB = "https://github.com/attention-lab/attention-lab"
+    print(f"attention_lab is not installed here: installing it from {LAB} (about a minute)")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    f"attention-lab[notebooks] @ git+{LAB}@main"], check=True)
+    importlib.invalidate_caches()
 
 # %%
 import numpy as np

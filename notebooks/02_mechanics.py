@@ -9,7 +9,22 @@
 # Cells that start with `# Predict` ask first: replace the `...` and run it; the cell under it
 # shows the answer, and why, once you have predicted. Sources and positions are counted from 1 in
 # the text (numpy indexes from 0 in code). Cells marked **Misconception N** demonstrate the
-# chapter's misconceptions; the project README's table *Misconceptions* lists them.
+# chapter's misconceptions; the table *Misconceptions* on the lab's site
+# (`docs/students/misconceptions.md`) lists them.
+
+# %%
+# Colab (or any Python without the lab): install attention_lab once; where it is installed,
+# this cell does nothing. torch stays the one you have.
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("attention_lab") is None:
+    LAB = "https://github.com/attention-lab/attention-lab"
+    print(f"attention_lab is not installed here: installing it from {LAB} (about a minute)")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    f"attention-lab[notebooks] @ git+{LAB}@main"], check=True)
+    importlib.invalidate_caches()
 
 # %%
 import numpy as np

@@ -9,7 +9,22 @@
 # shows the answer, and why, once you have predicted. A prediction that is a number may also be
 # `np.inf`, `-np.inf` or `np.nan`. Positions, queries and batch items are counted from 1 in the
 # text (numpy and torch index from 0 in code). Cells marked **Misconception N** demonstrate the
-# chapter's misconceptions; the project README's table *Misconceptions* lists them.
+# chapter's misconceptions; the table *Misconceptions* on the lab's site
+# (`docs/students/misconceptions.md`) lists them.
+
+# %%
+# Colab (or any Python without the lab): install attention_lab once; where it is installed,
+# this cell does nothing. torch stays the one you have.
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("attention_lab") is None:
+    LAB = "https://github.com/attention-lab/attention-lab"
+    print(f"attention_lab is not installed here: installing it from {LAB} (about a minute)")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    f"attention-lab[notebooks] @ git+{LAB}@main"], check=True)
+    importlib.invalidate_caches()
 
 # %%
 import numpy as np

@@ -17,6 +17,20 @@
 # a question to answer, in a sentence, before going on.
 
 # %%
+# Colab (or any Python without the lab): install attention_lab once; where it is installed,
+# this cell does nothing. torch stays the one you have.
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("attention_lab") is None:
+    LAB = "https://github.com/attention-lab/attention-lab"
+    print(f"attention_lab is not installed here: installing it from {LAB} (about a minute)")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet",
+                    f"attention-lab[notebooks] @ git+{LAB}@main"], check=True)
+    importlib.invalidate_caches()
+
+# %%
 # %matplotlib inline
 import inspect
 
@@ -268,7 +282,7 @@ with reveal(window_wrong, why=why.window_wrong) as r:
     r.answer = int((~s.correct).sum())
 
 # %%
-failure.figure
+failure.still()
 
 # %% [markdown]
 # *Figure: the explorer's heatmap for `abcdefghij` with the window 1..3. Positions 4 to 10 are

@@ -69,6 +69,14 @@ OK_COMPARISON = {"largest_weight": [0.539, 0.361, 0.276], "same_order": True}
 #: records it
 OK_WINDOW = {"global": 0.732, "local": 0.0}
 
+#: exercise 8's comparison of the naive formula and the stable softmax on [1e4, 1e4 - 1, 0], as
+#: 3.1 records it
+OK_SOFTMAX_COMPARISON = {"naive": [np.nan, np.nan, 0.0], "stable": [0.731, 0.269, 0.0]}
+
+#: exercise 12's comparison of the score shapes for two queries against five keys, as 3.3
+#: records it
+OK_SCORE_COMPARISON = {"dot": (2, 5), "bilinear": (2, 5)}
+
 
 def ok_padding_mask(lengths, S):
     return np.arange(S) < np.asarray(lengths)[:, None]
@@ -193,9 +201,10 @@ CORRECT = {
     "1.4": ok_test_query_dependence, "2.1": ok_dot_scores, "2.2": OK_BY_HAND,
     "2.4": (ok_softmax_temperature, OK_COMPARISON), "2.5": ok_padding_mask,
     "2.6": (ok_masked_softmax, ok_test_masked_softmax),
-    "2.7": (ok_local_attention, OK_WINDOW), "3.1": ok_stable_softmax,
+    "2.7": (ok_local_attention, OK_WINDOW), "3.1": (ok_stable_softmax, OK_SOFTMAX_COMPARISON),
     "3.2": ("zeros", ok_masked_softmax_safe, policy_test("zeros")),
-    "3.3": (ok_dot_attention, ok_bilinear_attention), "3.4": ok_additive_attention,
+    "3.3": (ok_dot_attention, ok_bilinear_attention, OK_SCORE_COMPARISON),
+    "3.4": ok_additive_attention,
     "3.5": ok_batched_attention, "4.1": ok_score_matrix_size, "4.2": ok_multiply_adds,
     "4.3": ok_replace_and_measure, "4.6": ok_attention_entropy,
 }
@@ -500,6 +509,23 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
          "fail", ("axis 0",)),
         (lambda scores: _softmax(scores, axis=None), "fail",
          ("whole array", "axis=None", "scipy.special.softmax")),
+        ((ok_stable_softmax, ...), "fail", ("softmax_comparison is still `...`", "passes all")),
+        ((ok_stable_softmax, {"naive": [0.731, 0.269, 0.0], "stable": [0.731, 0.269, 0.0]}),
+         "fail", ("naive = [0.731, 0.269, 0.000] is the stable softmax's result",
+                  "without subtracting the maximum")),
+        ((ok_stable_softmax, {"naive": [np.nan, np.nan, np.nan],
+                              "stable": [0.731, 0.269, 0.0]}),
+         "fail", ("naive = [nan, nan, nan] is not what the naive formula", "NaN where")),
+        ((ok_stable_softmax, {"naive": [np.nan, np.nan, 0.0], "stable": [np.nan, np.nan, 0.0]}),
+         "fail", ("stable = [nan, nan, 0.000] holds NaN",)),
+        ((ok_stable_softmax, {"naive": [np.nan, np.nan, 0.0], "stable": [0.5, 0.5, 0.0]}),
+         "fail", ("stable = [0.500, 0.500, 0.000] is not your stable_softmax's weights",)),
+        ((ok_stable_softmax, {"naive": [np.nan, 0.0], "stable": [0.731, 0.269, 0.0]}),
+         "fail", ("naive has shape (2,)", "three weights")),
+        ((ok_stable_softmax, {"stable": [0.731, 0.269, 0.0]}), "fail",
+         ("keys 'naive' and 'stable'",)),
+        ((ok_stable_softmax, {"naive": "overflows", "stable": [0.731, 0.269, 0.0]}), "fail",
+         ("softmax_comparison: naive", "str")),
     ],
     "3.2": [
         (("zeros", lambda scores, mask: _softmax(np.where(mask, scores, -np.inf)),
@@ -538,6 +564,16 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         ((lambda Q, K, V: (K @ Q.T, _softmax(Q @ K.T), _softmax(Q @ K.T) @ V),
           ok_bilinear_attention), "fail", ("(S, T)",)),
         ((ok_dot_attention, _stub), "fail", ("bilinear_attention", "not written yet")),
+        ((ok_dot_attention, ok_bilinear_attention, ...), "fail",
+         ("score_comparison is still `...`", "passes all")),
+        ((ok_dot_attention, ok_bilinear_attention, {"dot": (5, 2), "bilinear": (2, 5)}), "fail",
+         ("dot = (5, 2) is (S, T)", "one row per query")),
+        ((ok_dot_attention, ok_bilinear_attention, {"dot": (2, 5), "bilinear": (2, 3)}), "fail",
+         ("bilinear = (2, 3) is not the shape of your bilinear_attention's scores",)),
+        ((ok_dot_attention, ok_bilinear_attention, {"dot": (2, 5), "bilinear": "(2, 5)"}),
+         "fail", ("bilinear is a str", "tuple of whole numbers")),
+        ((ok_dot_attention, ok_bilinear_attention, {"dot": (2, 5)}), "fail",
+         ("keys 'dot' and 'bilinear'",)),
     ],
     "3.4": [
         (lambda q, keys, values, W_q, W_k, v: _additive(np.tanh(keys @ W_q.T + W_k @ q) @ v,
@@ -600,3 +636,7 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
 
 WRONG["2.7"] = [((answer, OK_WINDOW) if callable(answer) else answer, status, why)
                 for answer, status, why in WRONG["2.7"]]
+WRONG["3.1"] = [((answer, OK_SOFTMAX_COMPARISON) if callable(answer) else answer, status, why)
+                for answer, status, why in WRONG["3.1"]]
+WRONG["3.3"] = [((*answer, OK_SCORE_COMPARISON) if len(answer) == 2 else answer, status, why)
+                for answer, status, why in WRONG["3.3"]]

@@ -199,7 +199,7 @@ def test_a_function_that_modifies_its_input_is_told_so():
 
 def test_numpy_warnings_inside_a_student_function_do_not_escape():
     with np.errstate(all="raise"):
-        v = evaluate(get("3.1"), lambda s: A._naive(s))
+        v = evaluate(get("3.1"), (lambda s: A._naive(s), A.OK_SOFTMAX_COMPARISON))
     assert v.status == "fail" and "NaN" in v.message
 
 
@@ -207,10 +207,28 @@ def test_multi_function_answer_shapes():
     ex = get("3.3")
     assert evaluate(ex, A.ok_dot_attention).status == "fail"
     assert "pass the answer's parts together, as a tuple: check('3.3', (dot_attention, " \
-           "bilinear_attention)); got a function" in evaluate(ex, A.ok_dot_attention).message
-    assert evaluate(ex, (_stub, _stub)).status == "not_attempted"
-    v = evaluate(ex, (A.ok_dot_attention, _stub))
+           "bilinear_attention, score_comparison)); got a function" in evaluate(
+               ex, A.ok_dot_attention).message
+    assert evaluate(ex, (_stub, _stub, ...)).status == "not_attempted"
+    v = evaluate(ex, (A.ok_dot_attention, _stub, A.OK_SCORE_COMPARISON))
     assert v.status == "fail" and "`bilinear_attention` is not written yet" in v.message
+
+
+@pytest.mark.parametrize("ex_id,functions", [("3.1", (A.ok_stable_softmax,)),
+                                             ("3.3", (A.ok_dot_attention, A.ok_bilinear_attention))])
+def test_a_comparison_is_recorded_not_computed_by_the_check(ex_id, functions):
+    """Exercises 8 and 12 ask the student to compare: the functions alone do not pass, and the
+    feedback of a pass shows the student's own record (not numbers the check computed)."""
+    v = evaluate(get(ex_id), functions)
+    assert v.status == "fail" and "pass the answer's parts together" in v.message
+    comparison = dict(A.CORRECT[ex_id][-1])
+    v = evaluate(get(ex_id), (*functions, comparison))
+    assert v.status == "pass" and "Your comparison:" in v.message
+    if ex_id == "3.1":
+        assert "the naive formula gives [nan, nan, 0.000] and your stable softmax " \
+               "[0.731, 0.269, 0.000]" in v.message
+    else:
+        assert "the dot scores have shape (2, 5) and the bilinear scores (2, 5)" in v.message
 
 
 def test_answers_that_delegate_to_the_package_earn_no_mark():
@@ -219,16 +237,16 @@ def test_answers_that_delegate_to_the_package_earn_no_mark():
     implementation is not even there: tests/grading/test_grading_isolation.py)."""
     import attention_lab
 
-    v = evaluate(get("3.1"), attention_lab.softmax)
+    v = evaluate(get("3.1"), (attention_lab.softmax, A.OK_SOFTMAX_COMPARISON))
     assert v.status == "fail" and "`attention_lab.softmax.softmax`" in v.message
     assert "the package's own implementation" in v.message and "no mark" in v.message
 
     def dot_attention(Q, K, V):
         return attention_lab.attend(Q[0], K, V).context[None]
 
-    v = evaluate(get("3.3"), (dot_attention, A.ok_dot_attention))
+    v = evaluate(get("3.3"), (dot_attention, A.ok_dot_attention, A.OK_SCORE_COMPARISON))
     assert v.status == "fail" and "`attention_lab.attention.attend`" in v.message
-    assert evaluate(get("3.1"), A.ok_stable_softmax).status == "pass"  # numpy alone is fine
+    assert evaluate(get("3.1"), A.CORRECT["3.1"]).status == "pass"  # numpy alone is fine
 
 
 def test_value_answers_not_attempted_and_malformed():

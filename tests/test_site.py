@@ -81,27 +81,38 @@ def test_every_level_and_exercise_notebook_is_a_page(site):
     assert all(any(f"notebooks/{s}.html" in h for h in toc) for s in LEVELS)
 
 
-@pytest.mark.parametrize("stem", LEVELS[:3])
-def test_figures_carry_their_descriptions_as_alt_text(site, stem):
+@pytest.mark.parametrize("stem", LEVELS)
+def test_every_figure_has_a_description_and_carries_it_as_alt_text(site, stem):
+    """Every stored figure of every level notebook has a text description (never matplotlib's
+    ``<Figure size ...>``), and the page shows it as the figure's alt text."""
+    figures = stored(stem)
+    assert figures, f"{stem} stores no figure"
+    missing = [n for n, (_, text) in enumerate(figures, 1) if not text or text.startswith("<")]
+    assert not missing, (f"notebooks/{stem}.ipynb: figures {missing} (counted from the top) have "
+                         f"no text description: {[figures[n - 1][1] for n in missing]}")
     page = parsed(site[0] / "notebooks" / f"{stem}.html")
     shown = [(("al-explorer" in i["within"]), html.unescape(i["alt"])) for i in page.images
              if i.get("src", "").startswith("data:image/png")]
-    assert shown == stored(stem)
-    assert all(alt and not alt.startswith("<Figure") for _, alt in shown)
+    assert shown == figures
+    assert f"notebooks/{stem}.ipynb: the figures of cells" not in site[1], site[1]
 
 
-def test_a_figure_without_a_description_is_reported_not_hidden(site):
-    """Notebook 04's figures have no text description yet: the build says which, and their
-    alt text says so (never matplotlib's ``<Figure size ...>``)."""
-    out, stderr = site
-    missing = [text for explorer, text in stored("04_research") if text.startswith("<")]
-    if not missing:
-        assert "no text description" not in stderr
-        return
-    assert "notebooks/04_research.ipynb: the figures of cells" in stderr
-    alts = [i["alt"] for i in parsed(out / "notebooks" / "04_research.html").images]
-    assert sum("without a text description" in a for a in alts) == len(missing)
-    assert not any(a.startswith("&lt;Figure") or a.startswith("<Figure") for a in alts)
+def test_a_figure_without_a_description_is_reported_not_hidden():
+    """A figure stored without a description (a new notebook's plain matplotlib figure) is
+    reported by the build, and its alt text says so instead of ``<Figure size ...>``."""
+    import nbformat
+
+    png = "iVBORw0KGgo="  # any base64
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# a page"),
+        nbformat.v4.new_code_cell("plain()", outputs=[nbformat.v4.new_output(
+            "display_data", {"image/png": png, "text/plain": "<Figure size 640x480 with 1 Axes>"})]),
+        nbformat.v4.new_code_cell("described()", outputs=[nbformat.v4.new_output(
+            "display_data", {"image/png": png, "text/plain": "Figure: two bars."})])])
+    assert docs.static_outputs(nb) == [1]
+    alts = [o["data"]["text/plain"] for c in nb.cells[1:] for o in c.outputs]
+    assert alts == ["A figure without a text description yet (cell 2).", "Figure: two bars."]
+    assert 'alt="Figure: two bars."' in nb.cells[2].outputs[0]["data"]["text/html"]
 
 
 @pytest.mark.parametrize("stem", LEVELS)

@@ -220,12 +220,19 @@ _add("2.7", 15, "Global versus a local window", "function",
      declared=("window_comparison",))
 
 # ---------------------------------------------------------------- level 3: maths & code
-_add("3.1", 8, "A stable softmax", "function", "stable_softmax",
+_add("3.1", 8, "A stable softmax", "function", ("stable_softmax", "softmax_comparison"),
      "stable_softmax(scores): scores (..., S) -> weights (..., S) over the last axis, finite for "
-     "scores of +-1e4, in float16 too, and with weight 0 for a -inf score.",
+     "scores of +-1e4, in float16 too, and with weight 0 for a -inf score. Then compare it with "
+     "the naive formula exp(e) / sum(exp(e)) on the large scores [1e4, 1e4 - 1, 0] and record "
+     "what you found: softmax_comparison = {'naive': the naive formula's three weights (NaN "
+     "where it gives NaN), 'stable': your stable_softmax's three weights}. Pass both: "
+     "check('3.1', (stable_softmax, softmax_comparison)).",
      hints=("Subtract the maximum before exponentiating: the result does not change (exercise 2.3).",
             "Subtract each row's own maximum: scores.max(axis=-1, keepdims=True).",
-            "After the shift every exponent is <= 0, so nothing overflows and the largest term is 1."))
+            "After the shift every exponent is <= 0, so nothing overflows and the largest term is 1.",
+            "For the comparison: compute np.exp(large) / np.exp(large).sum() for the naive formula "
+            "and stable_softmax(large), print both and copy what they print, NaN as np.nan."),
+     declared=("softmax_comparison",))
 _add("3.2", 11, "Define and test the all-masked row", "test",
      ("all_masked_policy", "masked_softmax_safe", "test_all_masked_policy"),
      "all_masked_policy: what a row without an eligible key returns, 'zeros' (what PyTorch's "
@@ -245,13 +252,19 @@ _add("3.2", 11, "Define and test the all-masked row", "test",
             "in exercise 10."),
      declared=("all_masked_policy",))
 _add("3.3", 12, "Dot-product and bilinear attention", "function",
-     ("dot_attention", "bilinear_attention"),
+     ("dot_attention", "bilinear_attention", "score_comparison"),
      "dot_attention(Q, K, V) and bilinear_attention(Q, K, V, W): Q (T, D_q), K (S, D_k), "
      "V (S, D_v), W (D_q, D_k); each returns (scores (T, S), weights (T, S), context (T, D_v)). "
-     "Pass both: check('3.3', (dot_attention, bilinear_attention)).",
+     "Then compare their score shapes for two queries against the running example's five keys "
+     "and record them: score_comparison = {'dot': the shape of dot_attention's scores, "
+     "'bilinear': the shape of bilinear_attention's scores}. Pass all three: "
+     "check('3.3', (dot_attention, bilinear_attention, score_comparison)).",
      hints=("Dot scores: Q @ K.T. Bilinear scores: q^T W k for every pair, i.e. Q @ W @ K.T.",
             "W has shape (D_q, D_k): the query width may differ from the key width.",
-            "Both give scores of shape (T, S); softmax over the last axis (the keys)."))
+            "Both give scores of shape (T, S); softmax over the last axis (the keys).",
+            "For the comparison: print scores.shape of each function's result and copy the "
+            "tuples."),
+     declared=("score_comparison",))
 _add("3.4", 13, "Additive attention with different widths", "function", "additive_attention",
      "additive_attention(q, keys, values, W_q, W_k, v): q (D_q,), keys (S, D_k), values (S, D_v), "
      "W_q (A, D_q), W_k (A, D_k), v (A,) -> (weights (S,), context (D_v,)), with scores "

@@ -26,6 +26,7 @@ from dataclasses import replace
 import ipywidgets as W
 import numpy as np
 
+from ..plots import StaticFigure
 from ..softmax import entropy
 from ..widgets.base import Explorer, Task, frozen_state
 from . import data
@@ -215,6 +216,28 @@ class ModelExplorer(Explorer):
         """Set the controls to the window case of exercise 15 (relevant positions outside):
         :data:`FAILURE_CASE`."""
         self.set(**FAILURE_CASE)
+
+    def still(self) -> StaticFigure:
+        """The figure as it stands, as a picture with a text description (a figure a page
+        shows without a kernel, like the plots of :mod:`attention_lab.toy.figures`)."""
+        s = self.state
+        S = len(s.source)
+        if s.window is None:
+            window = "no window"
+        elif s.eligible.any():
+            window = (f"the window {s.window_bounds[0]}..{s.window_bounds[1]} (the positions "
+                      f"outside it hatched grey; the true position of "
+                      f"{int((~s.eligible[s.truth]).sum())} of {S} steps lies outside it)")
+        else:
+            window = "an empty window (every position hatched grey)"
+        wrong = ", ".join(str(t) for t in np.flatnonzero(~s.correct) + 1) or "none"
+        description = (f"Figure: the model explorer's heatmap of the {self.model.config.score} "
+                       f"model for the source {s.source} at temperature {s.temperature:g} with "
+                       f"{window}. It decodes {s.output} (expected {s.expected}): "
+                       f"{int(s.correct.sum())} of {S} steps right, wrong steps: {wrong}; the "
+                       f"largest weight sits on the true position (orange square) in "
+                       f"{int(s.aligned.sum())} of {S} steps.")
+        return StaticFigure(self.plot.figure, description)
 
     def describe(self) -> str:
         s = self.state

@@ -5,9 +5,12 @@
   expected symbols). Built once; :meth:`ModelFigure.update` changes its artists in place.
 * :func:`alignment_grid`: heatmaps of several decodings against the true alignment.
 * :func:`entropy_plot`, :func:`permutation_plot`, :func:`tau_plot`, :func:`score_scale_plot`,
-  :func:`streaming_plot`: the research notebook's result figures.
-* :func:`bottleneck_plot`: held-out accuracy against source length with and without attention,
-  a :class:`attention_lab.plots.StaticFigure` with its text description.
+  :func:`streaming_plot`, :func:`bottleneck_plot`: the research notebook's result figures.
+
+Every function returns a :class:`attention_lab.plots.StaticFigure`: the figure with a text
+description made from the numbers it draws (the output's ``text/plain``: the site's alt text, for
+screen readers and for students who read before they look). A description shows no timing and no
+round-off, so a stored output is the same on every machine.
 
 Colours: the package's one weight scale for weights (:data:`attention_lab.plots.CMAP`, 0 to 1,
 darker = larger, colour-blind safe); the alignment marks and wrong outputs in orange, right outputs
@@ -23,7 +26,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from .._compat.matplotlib import move_axes
-from ..plots import CMAP, LayeredFigure, LivePlot, StaticFigure, add_fast_text
+from ..plots import CMAP, LayeredFigure, LivePlot, StaticFigure, add_fast_text, fmt_vec
 
 BLUE, ORANGE, GREY, TEAL = "#24527a", "#d97745", "#5f6b76", "#3a9188"
 
@@ -149,11 +152,18 @@ class ModelFigure(LivePlot):
         self.figure.stale = True
 
 
-def alignment_grid(examples, *, ncols: int = 3) -> Figure:
-    """Heatmaps of decoded examples: each a dict with weights (T, S), source, output, title."""
+def _figure(figsize) -> Figure:
+    fig = Figure(figsize=figsize, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def alignment_grid(examples, *, ncols: int = 3) -> StaticFigure:
+    """Heatmaps of decoded examples: each a dict with weights (T, S), source, output, title.
+    The true alignment of step t (1-based) is source position S + 1 - t (the reversal)."""
     n = len(examples)
     nrows = int(np.ceil(n / ncols))
-    fig = Figure(figsize=(3.6 * ncols, 3.4 * nrows), layout="constrained")
+    fig = _figure((3.6 * ncols, 3.4 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     image = None
     for ax, ex in zip(axes.ravel(), examples):
@@ -172,12 +182,22 @@ def alignment_grid(examples, *, ncols: int = 3) -> Figure:
         ax.set_visible(False)
     if image is not None:
         fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight")
-    return fig
+    panels = []
+    for ex in examples:
+        w = np.asarray(ex["weights"])
+        T, S = w.shape
+        on_truth = int((w.argmax(-1) == S - 1 - np.arange(T)).sum())
+        panels.append(f"{ex['title']}: source {ex['source']}, decoded {ex['output']}, the "
+                      f"darkest cell on the orange square in {on_truth} of {T} rows")
+    description = (f"Figure: {n} heatmaps of attention weights (white 0, darker larger), rows "
+                   f"the output steps, columns the source positions, orange squares on the true "
+                   f"alignment (the anti-diagonal). " + "; ".join(panels) + ".")
+    return StaticFigure(fig, description)
 
 
-def entropy_plot(table: dict, *, title: str = "") -> Figure:
+def entropy_plot(table: dict, *, title: str = "") -> StaticFigure:
     """Mean attention entropy against source length, with the uniform bound log S."""
-    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    fig = _figure((9, 3.6))
     a, b = fig.subplots(1, 2)
     S = table["length"]
     a.plot(S, table["mean_entropy"], "o-", color=BLUE, label="model (mean over steps)")
@@ -190,13 +210,19 @@ def entropy_plot(table: dict, *, title: str = "") -> Figure:
     b.set_xlabel("source length S")
     b.set_ylabel("entropy / log S")
     fig.suptitle(title)
-    return fig
+    S = np.asarray(S)
+    description = (f"Figure{': ' + title if title else ''}, source lengths {S[0]} to {S[-1]}. "
+                   f"Left, the mean entropy of the weights in nats, "
+                   f"{fmt_vec(table['mean_entropy'], 2)}, beside the dashed curve log S of "
+                   f"uniform attention, {fmt_vec(np.log(S), 2)}. Right, the entropy divided by "
+                   f"log S, {fmt_vec(table['normalised'], 2)}, on a scale from 0 to 1.")
+    return StaticFigure(fig, description)
 
 
-def permutation_plot(tab: dict) -> Figure:
+def permutation_plot(tab: dict) -> StaticFigure:
     """Median output TVD under weight permutations against the maximum attention weight, and
     the other interventions' effects as distributions."""
-    fig = Figure(figsize=(10, 3.8), layout="constrained")
+    fig = _figure((10, 3.8))
     a, b = fig.subplots(1, 2)
     a.scatter(tab["max_weight"], tab["perm_median"], s=14, color=BLUE, alpha=0.7)
     a.set_xlabel("maximum attention weight of the step")
@@ -208,12 +234,22 @@ def permutation_plot(tab: dict) -> Figure:
                                  "uniform weights"], showfliers=True)
     b.set_ylabel("TVD of the output")
     b.set_ylim(-0.02, 1.02)
-    return fig
+    perm = np.asarray(tab["perm_median"])
+    high, low = int((perm >= 0.5).sum()), int((perm <= 0.05).sum())
+    medians = "; ".join(f"{name} {np.median(x):.2f}" for name, x in (
+        ("top value replaced", tab["replace"]), ("weights permuted", perm),
+        ("uniform weights", tab["uniform"])))
+    description = (f"Figure: left, a scatter plot of {perm.size} decoder steps, each its largest "
+                   f"attention weight (x, 0 to 1) against the median TVD of its output over "
+                   f"weight permutations (y, 0 to 1): {high} steps at 0.5 or above, {low} at "
+                   f"0.05 or below. Right, box plots of the TVD under three interventions, "
+                   f"medians: {medians}.")
+    return StaticFigure(fig, description)
 
 
-def tau_plot(tab: dict) -> Figure:
+def tau_plot(tab: dict) -> StaticFigure:
     """Kendall tau between attention and each importance measure, per step."""
-    fig = Figure(figsize=(6.5, 3.4), layout="constrained")
+    fig = _figure((6.5, 3.4))
     ax = fig.subplots()
     bins = np.linspace(-1, 1, 21)
     for key, colour, label in (("tau_loo", BLUE, "leave-one-out"),
@@ -223,12 +259,21 @@ def tau_plot(tab: dict) -> Figure:
     ax.set_xlabel("Kendall tau with the attention weights (per step)")
     ax.set_ylabel("steps")
     ax.legend(frameon=False)
-    return fig
+    parts = []
+    for key, label in (("tau_loo", "leave-one-out (blue)"), ("tau_gradient", "gradient (orange)")):
+        v = tab[key][np.isfinite(tab[key])]
+        parts.append(f"{label}: {v.size} steps, median {np.median(v):.2f}, from {v.min():.2f} "
+                     f"to {v.max():.2f}")
+    description = ("Figure: histograms over decoder steps of Kendall's tau (-1 to 1) between "
+                   "the attention weights and two importance measures; " + "; ".join(parts)
+                   + ".")
+    return StaticFigure(fig, description)
 
 
-def streaming_plot(sizes, seconds: dict, memory: dict) -> Figure:
-    """Latency and peak tensor memory against S for each method (dicts name -> list)."""
-    fig = Figure(figsize=(10, 3.6), layout="constrained")
+def streaming_plot(sizes, seconds: dict, memory: dict) -> StaticFigure:
+    """Latency and peak tensor memory against S for each method (dicts name -> list). The
+    description names no latency: timings change between runs and machines."""
+    fig = _figure((10, 3.6))
     a, b = fig.subplots(1, 2)
     styles = {"materialised": (BLUE, "o-"), "streaming": (ORANGE, "s-"), "sdpa": (TEAL, "^-")}
     for name, t in seconds.items():
@@ -244,13 +289,21 @@ def streaming_plot(sizes, seconds: dict, memory: dict) -> Figure:
     a.set_ylabel("latency (ms)")
     b.set_ylabel("peak tensor memory (MiB)")
     b.set_yscale("log")
-    return fig
+    sizes = list(sizes)
+    peaks = "; ".join(f"{name} {np.asarray(m)[0] / 1024:.0f} K at S = {sizes[0]:,}, "
+                      f"{np.asarray(m)[-1] / 1024:.0f} K at S = {sizes[-1]:,}"
+                      for name, m in memory.items())
+    description = (f"Figure: left, the latency in milliseconds of {', '.join(seconds)} against "
+                   f"source length S from {sizes[0]:,} to {sizes[-1]:,} (log scale), measured "
+                   f"when the notebook ran (the values change between runs and machines, so "
+                   f"they are not given here). Right, peak tensor memory (log scale): {peaks}.")
+    return StaticFigure(fig, description)
 
 
-def score_scale_plot(d_k, variance, largest, largest_scaled) -> Figure:
+def score_scale_plot(d_k, variance, largest, largest_scaled) -> StaticFigure:
     """Left: the variance of q . k against D_k (log-log) beside the line D_k; right: the mean
     largest softmax weight against D_k, unscaled and scaled by 1/sqrt(D_k)."""
-    fig = Figure(figsize=(9, 3.4), layout="constrained")
+    fig = _figure((9, 3.4))
     a, b = fig.subplots(1, 2)
     d_k = np.asarray(d_k, dtype=float)
     a.plot(d_k, variance, "o-", color=BLUE, label="measured var(q . k)")
@@ -267,7 +320,13 @@ def score_scale_plot(d_k, variance, largest, largest_scaled) -> Figure:
     b.set_xlabel("key width D_k")
     b.set_ylabel("mean largest weight (16 keys)")
     b.legend(frameon=False)
-    return fig
+    widths = ", ".join(f"{d:.0f}" for d in d_k)
+    description = (f"Figure: left, the measured variance of q . k, "
+                   f"[{', '.join(f'{v:.0f}' for v in variance)}], against the key width D_k = "
+                   f"{widths} (log-log), on the dashed line D_k. Right, the mean largest of 16 "
+                   f"weights against D_k: unscaled {fmt_vec(largest, 2)}, scaled by "
+                   f"1/sqrt(D_k) {fmt_vec(largest_scaled, 2)}.")
+    return StaticFigure(fig, description)
 
 
 def _accuracy_words(lengths, acc) -> str:

@@ -86,7 +86,7 @@ def test_the_explorers_show_their_stored_figure_and_readout(pages, site):
     readouts = ["".join(o["data"]["text/plain"]).strip() for c in nb["cells"]
                 if c["cell_type"] == "code" for o in c["outputs"]
                 if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-    assert [e["readout"] for e in explorers] == readouts and len(readouts) == 4
+    assert [e["readout"] for e in explorers] == readouts and len(readouts) == 5  # 02 places five explorers
     assert all(e["figure"] and e["readoutShown"] for e in explorers), explorers
     assert all("sliders need a running kernel" in e["note"] for e in explorers)
 

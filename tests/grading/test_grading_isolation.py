@@ -261,6 +261,8 @@ def dot_attention(Q, K, V):
     return attend(Q, K, V).context
 def bilinear_attention(Q, K, V, W):
     raise NotImplementedError
+softmax_comparison = {"naive": [float("nan"), float("nan"), 0.0], "stable": [0.731, 0.269, 0.0]}
+score_comparison = {"dot": (2, 5), "bilinear": (2, 5)}  # right: only the functions delegate
 '''
 
 DELEGATE_AT_DEFINITION = "from attention_lab.softmax import softmax as masked_softmax_safe"

@@ -119,7 +119,7 @@ def test_every_weight_heatmap_uses_the_one_scale_from_0_to_1(explorers):
             plots.two_query_heatmap(np.array([[0.1, 0.9], [0.5, 0.5]]), ["a", "b"]).figure,
             toy_figures.ModelFigure(6).figure,
             toy_figures.alignment_grid([{"weights": np.eye(3), "source": "abc",
-                                         "output": "cba", "title": "t"}])]
+                                         "output": "cba", "title": "t"}]).figure]
     for fig in figs:
         found = [m for m in _meshes(fig) if m.get_cmap().name != "attention_weights"
                  or (m.norm.vmin, m.norm.vmax) != (0, 1)]

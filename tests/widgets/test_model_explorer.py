@@ -72,6 +72,20 @@ def test_window_failure_case_shows_the_failure(ex):
     assert "\u2717" in labels[0].get_text() and labels[0].get_color() != labels[9].get_color()
 
 
+def test_a_still_of_the_explorer_says_what_its_figure_shows(ex):
+    """``still()``: the figure as a picture with a description (notebook 04's failure case)."""
+    ex.show_failure_case()
+    s, still = ex.state, ex.still()
+    assert still.figure is ex.figure and still.png()[:4] == b"\x89PNG"
+    d = still.description
+    assert d.startswith("Figure: the model explorer's heatmap of the additive model")
+    assert "the window 1..3" in d and "hatched grey" in d
+    assert "the true position of 7 of 10 steps lies outside it" in d
+    assert f"decodes {s.output} (expected jihgfedcba): {int(s.correct.sum())} of 10" in d
+    ex.set(window=False)
+    assert "no window" in ex.still().description and "hatched" not in ex.still().description
+
+
 def test_empty_window_gives_zero_attention_not_nan(ex):
     ex.controls["window"].value = True
     ex.controls["centre"].value = 11

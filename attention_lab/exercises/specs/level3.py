@@ -16,15 +16,86 @@ from ...masks import padding_mask
 from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
 from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
-                       diagnose, expect_shape, fmt, numeric, rand, softmax_axis, to_array,
-                       value_mismatch)
+                       describe_type, diagnose, expect_shape, fmt, numeric, rand, softmax_axis,
+                       to_array, value_mismatch)
 from .level2 import FAR_BELOW, judge_test_answer, masked_softmax_mistakes, softmax64
 
 _RX = running_example()
 
 
+def _vec(x) -> str:
+    """Recorded weights as ``[0.731, 0.269, nan]`` (three decimals, NaN written as nan)."""
+    return "[" + ", ".join("nan" if np.isnan(v) else f"{v:.3f}" for v in np.ravel(x)) + "]"
+
+
+def _weights_of(comp: dict, key: str, name: str, what: str):
+    """``comp[key]`` as float64 weights (S,), or the message saying why it is not."""
+    x = comp[key]
+    if x is Ellipsis:
+        return None, f"{name}: {key} is still `...`"
+    try:
+        arr = numeric(to_array(x, key), key).astype(np.float64)
+    except Reject as r:
+        return None, f"{name}: {r}; write {what}"
+    return arr, None
+
+
 # ---------------------------------------------------------------- 3.1 stable softmax
 class StableSoftmax(Spec):
+    """``stable_softmax(scores)`` on fixed and random cases; then the declared
+    ``softmax_comparison``, the student's record of chapter exercise 8: the weights of the naive
+    formula and of their stable softmax for the large scores :data:`LARGE`."""
+
+    #: the large scores exercise 8 compares the two softmaxes on
+    LARGE = np.array([1e4, 1e4 - 1, 0.0])
+    KEYS = ("naive", "stable")
+
+    def judge_declared(self):
+        name = "softmax_comparison"
+        comp = self.declared.get(name)
+        if comp is Ellipsis or comp is None:
+            return "fail", (f"{name} is still `...`: record the weights of the naive formula and "
+                            f"of your stable_softmax for the scores [1e4, 1e4 - 1, 0]")
+        if not isinstance(comp, dict) or sorted(comp) != sorted(self.KEYS):
+            return "fail", (f"{name} is {describe_type(comp)}"
+                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
+                            + "; write a dict with the keys 'naive' and 'stable' (three weights "
+                              "each)")
+        with np.errstate(over="ignore", invalid="ignore"):
+            naive_ref = naive_softmax(self.LARGE)
+        stable_ref = softmax(self.LARGE)
+        got = {}
+        for key in self.KEYS:
+            arr, why = _weights_of(comp, key, name, "three weights, NaN included where the "
+                                                    "formula gives NaN")
+            if why:
+                return "fail", why
+            if arr.shape != (3,):
+                return "fail", (f"{name}: {key} has shape {tuple(arr.shape)}; write the three "
+                                f"weights of the scores [1e4, 1e4 - 1, 0], in order")
+            got[key] = arr
+        naive, stable = got["naive"], got["stable"]
+        if np.isnan(stable).any():
+            return "fail", (f"{name}: stable = {_vec(stable)} holds NaN: record what your "
+                            f"stable_softmax returns for these scores (it passes every case, so "
+                            f"it is finite)")
+        if not np.all(np.abs(stable - stable_ref) <= 5e-3):
+            return "fail", (f"{name}: stable = {_vec(stable)} is not your stable_softmax's weights "
+                            f"for the scores [1e4, 1e4 - 1, 0]: call it on them and copy what it "
+                            f"returns (three decimals)")
+        if not np.isnan(naive).any():
+            same = bool(np.all(np.abs(naive - stable_ref) <= 5e-3))
+            return "fail", (f"{name}: naive = {_vec(naive)} "
+                            + ("is the stable softmax's result: " if same else "is finite: ")
+                            + "compute the naive formula exp(e) / sum(exp(e)) on these scores, "
+                              "without subtracting the maximum, and record what it returns")
+        if not np.array_equal(np.isnan(naive), np.isnan(naive_ref)) or not np.allclose(
+                naive[~np.isnan(naive)], naive_ref[~np.isnan(naive_ref)], atol=5e-3):
+            return "fail", (f"{name}: naive = {_vec(naive)} is not what the naive formula "
+                            f"exp(e) / sum(exp(e)) returns for the scores [1e4, 1e4 - 1, 0]: "
+                            f"compute it and record every weight, NaN where it gives NaN")
+        return None
+
     def fixed(self):
         return [
             Case("small scores [1 2 3]", (np.array([1.0, 2.0, 3.0]),), ("scores",)),
@@ -86,9 +157,15 @@ class StableSoftmax(Spec):
             raise
 
     def on_pass(self, cases, outputs):
-        (s,) = cases[1].args
-        return (f"For the scores {fmt(s)}: the naive formula gives {fmt(naive_softmax(s))}, "
-                f"your stable softmax {fmt(np.asarray(outputs[1]))}.")
+        comp = self.declared.get("softmax_comparison")
+        try:
+            naive, stable = (np.asarray(comp[k], dtype=np.float64) for k in self.KEYS)
+        except (TypeError, ValueError, KeyError):
+            return ""
+        return (f"Your comparison: for the scores [1e4, 1e4 - 1, 0] the naive formula gives "
+                f"{_vec(naive)} and your stable softmax {_vec(stable)}: exp(1e4) overflows to inf "
+                f"and inf / inf is NaN, while after subtracting the maximum the largest term is "
+                f"exp(0) = 1.")
 
 
 # ---------------------------------------------------------------- 3.2 all-masked row, declared
@@ -247,8 +324,44 @@ class SafeMaskedSoftmax(Spec):
 
 # ---------------------------------------------------------------- 3.3 dot and bilinear
 class DotBilinear(Spec):
+    """``dot_attention`` and ``bilinear_attention`` on fixed and random cases; then the declared
+    ``score_comparison``, the student's record of chapter exercise 12: the shapes of the two
+    functions' scores for two queries against the running example's five keys."""
+
     n_random = 1
     NAMES = ("dot_attention", "bilinear_attention")
+    #: the scores' shape the comparison records: T = 2 queries, S = 5 keys
+    SHAPE = (2, _RX.keys.shape[0])
+
+    def judge_declared(self):
+        name = "score_comparison"
+        comp = self.declared.get(name)
+        if comp is Ellipsis or comp is None:
+            return "fail", (f"{name} is still `...`: record the shape of each function's scores "
+                            f"for the two queries Q2 against the five keys")
+        if not isinstance(comp, dict) or sorted(comp) != ["bilinear", "dot"]:
+            return "fail", (f"{name} is {describe_type(comp)}"
+                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
+                            + "; write a dict with the keys 'dot' and 'bilinear' (one shape each)")
+        T, S = self.SHAPE
+        for key in ("dot", "bilinear"):
+            x = comp[key]
+            if x is Ellipsis:
+                return "fail", f"{name}: {key} is still `...`"
+            if not isinstance(x, (tuple, list)) or not all(
+                    isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+                    for n in x):
+                return "fail", (f"{name}: {key} is {describe_type(x)}; write a shape, a tuple "
+                                f"of whole numbers such as scores.shape")
+            shape = tuple(int(n) for n in x)
+            if shape == (S, T):
+                return "fail", (f"{name}: {key} = {shape} is (S, T), keys before queries: the "
+                                f"scores have one row per query and one column per key")
+            if shape != self.SHAPE:
+                return "fail", (f"{name}: {key} = {shape} is not the shape of your "
+                                f"{key}_attention's scores for the {T} queries of Q2 against the "
+                                f"{S} keys: print scores.shape and copy it")
+        return None
 
     def fixed(self):
         q, K, V, W = _RX.query, _RX.keys, _RX.values, _RX.W
@@ -318,10 +431,17 @@ class DotBilinear(Spec):
         check_values(c, context, f"{name}'s context", "(T, D_v)")
 
     def on_pass(self, cases, outputs):
-        d = np.asarray(outputs[0][0])
-        b = np.asarray(outputs[3][0])
-        return (f"On the running example both score functions give scores of shape "
-                f"{d.shape} (T, S): dot {fmt(d[0])}, bilinear {fmt(b[0])}.")
+        comp = self.declared.get("score_comparison")
+        if not isinstance(comp, dict) or not {"dot", "bilinear"} <= set(comp):
+            return ""
+        try:
+            dot, bil = (tuple(int(n) for n in comp[k]) for k in ("dot", "bilinear"))
+        except (TypeError, ValueError):
+            return ""
+        return (f"Your comparison: for 2 queries against 5 keys the dot scores have shape {dot} "
+                f"and the bilinear scores {bil}: one score per query and key, (T, S), for both; "
+                f"W changes the values of the scores, not their shape, and lets the query width "
+                f"D_q differ from the key width D_k.")
 
 
 # ---------------------------------------------------------------- 3.4 additive

@@ -25,8 +25,10 @@
 # %%
 import numpy as np
 
+from attention_lab.examples import running_example
 from attention_lab.exercises import check, hint, status
 
+ex = running_example()
 np.set_printoptions(precision=3, suppress=True)
 
 # %% [markdown]
@@ -34,8 +36,7 @@ np.set_printoptions(precision=3, suppress=True)
 #
 # Write `stable_softmax(scores)` over the last axis of `(..., S)` scores. It must stay finite
 # for scores of `+1e4` and `-1e4`, work row by row when rows have very different ranges, work
-# for float16 input, and give weight 0 to a score of `-inf`. When it passes, the check shows
-# what the naive formula `exp(e) / sum(exp(e))` returns on the same large scores.
+# for float16 input, and give weight 0 to a score of `-inf`.
 
 # %%
 def stable_softmax(scores):
@@ -48,8 +49,29 @@ def stable_softmax(scores):
     # END SOLUTION
 
 
+# %% [markdown]
+# Now compare it with the naive formula `exp(e) / sum(exp(e))` on the large scores below.
+# Print both weight vectors, then record them in `softmax_comparison` (three weights each,
+# rounded to three decimals; write a NaN as `np.nan`). The check tests your function and your
+# comparison together.
+
 # %%
-check("3.1", stable_softmax)
+large = np.array([1e4, 1e4 - 1, 0.0])
+# BEGIN SOLUTION
+#> # your comparison: the naive formula's weights and your stable softmax's for `large`
+#>
+#> softmax_comparison = {
+#>     "naive": ...,   # exp(large) / exp(large).sum(), the three weights
+#>     "stable": ...,  # stable_softmax(large), the three weights
+#> }
+with np.errstate(over="ignore", invalid="ignore"):  # the naive formula overflows
+    print("naive: ", np.exp(large) / np.exp(large).sum())
+print("stable:", stable_softmax(large))
+softmax_comparison = {"naive": [np.nan, np.nan, 0.0], "stable": [0.731, 0.269, 0.0]}
+# END SOLUTION
+
+# %%
+check("3.1", (stable_softmax, softmax_comparison))
 
 # %% [markdown]
 # ## Exercise 11 (check 3.2): define and test the all-masked row
@@ -115,8 +137,7 @@ check("3.2", (all_masked_policy, masked_softmax_safe, test_all_masked_policy))
 # Write two functions for queries `Q (T, D_q)`, keys `K (S, D_k)` and values `V (S, D_v)`:
 # `dot_attention(Q, K, V)` with scores `q . k`, and `bilinear_attention(Q, K, V, W)` with
 # scores `q^T W k` for `W (D_q, D_k)`. Each returns `(scores, weights, context)` with shapes
-# `(T, S)`, `(T, S)` and `(T, D_v)`. Check both at once; when they pass, the check compares
-# their score shapes and values on the running example.
+# `(T, S)`, `(T, S)` and `(T, D_v)`.
 
 # %%
 def dot_attention(Q, K, V):
@@ -139,8 +160,30 @@ def bilinear_attention(Q, K, V, W):
     # END SOLUTION
 
 
+# %% [markdown]
+# Now compare their score shapes: two queries `Q2` (the running example's query and its first
+# key used as a query) against the running example's five keys, with its matrix `W` for the
+# bilinear scores. Record each function's score shape in `score_comparison`. The check tests
+# both functions and your comparison together.
+
 # %%
-check("3.3", (dot_attention, bilinear_attention))
+Q2 = np.stack([ex.query, ex.keys[0]])  # (T, D_q) = (2, 3)
+# BEGIN SOLUTION
+#> # your comparison: the shapes of the two functions' scores for Q2 against ex.keys
+#>
+#> score_comparison = {
+#>     "dot": ...,       # the shape of dot_attention's scores
+#>     "bilinear": ...,  # the shape of bilinear_attention's scores
+#> }
+dot_scores = dot_attention(Q2, ex.keys, ex.values)[0]
+bilinear_scores = bilinear_attention(Q2, ex.keys, ex.values, ex.W)[0]
+print("dot:     ", dot_scores.shape, dot_scores[0])
+print("bilinear:", bilinear_scores.shape, bilinear_scores[0])
+score_comparison = {"dot": (2, 5), "bilinear": (2, 5)}
+# END SOLUTION
+
+# %%
+check("3.3", (dot_attention, bilinear_attention, score_comparison))
 
 # %% [markdown]
 # ## Exercise 13 (check 3.4): additive attention with different widths
