@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grading.probe import Impl, Readout, TooLarge, Unsupported
+from .implementations import Impl, Readout, callable_of, is_marker
+from .probe import TooLarge, Unsupported, decode, encode
 from .registry import Exercise
 
 STUDENT_SEED = 20240519
@@ -702,9 +703,6 @@ def encoded_inputs(cases: list[Case]) -> list[dict]:
     """The cases as the probe receives them (arguments only: notes and expectations stay here).
     A function argument (an :class:`Impl`, a :class:`Readout`) becomes
     ``{"__callable__": {"key": "CASE:ARG", "name"}}``: the caller says what each key calls."""
-    from ..grading.probe import encode
-    from .implementations import callable_of, is_marker
-
     def one(i, j, a):
         if is_marker(a):
             return {"__callable__": {"key": f"{i}:{j}", "name": callable_of(a).__name__}}
@@ -734,8 +732,6 @@ def decode_record(raw) -> dict:
     The grader calls this on whatever a student's kernel wrote, so it checks every field it uses
     and never evaluates anything (plain JSON in, numpy arrays out).
     """
-    from ..grading.probe import decode
-
     if not isinstance(raw, dict) or raw.get("kind") not in RECORD_KINDS:
         raise BadRecord("record has no known kind")
     kind = raw["kind"]

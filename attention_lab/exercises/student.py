@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from ..grading import probe as _probe
+from . import probe as _probe
 from .implementations import callable_of, is_marker
 from .judging import (REFERENCE_MODULES, STUDENT_SEED, Verdict, cases_for, decode_record,
                       encoded_inputs, judge)

@@ -4,11 +4,10 @@ Commands: ``python -m attention_lab submit NOTEBOOK`` (:mod:`.submit`) and ``pyt
 attention_lab grade SUBMISSIONS_DIR --out OUT_DIR`` (:mod:`.batch`). The modules, from the kernel
 outwards:
 
-* :mod:`.probe`: the code sent into a student's kernel (calls an answer on the grader's cases and
-  records its raw outputs as JSON; nothing an answer could use). Self-contained: standard library
-  and numpy, nothing from the package. The student side's ``check()``
-  (:mod:`attention_lab.exercises`) uses it too, in the student's own kernel, so that a notebook
-  checks exactly as it is graded;
+* :mod:`attention_lab.exercises.probe` (the student side's, which never imports this package):
+  the code sent into a student's kernel (calls an answer on the grader's cases and records its
+  raw outputs as JSON; nothing an answer could use), the same that ``check()`` runs, so that a
+  notebook checks exactly as it is graded;
 * :mod:`.channel`: the grader's side of a kernel's harness conversation and its stderr (socket
   pairs, bounded, nothing on disk); :mod:`.cases`: the cases of a run, in the order asked;
 * :mod:`.sandbox`, :mod:`.namespaces`, :mod:`.launch`, :mod:`.kernel_view`: how a kernel is
@@ -24,7 +23,4 @@ outwards:
   Canvas's downloads, and :mod:`.roster`, the class list), :mod:`.late` (due dates, the late
   policy), :mod:`.written`, :mod:`.gradebook` (also the term's and the LMS import files),
   :mod:`.feedback`, :mod:`.summary` (the class statistics page), :mod:`.release`.
-
-This package's ``__init__`` imports nothing, so that the student side can import :mod:`.probe`
-without loading the grader.
 """

@@ -218,7 +218,7 @@ def checks_hash() -> str:
 
     pkg = Path(attention_lab.__file__).resolve().parent
     parts = sorted([*pkg.glob("exercises/*.py"), *pkg.glob("exercises/specs/*.py"),
-                    pkg / "grading" / "cases.py", pkg / "grading" / "probe.py"])
+                    pkg / "grading" / "cases.py"])
     h = hashlib.sha256()
     for p in parts:
         h.update(p.relative_to(pkg).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")

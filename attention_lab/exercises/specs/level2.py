@@ -10,7 +10,8 @@ import numpy as np
 
 from ...attention import attend
 from ...examples import running_example
-from ...grading.probe import Impl, TooLarge, Unsupported
+from ..implementations import Impl
+from ..probe import TooLarge, Unsupported
 from ...masks import local_mask, padding_mask
 from ...scores import dot_scores
 from ...softmax import softmax

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...attention import attend
 from ...examples import additive_example, running_example
-from ...grading.probe import Impl
+from ..implementations import Impl
 from ...masks import padding_mask
 from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
