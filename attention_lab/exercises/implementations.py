@@ -44,7 +44,7 @@ class Readout:
 
 #: ``attend(query, keys, values) -> context`` (codes A-F, check 1.4) and
 #: ``masked_softmax(scores, mask) -> weights`` (codes G-O, checks 2.6 and 3.2). Which of them a
-#: correct test must accept is the checks' business (``judging.IMPL_NOTES``, the specs).
+#: correct test must accept is the checks' business (``specs.base.IMPL_NOTES``, the specs).
 IMPL_CODES = tuple("ABCDEFGHIJKLMNO")
 
 

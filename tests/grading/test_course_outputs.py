@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_lab.exercises.judging import STUDENT_SEED, cases_for, fmt
+from attention_lab.exercises.judging import cases_for
+from attention_lab.exercises.specs.base import STUDENT_SEED, fmt
 from attention_lab.exercises.registry import EXERCISES
 from attention_lab.exercises.student import evaluate
 from attention_lab.grading import batch, feedback, gradebook, written

@@ -10,9 +10,8 @@ import numpy as np
 from ...examples import HULL_VALUES, HULL_WEIGHTS, running_example
 from ..implementations import Impl
 from ...softmax import softmax
-from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type,
-                       diagnose, dirichlet, fmt, numeric, rand, to_array, expect_shape,
-                       value_mismatch)
+from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type, diagnose,
+                   dirichlet, fmt, numeric, rand, to_array, expect_shape, value_mismatch)
 
 _RX = running_example()
 
