@@ -2,10 +2,10 @@
 
 One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in named steps:
 
-1. **prepare** (once): the job's folders (:class:`.sandbox.JobFolders`), the kernel's (minimal)
+1. **prepare** (once): the job's folders (:class:`.sandbox_base.JobFolders`), the kernel's (minimal)
    environment, the cells not worth running;
 2. **start** (per kernel): nbclient/jupyter_client start a kernel through the sandbox
-   (:class:`.sandbox.Sandbox`: limits, namespaces); it inherits two sockets of the grader's
+   (:class:`.sandbox_base.Sandbox`: limits, namespaces); it inherits two sockets of the grader's
    (:mod:`.channel`): its harness channel and its stderr (whose last lines the grader keeps in
    memory: nothing of a kernel reaches the grader's disk, and a socket cannot be reopened through
    ``/proc/self/fd``);
