@@ -13,8 +13,8 @@ COMMANDS = {
     "submit": ("attention_lab.grading.submit", "run an exercise notebook and write a file to hand in"),
     "grade": ("attention_lab.grading.batch", "grade a folder of submissions: grades, gradebook, "
                                              "feedback, written answers to score"),
-    "merge": ("attention_lab.grading.written", "fold the scores of a filled-in written.csv into "
-                                               "a grading"),
+    "merge": ("attention_lab.grading.merge", "fold the scores of a filled-in written.csv into "
+                                             "a grading"),
     "gradebook": ("attention_lab.grading.gradebook", "combine several gradings (the weeks of a "
                                                      "term) into one gradebook"),
     "release": ("attention_lab.grading.release", "write the student bundle of a course (no "

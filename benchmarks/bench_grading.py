@@ -44,6 +44,7 @@ def _start_cost(repeat: int) -> dict:
     from attention_lab.grading.cases import run_cases
     from attention_lab.grading.namespaces import NamespaceSandbox, trial_command
     from attention_lab.grading.runner import Limits, run_notebook
+    from attention_lab.grading.sandbox_base import LAUNCHER
 
     ex = REG["2.1"]
     inputs = {ex.id: run_cases(ex, 1)}
@@ -68,7 +69,7 @@ def _start_cost(repeat: int) -> dict:
                 assert run.records.get("2.1", {}).get("kind") == "calls", run.error
         config = tmp / "launch.json"
         config.write_text('{"limits": {"core_bytes": 0}}')
-        launcher = [sys.executable, "-I", "-S", str(S.LAUNCHER), str(config), "--"]
+        launcher = [sys.executable, "-I", "-S", str(LAUNCHER), str(config), "--"]
         for _ in range(repeat * 3):
             for kind, cmd in (("setup-bwrap", trial_command(bwrap)), ("setup-plain", ["true"])):
                 t0 = time.perf_counter()
@@ -188,7 +189,8 @@ def _class_rows(quick: bool) -> list[Row]:
     """The generated class: grade it with --jobs 2 and write everything; feedback per student."""
     from attention_lab.grading.batch import Limits, grade_folder
     from attention_lab.grading.feedback import write_feedback
-    from attention_lab.grading.report import Report, write_report
+    from attention_lab.grading.outputs import write_report
+    from attention_lab.grading.report import Report
     from attention_lab.grading.summary import write_summary
 
     from .class_generator import make_class

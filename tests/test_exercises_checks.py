@@ -368,7 +368,7 @@ def test_student_time_limits_can_be_set_from_the_environment():
 def test_messages_count_positions_and_rows_from_1_with_numpys_index_beside():
     """Issue 13's one indexing convention: a message that names a position or a row counts from
     1, as the notebooks do, and gives numpy's index (from 0) beside it."""
-    from attention_lab.exercises.judging import Reject, check_weights
+    from attention_lab.exercises.specs.base import Reject, check_weights
 
     ref = np.array([0.5, 0.5, 0.0, 0.0])
     mask = np.array([True, True, False, False])

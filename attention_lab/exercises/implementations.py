@@ -2,7 +2,7 @@
 that a student's *test* must accept or reject (checks 1.4, 2.6, 3.2), and the readout layer a
 student's function calls (check 4.3).
 
-A case holds them as markers (``probe.Impl``, ``probe.Readout``: data only); :func:`callable_of`
+A case holds them as markers (:class:`Impl`, :class:`Readout`: data only); :func:`callable_of`
 makes the function. Student-side, ``check`` calls it in the notebook's process. In the grader it
 runs in the grader's own process only (:mod:`attention_lab.grading.channel`): the graded kernel
 gets a stub that forwards each call, so a notebook can call the implementation its case hands it,
@@ -14,11 +14,37 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..grading.probe import READOUT_PARAMS, Impl, Readout
+
+class Impl:
+    """A marker: the implementation a case hands to a student's test (checks 1.4, 2.6, 3.2), by
+    code letter. Only data: :func:`make_impl` makes the function."""
+
+    def __init__(self, code: str):
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"Impl({self.code!r})"
+
+
+#: the parameters of check 4.3's readout layer
+READOUT_PARAMS = ("h", "W_c", "b_c", "W_o", "b_o")
+
+
+class Readout:
+    """A marker: the readout layer a case hands to a student's function (check 4.3), as its
+    parameters (numpy arrays named as :data:`READOUT_PARAMS`)."""
+
+    def __init__(self, params: dict):
+        self.params = params
+
+    def __repr__(self) -> str:
+        h, W_o = self.params["h"], self.params["W_o"]
+        return f"Readout(decoder state of width {h.shape[0]}, {W_o.shape[0]} output symbols)"
+
 
 #: ``attend(query, keys, values) -> context`` (codes A-F, check 1.4) and
 #: ``masked_softmax(scores, mask) -> weights`` (codes G-O, checks 2.6 and 3.2). Which of them a
-#: correct test must accept is the checks' business (``judging.IMPL_NOTES``, the specs).
+#: correct test must accept is the checks' business (``specs.base.IMPL_NOTES``, the specs).
 IMPL_CODES = tuple("ABCDEFGHIJKLMNO")
 
 

@@ -1,71 +1,37 @@
-"""Judging the exercises: cases, verdicts, the helpers every check uses, the judge, and the
-decoding of what the probe recorded.
+"""Judging the exercises: the verdicts, the judge, and the decoding of what the probe recorded.
 
 The checks themselves (what each one feeds a student's answer, and how it compares the outputs)
-are the :class:`Spec` subclasses of :mod:`.specs` (``specs/level1.py`` ... ``level4.py``, in
-exercise order). Every check has fixed edge cases (ordered from the simplest, so the first
-failure is the minimal failing case) plus seeded random cases. The expected outputs come from the
-package's reference implementations (:mod:`attention_lab.scores`, :mod:`~attention_lab.softmax`,
+are the :class:`~.specs.base.Spec` subclasses of :mod:`.specs` (``specs/level1.py`` ...
+``level4.py``, in exercise order; what they are built from is :mod:`.specs.base`). Every check
+has fixed edge cases (ordered from the simplest, so the first failure is the minimal failing
+case) plus seeded random cases. The expected outputs come from the package's reference
+implementations (:mod:`attention_lab.scores`, :mod:`~attention_lab.softmax`,
 :mod:`~attention_lab.masks`, :mod:`~attention_lab.attention`,
 :mod:`~attention_lab.analysis.cost`). A *test* answer is run against the implementations of
-:data:`IMPL_NOTES`, correct and broken; a part of an answer that declares something (3.2's
-all-masked-row policy) reaches the check as :attr:`Spec.declared`.
+``IMPL_NOTES``, correct and broken; a part of an answer that declares something (3.2's
+all-masked-row policy) reaches the check as ``Spec.declared``.
 
 Judging runs in the checker's own process: student-side inside :func:`check`, grader-side in the
 grader (never in a student's kernel). A failure names the case, shows its inputs and the
 student's output, and says what is wrong (shape, dtype, NaN, masked mass, row sums, a recognised
 mistake such as a softmax over the wrong axis); it never prints the expected values. The
-grader's own random cases (any seed but :data:`STUDENT_SEED`) are *hidden*: a failure on one is
+grader's own random cases (any seed but ``STUDENT_SEED``) are *hidden*: a failure on one is
 described, but its inputs and the output are not shown (they go into the feedback a student
 gets back).
 """
 
 from __future__ import annotations
 
-import copy
 import re
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..grading.probe import Impl, Readout, TooLarge, Unsupported
+from .implementations import Impl, callable_of, is_marker
+from .probe import decode, encode
 from .registry import Exercise
-
-STUDENT_SEED = 20240519
-
-#: The implementations a student's test examines (:func:`.implementations.make_impl`), as a
-#: failure message describes them.
-IMPL_NOTES = {
-    "A": "a correct dot-product attention",
-    "B": "an attention that ignores the query (uniform weights)",
-    "C": "an attention that ignores the query (weights from the key norms)",
-    "D": "a correct dot-product attention at temperature 0.5",
-    "E": "a correct bilinear attention",
-    "F": "an 'attention' that always returns the first value",
-    "G": "a correct masked softmax (-inf fill) whose all-masked rows are all zeros",
-    "H": "a correct masked softmax (-inf fill) whose all-masked rows are NaN",
-    "I": "a correct masked softmax (-inf fill) that raises ValueError for an all-masked row",
-    "J": "a masked softmax that zeroes the masked weights after the softmax without "
-         "renormalising",
-    "K": "a masked softmax that fills masked scores with -30 (tiny, not zero, weights)",
-    "L": "a masked softmax that sets the masked scores to 0 (scores * mask)",
-    "M": "a masked softmax that ignores the mask",
-    "N": "a masked softmax that fills masked scores with the dtype's finfo.min (all-masked "
-         "rows: uniform weights)",
-    "O": "a masked softmax that reads the mask inverted (True = masked)",
-}
-
-
-# ====================================================================== cases and verdicts
-@dataclass
-class Case:
-    note: str  # what this case probes, shown to the student
-    args: tuple
-    names: tuple[str, ...]
-    fn: int = 0
-    data: dict = field(default_factory=dict)
-    hidden: bool = False  # one of the grader's random cases: inputs never shown
+from .specs import SPECS
+from .specs.base import Ambiguous, Case, Reject, describe_type, fmt, with_article
 
 
 @dataclass
@@ -82,349 +48,8 @@ class Verdict:
         return 1 if self.status == "pass" else 0
 
 
-# ====================================================================== formatting
-def fmt(x, limit: int = 20) -> str:
-    """A short, rounded rendering of an input or output (never the reference)."""
-    if isinstance(x, Impl):
-        return IMPL_NOTES.get(x.code, "an attention implementation")
-    if isinstance(x, Readout):
-        return repr(x)
-    if isinstance(x, (Unsupported, TooLarge)):
-        return repr(x)
-    if isinstance(x, np.ndarray):
-        if x.size > limit:
-            return f"array of shape {tuple(x.shape)}, {x.dtype}"
-        if x.dtype.kind == "f":
-            with np.errstate(all="ignore"):
-                shown = np.round(x.astype(np.float64), 3)
-            text = np.array2string(shown, precision=3, suppress_small=True, max_line_width=200,
-                                   separator=" ")
-        else:
-            text = np.array2string(x, max_line_width=200, separator=" ")
-        text = " ".join(text.split())
-        extra = [] if x.dtype == np.float64 else [str(x.dtype)]
-        if x.ndim != 1 or x.dtype != np.float64:
-            extra.append(f"shape {tuple(x.shape)}")
-        return text + (f" ({', '.join(extra)})" if extra else "")
-    if isinstance(x, np.generic):
-        return fmt(np.asarray(x))
-    if isinstance(x, float):
-        return f"{x:.6g}"
-    if isinstance(x, (list, tuple)):
-        inner = ", ".join(fmt(v, limit) for v in x[:6]) + (", ..." if len(x) > 6 else "")
-        return f"({inner})" if isinstance(x, tuple) else f"[{inner}]"
-    if isinstance(x, dict):
-        return "{" + ", ".join(f"{k!r}: {fmt(v, 6)}" for k, v in list(x.items())[:8]) + "}"
-    if x is Ellipsis:
-        return "..."
-    text = repr(x)
-    return text if len(text) < 200 else text[:200] + "..."
-
-
-def _a(word: str) -> str:
-    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
-
-
-def describe_type(x) -> str:
-    """'a list', 'None', 'a dict', ... for messages about the type of a result."""
-    if x is None:
-        return "None"
-    if isinstance(x, Unsupported):
-        return _a(x.what)
-    if isinstance(x, TooLarge):
-        return f"an object of shape {x.shape} (too large to record)"
-    if isinstance(x, np.ndarray):
-        return f"an array of shape {tuple(x.shape)} and dtype {x.dtype}"
-    return _a(type(x).__name__)
-
-
-# ====================================================================== output helpers
-class Reject(Exception):
-    """Raised by a comparison with the student-facing reason."""
-
-
-class Ambiguous(Reject):
-    """The output fits several known mistakes that this case cannot tell apart (a softmax over
-    the batch axis and over the target axis agree when B = T = 1). The judge then takes its
-    headline from a case that can tell them apart, if one fails."""
-
-    def __init__(self, candidates: list[str]):
-        self.candidates = list(candidates)
-        first = [c.split(":")[0] for c in self.candidates]
-        super().__init__("your result fits more than one known mistake, which this case cannot "
-                         "tell apart: " + "; or ".join(first))
-
-
-def diagnosis(found: list[str]) -> None:
-    """Raise the one known mistake of ``found`` as :class:`Reject`, or :class:`Ambiguous` when
-    several fit; nothing when none does."""
-    distinct = list(dict.fromkeys(found))
-    if len(distinct) == 1:
-        raise Reject(distinct[0])
-    if distinct:
-        raise Ambiguous(distinct)
-
-
-def to_array(out, what: str = "your result") -> np.ndarray:
-    if out is None:
-        raise Reject(f"{what}: got None (did you forget `return`?)")
-    if out is Ellipsis:
-        raise Reject(f"{what}: still `...`")
-    if isinstance(out, (Unsupported, TooLarge, dict, str)):
-        raise Reject(f"{what}: got {describe_type(out)}, expected a numpy array")
-    if isinstance(out, np.ndarray):
-        return out
-    try:
-        arr = np.asarray(out)
-    except Exception:
-        raise Reject(f"{what} ({describe_type(out)}) could not be read as an array") from None
-    if arr.dtype == object:
-        raise Reject(f"{what} ({describe_type(out)}) is not a rectangular array of numbers")
-    return arr
-
-
-def numeric(arr: np.ndarray, what: str = "your result") -> np.ndarray:
-    if arr.dtype == bool:
-        raise Reject(f"{what}: dtype bool, expected numbers")
-    if arr.dtype.kind not in "iuf":
-        raise Reject(f"{what}: dtype {arr.dtype}, expected real numbers")
-    return arr
-
-
-def expect_shape(arr: np.ndarray, shape: tuple, what: str = "your result", why: str = "") -> None:
-    if tuple(arr.shape) != tuple(shape):
-        raise Reject(f"{what}: shape {tuple(arr.shape)}, but it should be {tuple(shape)}"
-                     + (f" ({why})" if why else ""))
-
-
-def tolerances(dtype) -> tuple[float, float]:
-    name = np.dtype(dtype).name if dtype is not None else "float64"
-    if name == "float16":
-        return 1e-2, 3e-3
-    if name == "float32":
-        return 1e-5, 1e-6
-    return 1e-7, 1e-9
-
-
-def close(a, b, dtype=None) -> bool:
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        return False
-    rtol, atol = tolerances(dtype)
-    with np.errstate(all="ignore"):
-        return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
-
-
-def first_index(bad: np.ndarray):
-    idx = tuple(int(i) for i in np.argwhere(bad)[0])
-    return idx[0] if len(idx) == 1 else idx
-
-
-def where(bad: np.ndarray) -> str:
-    """The first True of ``bad`` for a student: counted from 1, as positions and rows are in the
-    notebooks, with numpy's index (from 0) beside it: "position 3 (numpy index 2)"."""
-    idx = first_index(bad)
-    if isinstance(idx, int):
-        return f"position {idx + 1} (numpy index {idx})"
-    return f"entry {tuple(i + 1 for i in idx)} counting from 1 (numpy index {list(idx)})"
-
-
-def diagnose(case: Case, arr, mistakes, dtype=None, ref=None) -> str:
-    """The message of the known mistake whose output matches ``arr`` (and differs from the
-    reference), or ''. Raises :class:`Ambiguous` when several mistakes match: this case cannot
-    say which one was made."""
-    found = []
-    for make, message in mistakes:
-        try:
-            with np.errstate(all="ignore"):
-                wrong = make(case)
-        except Exception:
-            continue
-        if wrong is None:
-            continue
-        wrong = np.asarray(wrong, dtype=np.float64)
-        if ref is not None and close(wrong, ref, dtype):
-            continue
-        if close(arr, wrong, dtype):
-            found.append(message)
-    if len(set(found)) > 1:
-        diagnosis(found)
-    return found[0] if found else ""
-
-
-def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
-    a = np.asarray(arr, dtype=np.float64)
-    b = np.asarray(ref, dtype=np.float64)
-    rtol, atol = tolerances(dtype)
-    with np.errstate(all="ignore"):
-        bad = ~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
-    n = int(bad.sum())
-    if a.ndim == 0:
-        return f"{what}: not the expected value"
-    return (f"{what}: wrong at {n} of {a.size} entries, first at {where(bad)} "
-            f"(yours there: {a[np.argwhere(bad)[0][0] if a.ndim == 1 else tuple(np.argwhere(bad)[0])]:.4g})")
-
-
-def check_values(out, ref, what: str, shape_why: str) -> np.ndarray:
-    """An answer's array: numeric, of ``ref``'s shape (``shape_why`` says why that shape), and
-    close to ``ref``; raises :class:`Reject` naming the first wrong entry."""
-    arr = numeric(to_array(out, what), what)
-    expect_shape(arr, ref.shape, what, shape_why)
-    if not close(arr, ref):
-        raise Reject(value_mismatch(arr, ref, what=what))
-    return arr
-
-
-def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
-                  overflow_note: str = "") -> None:
-    """Shape, finiteness, exact zeros at masked keys, row sums, then values."""
-    arr = numeric(to_array(arr, what), what)
-    expect_shape(arr, ref.shape, what, "one weight per key")
-    a = arr.astype(np.float64)
-    if np.isnan(a).any():
-        row = f" in row {int(np.argwhere(np.isnan(a))[0][0]) + 1}" if a.ndim > 1 else ""
-        raise Reject(f"{what}: NaN{row} (first at {where(np.isnan(a))})"
-                     + (f": {overflow_note}" if overflow_note else ""))
-    if np.isinf(a).any():
-        raise Reject(f"{what}: an infinity (first at {where(np.isinf(a))})"
-                     + (f": {overflow_note}" if overflow_note else ""))
-    if (a < 0).any():
-        raise Reject(f"{what}: a negative value at {where(a < 0)}; softmax "
-                     f"weights are never negative")
-    if mask is not None:
-        m = np.broadcast_to(mask, a.shape)
-        leak = (~m) & (a != 0)
-        if leak.any():
-            val = a[np.argwhere(leak)[0][0]] if a.ndim == 1 else a[tuple(np.argwhere(leak)[0])]
-            tiny = (": exp(fill - max) did not underflow to 0, so the fill is not far enough "
-                    "below the eligible scores (as -30 is not); fill with -np.inf, which always "
-                    "gives 0, or set masked weights to 0") if 0 < abs(val) < 1e-6 else ""
-            raise Reject(f"masked key at {where(leak)} got weight {val:.3g}, not exactly "
-                         f"0{tiny}")
-    ref64 = np.asarray(ref, dtype=np.float64)
-    if ref64.ndim >= 1:
-        S = ref64.shape[-1]
-        rs_ref = ref64.reshape(-1, S).sum(axis=1)
-        rs = a.reshape(-1, S).sum(axis=1)
-        rtol, atol = tolerances(dtype)
-        bad = (np.abs(rs_ref - 1) < 1e-6) & ~np.isclose(rs, 1.0, rtol=0, atol=max(atol * 5, 1e-6))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            row = "" if a.ndim == 1 else f"(row {i + 1}) "
-            raise Reject(f"{what} {row}sum to {rs[i]:.4g}, not 1")
-        if np.any((np.abs(rs_ref) < 1e-12) & (np.abs(rs) > 1e-9)):
-            raise Reject(f"{what} of a row with no eligible key should all be 0")
-    if not close(a, ref64, dtype):
-        raise Reject(value_mismatch(a, ref64, dtype, what))
-
-
-def softmax_axis(x, axis):
-    x = np.asarray(x, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        m = np.max(x, axis=axis, keepdims=True)
-        e = np.exp(x - m)
-        return e / e.sum(axis=axis, keepdims=True)
-
-
-def as_bool(out, what: str = "your result") -> bool:
-    if isinstance(out, (bool, np.bool_)):
-        return bool(out)
-    if isinstance(out, np.ndarray) and out.dtype == bool and out.shape == ():
-        return bool(out)
-    if isinstance(out, np.ndarray) and out.dtype == bool:
-        raise Reject(f"{what} is an array of shape {tuple(out.shape)}; return a single True or "
-                     f"False (combine per-entry tests with all() or any())")
-    raise Reject(f"{what} is {describe_type(out)}; return True or False")
-
-
-def as_tuple(out, n: int, names: str) -> tuple:
-    if not isinstance(out, (tuple, list)) or len(out) != n:
-        raise Reject(f"your function returned {describe_type(out)}; it must return a tuple {names}")
-    return tuple(out)
-
-
-def whole_number(x, what: str) -> int:
-    if isinstance(x, (bool, np.bool_)):
-        raise Reject(f"{what} is a bool; expected an integer")
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)) and float(x).is_integer():
-        return int(x)
-    if isinstance(x, np.ndarray) and x.shape == () and x.dtype.kind in "iu":
-        return int(x)
-    raise Reject(f"{what} is {describe_type(x)}; expected a whole number")
-
-
-# ====================================================================== specs
-class Spec:
-    """A computational check: ``fixed()`` edge cases, ``random(rng)`` cases, ``compare``.
-
-    ``declared``: the answer's declared parts by name (3.2's policy), set by :meth:`bound` when
-    an answer is judged; ``declaration_problem`` rejects a declaration before any case, and
-    ``accepts_raise`` says when an exception is the declared behaviour."""
-
-    n_random = 3
-    declared: dict = {}
-
-    def bound(self, declared: dict) -> Spec:
-        """This check for one answer, with the answer's declared parts."""
-        spec = copy.copy(self)
-        spec.declared = dict(declared)
-        return spec
-
-    def declaration_problem(self) -> tuple[str, str] | None:
-        """(status, message) when a declared part is missing or not allowed, else None."""
-        return None
-
-    def judge_declared(self) -> tuple[str, str] | None:
-        """(status, message) when a declared part is wrong, judged once every case passed (2.4's
-        comparison); None when it is right or there is none."""
-        return None
-
-    def accepts_raise(self, case: Case, raised: dict) -> bool:
-        """Whether raising ``raised`` (type, message) is the right answer to ``case``."""
-        return False
-
-    def raise_note(self, case: Case, raised: dict) -> str:
-        """What to add when an answer raised where it should not have ('' for nothing)."""
-        return ""
-
-    def fixed(self) -> list[Case]:
-        return []
-
-    def random(self, rng: np.random.Generator) -> list[Case]:
-        return []
-
-    def compare(self, case: Case, out) -> None:  # raises Reject
-        raise NotImplementedError
-
-    def cases(self, seed: int, ex_id: str) -> list[Case]:
-        rng = np.random.default_rng([seed, zlib.crc32(ex_id.encode())])
-        drawn = self.random(rng)
-        if seed != STUDENT_SEED:
-            for case in drawn:
-                case.hidden = True
-        return self.fixed() + drawn
-
-    def on_pass(self, cases, outputs) -> str:
-        return ""
-
-
-def rand(rng, *shape, scale=1.0):
-    return np.round(rng.normal(size=shape) * scale, 3)
-
-
-def dirichlet(rng, n):
-    return rng.dirichlet(np.ones(n))
-
-
-
-
 def cases_for(ex: Exercise, seed: int) -> list[Case]:
     """The cases of a computational exercise (empty for value and written exercises)."""
-    from .specs import SPECS
-
     spec = SPECS.get(ex.id)
     if spec is None or ex.kind in ("value", "written"):
         return []
@@ -463,8 +88,6 @@ def judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
 
 
 def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
-    from .specs import SPECS
-
     kind = record.get("kind")
     label = ex.answer_label
     if kind == "missing":
@@ -485,7 +108,7 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
         return Verdict("fail", reason, reason.split(":")[0])
     if kind == "shape":
         return Verdict("fail", f"pass the answer's parts together, as a tuple: check({ex.id!r}, "
-                               f"({label})); got {_a(str(record.get('what')))}",
+                               f"({label})); got {with_article(str(record.get('what')))}",
                        "wrong answer object")
     if kind == "notcallable":
         val = record.get("value")
@@ -702,9 +325,6 @@ def encoded_inputs(cases: list[Case]) -> list[dict]:
     """The cases as the probe receives them (arguments only: notes and expectations stay here).
     A function argument (an :class:`Impl`, a :class:`Readout`) becomes
     ``{"__callable__": {"key": "CASE:ARG", "name"}}``: the caller says what each key calls."""
-    from ..grading.probe import encode
-    from .implementations import callable_of, is_marker
-
     def one(i, j, a):
         if is_marker(a):
             return {"__callable__": {"key": f"{i}:{j}", "name": callable_of(a).__name__}}
@@ -714,10 +334,8 @@ def encoded_inputs(cases: list[Case]) -> list[dict]:
             for i, c in enumerate(cases)]
 
 
-__all__ = ["Case", "Verdict", "Spec", "Reject", "Ambiguous", "diagnosis", "IMPL_NOTES",
-           "cases_for", "judge",
-           "encoded_inputs", "decode_record", "BadRecord", "STUDENT_SEED", "REFERENCE_MODULES",
-           "uses_reference"]
+__all__ = ["Verdict", "cases_for", "judge", "encoded_inputs", "decode_record", "BadRecord",
+           "REFERENCE_MODULES", "uses_reference", "WRITTEN_MIN_WORDS"]
 
 
 # ====================================================================== records from the probe
@@ -734,8 +352,6 @@ def decode_record(raw) -> dict:
     The grader calls this on whatever a student's kernel wrote, so it checks every field it uses
     and never evaluates anything (plain JSON in, numpy arrays out).
     """
-    from ..grading.probe import decode
-
     if not isinstance(raw, dict) or raw.get("kind") not in RECORD_KINDS:
         raise BadRecord("record has no known kind")
     kind = raw["kind"]

@@ -14,11 +14,11 @@ import json
 import os
 from pathlib import Path
 
-from ..grading import probe as _probe
+from . import probe as _probe
 from .implementations import callable_of, is_marker
-from .judging import (REFERENCE_MODULES, STUDENT_SEED, Verdict, cases_for, decode_record,
-                      encoded_inputs, judge)
+from .judging import REFERENCE_MODULES, Verdict, cases_for, decode_record, encoded_inputs, judge
 from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
+from .specs.base import STUDENT_SEED
 
 #: seconds per call of a student's function, and for all calls of one check
 CALL_SECONDS = float(os.environ.get("ATTENTION_LAB_CALL_SECONDS", 5))

@@ -33,7 +33,7 @@ The steps, in order: :func:`.submissions.discover` the files and
 :func:`.submissions.read_submissions` (bytes, hash and ``Submission.meta``), :class:`Batch` grades
 each one into a :class:`.report.SubmissionGrade` (carrying the submission's ``meta`` into
 grades.json), :func:`grade_folder` collects them into a :class:`.report.Report`, and
-:func:`.report.write_report` runs every writer of ``report.REPORT_WRITERS``. Facts about a
+:func:`.outputs.write_report` runs every writer of ``outputs.REPORT_WRITERS``. Facts about a
 submission besides its content (its assignment, its student) go in ``Submission.meta`` where the
 submissions are read; further outputs (feedback, a gradebook) are further writers.
 """
@@ -58,8 +58,8 @@ from ..exercises.judging import BadRecord, Verdict, decode_record, judge
 from ..exercises.registry import EXERCISES, IDS
 from . import assignments, late, lms, students, written
 from .cases import run_cases
-from .report import (PARTIAL_WRITERS, ExerciseGrade, Report, SubmissionGrade, summary_table,
-                     write_report)
+from .outputs import PARTIAL_WRITERS, write_report
+from .report import ExerciseGrade, Report, SubmissionGrade, summary_table
 from .runner import Limits, names_defined, run_notebook, skip_slow_optional_imports
 from .sandbox import JobFolders, ScratchRoot, for_job, isolation_problem
 from .submissions import (SUFFIXES, Submission, TooLarge, Unreadable, discover, no_notebook,

@@ -19,7 +19,8 @@ import zlib
 import numpy as np
 
 from ..exercises.implementations import Impl
-from ..exercises.judging import Case, cases_for
+from ..exercises.judging import cases_for
+from ..exercises.specs.base import Case
 from ..exercises.registry import Exercise
 
 

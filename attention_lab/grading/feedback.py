@@ -15,16 +15,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ..exercises.student import LABELS
 from ._csv import csv_text, points_text
 from .assignments import ASSIGNMENTS, points
+from .report import Report, SubmissionGrade
 from .students import path_names
 from .written import WRITTEN
-
-if TYPE_CHECKING:
-    from .report import Report, SubmissionGrade
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 #: status -> (mark, words, CSS class); the words are what a screen reader reads

@@ -20,13 +20,10 @@ the same totals in Canvas's and Moodle's import formats (:func:`canvas_table`,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ._csv import csv_text, points_text
 from .assignments import ASSIGNMENTS
-
-if TYPE_CHECKING:
-    from .report import Report
+from .report import Report
 
 
 def table(report: Report) -> list[list]:
@@ -124,8 +121,6 @@ def combine(reports: list[Report]) -> tuple[Report, list[str]]:
     """One report holding the counted submissions of several gradings (weeks, assignments),
     each with the hand scores its grading carries; where two gradings hold the same student
     and assignment, the one started later counts. (report, notes on what was replaced)."""
-    from .report import Report
-
     chosen: dict[tuple, tuple] = {}
     notes = []
     for r in sorted(reports, key=lambda r: r.started):
@@ -162,7 +157,6 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from .. import _cli
-    from .report import Report
 
     parser = build_parser()
     args, code = _cli.parse(parser, argv)

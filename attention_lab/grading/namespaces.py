@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 from .._process import running
-from .sandbox import JobFolders, Sandbox, kernel_dirs
+from .sandbox_base import JobFolders, Sandbox, kernel_dirs
 
 JOB = "/job"  # the kernel's scratch folder, inside its namespace
 SHM_MB = 16

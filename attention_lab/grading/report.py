@@ -1,21 +1,15 @@
-"""The grades of a batch and the files ``grade`` writes from them.
-
-:class:`SubmissionGrade` (one row: a status per exercise of its assignment, with the message a
-student sees, and what is known about it in ``meta``: assignment, student, whether it counts) and
-:class:`Report` (the batch: grades, seed, limits, integrity; read back from grades.json by
-:meth:`Report.from_dict`). :func:`write_report` runs every writer of ``REPORT_WRITERS``
-(``grades.csv``, ``grades.json``, then the course's ``written.csv``, ``gradebook.csv`` and
-``feedback/``) into a staging folder and moves the results into place only when all succeeded;
-:func:`summary_table` is what the command prints.
+"""The grades of a batch: :class:`SubmissionGrade` (one row: a status per exercise of its
+assignment, with the message a student sees, and what is known about it in ``meta``: assignment,
+student, whether it counts) and :class:`Report` (the batch: grades, seed, limits, integrity; read
+back from grades.json by :meth:`Report.from_dict`), its own files (``grades.csv``,
+``grades.json``) and :func:`summary_table`, what the command prints. Every file ``grade`` writes
+is written by :func:`.outputs.write_report`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import platform
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,10 +18,6 @@ from .._cli import shown
 from ..exercises.registry import EXERCISES, IDS
 from ._csv import csv_text, points_text
 from .assignments import ASSIGNMENTS, points
-from .feedback import write_feedback
-from .summary import write_summary
-from .gradebook import write_gradebook, write_lms_gradebooks
-from .written import write_written_csv
 
 if TYPE_CHECKING:
     from .runner import Limits
@@ -218,7 +208,7 @@ def checks_hash() -> str:
 
     pkg = Path(attention_lab.__file__).resolve().parent
     parts = sorted([*pkg.glob("exercises/*.py"), *pkg.glob("exercises/specs/*.py"),
-                    pkg / "grading" / "cases.py", pkg / "grading" / "probe.py"])
+                    pkg / "grading" / "cases.py"])
     h = hashlib.sha256()
     for p in parts:
         h.update(p.relative_to(pkg).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
@@ -267,35 +257,6 @@ def write_grades_json(report: Report, out: Path) -> Path:
     path.write_text(json.dumps(report.as_dict(), indent=1, ensure_ascii=False, default=str)
                     + "\n", encoding="utf-8")
     return path
-
-
-def write_report(report: Report, out: Path, writers=None) -> list[Path]:
-    """Run every writer (default: :data:`REPORT_WRITERS`) on ``report`` and move what they wrote
-    into ``out`` (created); the paths written, in order. The writers write into a staging folder
-    inside ``out``: if one fails, nothing in ``out`` has changed."""
-    writers = REPORT_WRITERS if writers is None else writers
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
-    try:
-        made = [write(report, staging) for write in writers]
-        final = []
-        for p in made:
-            dest = out / p.name
-            if p.is_dir():
-                old = None
-                if dest.exists():
-                    old = staging / (".old-" + p.name)
-                    os.replace(dest, old)
-                os.replace(p, dest)
-                if old is not None:
-                    shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(p, dest)
-            final.append(dest)
-        return final
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def summary_table(report: Report) -> str:
@@ -362,11 +323,3 @@ def course_warnings(report: Report) -> list[str]:
         out.append(f"note: {len(old)} earlier submission(s) superseded by a later one of the same "
                    f"student and assignment (graded, not counted): {some(old)}")
     return out
-
-
-#: What ``grade`` writes into OUT_DIR, in order: functions ``(report, out) -> path written``
-#: (a file or a folder directly in ``out``).
-REPORT_WRITERS = (write_grades_csv, write_grades_json, write_written_csv, write_gradebook,
-                  write_lms_gradebooks, write_feedback, write_summary)
-#: what an interrupted grading writes (the grades so far; no gradebook to import by mistake)
-PARTIAL_WRITERS = (write_grades_csv, write_grades_json)

@@ -2,10 +2,10 @@
 
 One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in named steps:
 
-1. **prepare** (once): the job's folders (:class:`.sandbox.JobFolders`), the kernel's (minimal)
+1. **prepare** (once): the job's folders (:class:`.sandbox_base.JobFolders`), the kernel's (minimal)
    environment, the cells not worth running;
 2. **start** (per kernel): nbclient/jupyter_client start a kernel through the sandbox
-   (:class:`.sandbox.Sandbox`: limits, namespaces); it inherits two sockets of the grader's
+   (:class:`.sandbox_base.Sandbox`: limits, namespaces); it inherits two sockets of the grader's
    (:mod:`.channel`): its harness channel and its stderr (whose last lines the grader keeps in
    memory: nothing of a kernel reaches the grader's disk, and a socket cannot be reopened through
    ``/proc/self/fd``);
@@ -15,10 +15,10 @@ One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in nam
    wait for them (printed text and displays are not even sent to it: it subscribes only to the
    kernel's own IOPub topics, which it needs to see the kernel start), ZeroMQ refuses any frame
    above ``MAX_MESSAGE_BYTES`` and queues at most ``QUEUE_MESSAGES`` messages;
-4. **probe**: the grader's harness cells: the source of :mod:`.probe`, executed in a fresh
-   namespace, answers the grader over the channel (:mod:`.channel`): the grader asks for each
-   answer by name and for one case at a time, in the run's order, runs the functions a case hands
-   over in its own process, and keeps the records (one cell per exercise whose answer the
+4. **probe**: the grader's harness cells: the source of :mod:`attention_lab.exercises.probe`,
+   executed in a fresh namespace, answers the grader over the channel (:mod:`.channel`): the
+   grader asks for each answer by name and for one case at a time, in the run's order, runs the
+   functions a case hands over in its own process, and keeps the records (one cell per exercise whose answer the
    notebook defines, one cell for all the others);
 5. **recover**: a cell that times out is interrupted and the kernel asked whether it still
    answers; a kernel that died (``os._exit``, a crash) or hangs is killed (the sandbox stops
@@ -53,7 +53,7 @@ from .channel import Channel, KernelLog
 from .sandbox import JobFolders, Sandbox, for_job
 
 HERE = Path(__file__).resolve().parent
-PROBE_SOURCE = (HERE / "probe.py").read_text(encoding="utf-8")
+PROBE_SOURCE = (HERE.parent / "exercises" / "probe.py").read_text(encoding="utf-8")
 MAX_MESSAGE_BYTES = 2 ** 20  # ZeroMQ drops a connection on which a larger frame arrives
 QUEUE_MESSAGES = 64  # messages ZeroMQ holds for the grader before it drops new ones
 IOPUB_SECONDS = 0  # nbclient does not wait for a cell's outputs after its reply: none are kept

@@ -1,6 +1,7 @@
 """How a grading kernel is confined: the interface the runner calls, and which sandbox a job gets.
 
-**The interface** (grader side). For every submission the runner gets a :class:`Sandbox` from
+**The interface** (grader side; defined in :mod:`.sandbox_base`, which both sandboxes build
+on, and imported from here). For every submission the runner gets a :class:`Sandbox` from
 :func:`for_job` and uses it for every kernel it starts: :meth:`~Sandbox.env` (the kernel's
 variables), :meth:`~Sandbox.path` (a job file as the kernel sees it), :attr:`~Sandbox.transport`
 and :attr:`~Sandbox.kernel_ip` (where the kernel binds its ZeroMQ channels), :meth:`~Sandbox.wrap`
@@ -25,148 +26,21 @@ whatever a grader that died left behind.
 
 from __future__ import annotations
 
-import abc
 import fcntl
 import functools
-import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-LAUNCHER = Path(__file__).resolve().with_name("launch.py")
+from .namespaces import NamespaceSandbox, remove_stale_cgroups, trial_command
+from .sandbox_base import JobFolders, Sandbox
+
 SCRATCH_PREFIX = "attention-lab-batch-"
 GRACE_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class JobFolders:
-    """One submission's folder on the grader's side, ``work.parent``::
-
-        work/   the kernel's working directory (without namespaces; else it has its own scratch)
-        home/   TMPDIR, IPYTHONDIR, ... (without namespaces)
-        in/     connection files, launcher configurations: read-only for the kernel
-        out/    the launcher's and bubblewrap's reports, the package view, the grader's links
-                to the kernel's sockets (not visible to the kernel)
-
-    ``shared``: a folder of the batch that its jobs share (the kernels' view of the package is
-    built there once); ``None``: the job builds its own in ``out/``.
-    """
-
-    work: Path
-    shared: Path | None = None
-
-    @property
-    def home(self) -> Path:
-        return self.work.parent / "home"
-
-    @property
-    def out(self) -> Path:
-        return self.work.parent / "out"
-
-    @property
-    def inp(self) -> Path:
-        return self.work.parent / "in"
-
-    def create(self) -> None:
-        for d in (self.work, self.home, self.out, self.inp):
-            d.mkdir(parents=True, exist_ok=True)
-        for sub in ("tmp", "ipython", "runtime", "mpl"):
-            (self.home / sub).mkdir(exist_ok=True)
-
-
-def kernel_dirs(home: str) -> dict[str, str]:
-    """Where the kernel's libraries keep their files: all below ``home``."""
-    return {"HOME": home, "IPYTHONDIR": f"{home}/ipython", "MPLCONFIGDIR": f"{home}/mpl",
-            "TMPDIR": f"{home}/tmp", "JUPYTER_RUNTIME_DIR": f"{home}/runtime"}
-
-
-class Sandbox(abc.ABC):
-    """How one submission's kernels are confined and how its processes are stopped.
-
-    One instance per submission. ``limits`` is the runner's :class:`~.runner.Limits`.
-    """
-
-    #: the keys of :meth:`report` that go into grades.json (per submission)
-    REPORT_KEYS: tuple[str, ...] = ()
-    #: ZeroMQ transport and address the kernel binds (``ipc``: a path prefix)
-    transport = "tcp"
-    kernel_ip = "127.0.0.1"
-
-    def __init__(self, folders: JobFolders, limits) -> None:
-        self.folders, self.limits = folders, limits
-        self.cancelled = False  # the batch was interrupted: start no further kernel
-
-    def cancel(self) -> None:
-        """The batch is stopping (Ctrl-C): kill the job's processes and start no new kernel."""
-        self.cancelled = True
-        self.kill()
-
-    def env(self) -> dict[str, str]:
-        """Variables the kernel gets on top of the runner's minimal environment."""
-        return kernel_dirs(str(self.folders.home))
-
-    def path(self, host: Path) -> str:
-        """The job file ``host`` (in ``in/`` or ``out/``) as the kernel sees it."""
-        return str(host)
-
-    @abc.abstractmethod
-    def wrap(self, kernel_cmd: list[str], *, attempt: int, connection_file: Path) -> list[str]:
-        """The command that starts ``kernel_cmd`` confined (kernel number ``attempt``;
-        ``connection_file`` is where ``kernel_cmd`` says it is on the grader's side). The
-        descriptors the kernel is started with reach it under the same numbers."""
-
-    def started(self, pid: int, ports: list[int]) -> str:
-        """The kernel's launcher runs as ``pid`` and binds ``ports``: the address the grader
-        connects to."""
-        return self.kernel_ip
-
-    def connections_released(self, attempt: int) -> None:
-        """The grader's sockets to kernel number ``attempt`` are closed (called from any
-        thread)."""
-
-    def limits_config(self) -> dict:
-        """The hard limits :mod:`.launch` sets (soft = hard)."""
-        limits = self.limits
-        return {"limits": {"memory_bytes": limits.memory_mb * 2 ** 20,
-                           "file_size_bytes": limits.fsize_mb * 2 ** 20,
-                           "cpu_seconds": int(limits.timeout * 2 + 60), "core_bytes": 0}}
-
-    def launcher(self, attempt: int, config: dict, cmd: list[str]) -> list[str]:
-        """``cmd`` run by :mod:`.launch` with ``config`` (written to ``in/``)."""
-        path = self.folders.inp / f"launch-{attempt}.json"
-        config = {**self.limits_config(), **config, "report": str(self.report_path(attempt)),
-                  "parent": os.getpid()}
-        path.write_text(json.dumps(config), encoding="utf-8")
-        return [sys.executable, "-I", "-S", str(LAUNCHER), str(path), "--", *cmd]
-
-    def report_path(self, attempt: int) -> Path:
-        return self.folders.out / f"launch-{attempt}.json"
-
-    def report(self, attempt: int) -> dict:
-        """What was applied to kernel number ``attempt`` (``{}`` if unknown)."""
-        try:
-            report = json.loads(self.report_path(attempt).read_text())
-        except (OSError, ValueError):
-            return {}
-        return report if isinstance(report, dict) else {}
-
-    def refusal(self, report: dict) -> str:
-        """Why the job must not run (a required isolation is missing), or ``""``."""
-        return ""
-
-    @abc.abstractmethod
-    def kill(self) -> None:
-        """Stop every process of the job, now (never raises; may be called from another
-        thread and more than once)."""
-
-    def close(self) -> None:
-        """The job is over: stop what is left and release what the sandbox holds."""
-        self.kill()
 
 
 class ProcessSandbox(Sandbox):
@@ -221,8 +95,6 @@ class ProcessSandbox(Sandbox):
 # ====================================================================== which sandbox
 def _bwrap_trial(bwrap: str) -> str:
     """Run ``true`` in a namespace sandbox like the kernels' (``""`` when it works)."""
-    from .namespaces import trial_command
-
     try:
         out = subprocess.run(trial_command(bwrap), capture_output=True, text=True, timeout=30,
                              stdin=subprocess.DEVNULL)
@@ -250,8 +122,6 @@ def for_job(folders: JobFolders, limits) -> Sandbox:
     problem = isolation_problem()
     if problem:
         return ProcessSandbox(folders, limits, problem)
-    from .namespaces import NamespaceSandbox
-
     return NamespaceSandbox(folders, limits, shutil.which("bwrap"))
 
 
@@ -287,8 +157,6 @@ def clean_stale(tmp: Path | None = None) -> list[Path]:
     """Remove the scratch folders nobody holds (their grader died) and empty the job cgroups of
     graders that are gone. A folder younger than ``GRACE_SECONDS`` is left alone (its grader may
     be between creating and locking it)."""
-    from .namespaces import remove_stale_cgroups
-
     removed = []
     for folder in Path(tmp or tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
         try:

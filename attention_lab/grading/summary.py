@@ -17,12 +17,9 @@ import math
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .assignments import ASSIGNMENTS
-
-if TYPE_CHECKING:
-    from .report import Report
+from .report import Report
 
 TOP_MESSAGES = 3
 TEMPLATES = Path(__file__).resolve().parent / "templates"

@@ -14,7 +14,8 @@ import harness as H
 if H.browser_unavailable_reason() and not H.browser_required():
     pytest.skip(H.browser_unavailable_reason(), allow_module_level=True)
 
-from attention_lab.exercises.judging import cases_for, fmt  # noqa: E402
+from attention_lab.exercises.judging import cases_for  # noqa: E402
+from attention_lab.exercises.specs.base import fmt  # noqa: E402
 from attention_lab.exercises.registry import EXERCISES  # noqa: E402
 from attention_lab.exercises.student import evaluate  # noqa: E402
 from attention_lab.grading.assignments import ASSIGNMENTS  # noqa: E402

@@ -20,7 +20,7 @@ import pytest
 
 import _docs
 
-from attention_lab.grading import batch, release, submit, written
+from attention_lab.grading import batch, merge, release, submit
 from attention_lab.grading._csv import csv_value
 from attention_lab.grading.runner import defined_names
 from attention_lab.grading.students import path_names
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "notebooks" / "exercises" / "solutions"
 COMMANDS = {"release": release.main, "submit": submit.main, "grade": batch.main,
-            "merge": written.main}
+            "merge": merge.main}
 
 
 def readme_commands() -> list[list[str]]:

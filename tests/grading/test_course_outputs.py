@@ -13,13 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attention_lab.exercises.judging import STUDENT_SEED, cases_for, fmt
+from attention_lab.exercises.judging import cases_for
+from attention_lab.exercises.specs.base import STUDENT_SEED, fmt
 from attention_lab.exercises.registry import EXERCISES
 from attention_lab.exercises.student import evaluate
-from attention_lab.grading import batch, feedback, gradebook, written
+from attention_lab.grading import batch, feedback, gradebook, merge, written
 from attention_lab.grading._csv import csv_text, csv_value
 from attention_lab.grading.assignments import ASSIGNMENTS
-from attention_lab.grading.report import ExerciseGrade, Report, SubmissionGrade, write_report
+from attention_lab.grading.outputs import write_report
+from attention_lab.grading.report import ExerciseGrade, Report, SubmissionGrade
 from attention_lab.grading.runner import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,22 +207,22 @@ def test_merge_command_rewrites_everything_all_or_nothing(tmp_path, course, caps
     rows = read_csv(out / "written.csv")
     rows[0].update(score="3", comment="ok")
     write_rows(out / "written.csv", rows)
-    assert written.main([str(out)]) == 0
+    assert merge.main([str(out)]) == 0
     first = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert "merged" in capsys.readouterr().out
     assert read_csv(out / "written.csv")[0]["score"] == "3"
     assert read_csv(out / "gradebook.csv")[0]["02_mechanics written"] == "3"
     assert "Score: <strong>3 of 4 points</strong>" in (out / "feedback/alice/02_mechanics.html"
                                                        ).read_text()
-    assert written.main([str(out)]) == 0  # idempotent: byte for byte
+    assert merge.main([str(out)]) == 0  # idempotent: byte for byte
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == first
     rows[0].update(score="7")
     write_rows(tmp_path / "bad.csv", rows)
-    assert written.main([str(out), str(tmp_path / "bad.csv")]) == 2
+    assert merge.main([str(out), str(tmp_path / "bad.csv")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "row 2" in err and "nothing was written" in err
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == first
-    assert written.main([str(tmp_path / "nowhere")]) == 2
+    assert merge.main([str(tmp_path / "nowhere")]) == 2
     assert "run grade first" in capsys.readouterr().err
 
 
@@ -385,7 +387,7 @@ def test_the_summary_flags_what_needs_the_instructor(course):
                   "--roster CSV", "--deadline WHEN", "--late-penalty P%/day", "--resume",
                   "--only ID"]),
     ("submit", ["--student ID"]),
-    (written.main, ["OUT_DIR", "WRITTEN_CSV"]),
+    (merge.main, ["OUT_DIR", "WRITTEN_CSV"]),
     ("release", ["OUT_DIR", "never the solutions"]),
 ])
 def test_every_new_option_has_help(main, options, capsys):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from attention_lab.grading import batch, gradebook, summary, written
+from attention_lab.grading import batch, gradebook, merge, summary, written
 from attention_lab.grading.report import ExerciseGrade, Report, SubmissionGrade
 from attention_lab.grading.runner import Limits
 
@@ -69,7 +69,7 @@ def term(tmp_path_factory):
         w = csv.DictWriter(fh, fieldnames=list(filled[0]))
         w.writeheader()
         w.writerows(filled)
-    assert written.main([str(out)]) == 0
+    assert merge.main([str(out)]) == 0
     return {"tmp": tmp, "subs": subs, "out": out, "merged": grades(out)}
 
 

@@ -22,6 +22,7 @@ import pytest
 from attention_lab.exercises.judging import BadRecord, decode_record
 from attention_lab.exercises.registry import EXERCISES, IDS
 from attention_lab.grading import batch
+from attention_lab.grading import outputs
 from attention_lab.grading import report as R
 from attention_lab.grading import submit
 from attention_lab.grading import submissions as S
@@ -188,7 +189,7 @@ def graded(tmp_path_factory):
         ae.check = check
         try:  # not there in the grader's kernel
             import attention_lab.exercises.judging as ck
-            import attention_lab.grading.probe as pr
+            import attention_lab.exercises.probe as pr
             ck.judge = lambda *a, **k: ck.Verdict("pass", "", "pass")
             pr.probe = lambda *a, **k: {"kind": "value", "value": 1.0}
             pr.run_harness = lambda *a, **k: None
@@ -461,7 +462,8 @@ def test_submission_meta_reaches_the_report_and_writers_can_be_added(tmp_path):
         path.write_text("\n".join(s.meta["student"] for s in report.submissions))
         return path
 
-    written = R.write_report(report, tmp_path / "out", writers=(*R.REPORT_WRITERS, roster))
+    written = outputs.write_report(report, tmp_path / "out",
+                                   writers=(*outputs.REPORT_WRITERS, roster))
     assert [p.name for p in written] == ["grades.csv", "grades.json", "written.csv",
                                          "gradebook.csv", "lms", "feedback", "summary.html",
                                          "roster.txt"]

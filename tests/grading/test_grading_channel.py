@@ -14,10 +14,11 @@ import threading
 import numpy as np
 import pytest
 
+from attention_lab.exercises import probe
+from attention_lab.exercises.implementations import Impl
 from attention_lab.exercises.judging import decode_record, judge
 from attention_lab.exercises.registry import EXERCISES
 from attention_lab.grading import channel as C
-from attention_lab.grading import probe
 from attention_lab.grading.cases import run_cases
 
 import _exercise_answers as A
@@ -132,12 +133,12 @@ def test_a_call_too_large_for_the_grader_raises_in_the_kernel_and_the_channel_st
 
 def test_the_cases_of_a_test_come_last_in_an_order_drawn_from_the_seed():
     codes = {seed: [c.args[0].code for c in run_cases(EXERCISES["2.6"], seed)
-                    if isinstance(c.args[0], probe.Impl)] for seed in range(6)}
+                    if isinstance(c.args[0], Impl)] for seed in range(6)}
     assert len({tuple(v) for v in codes.values()}) > 1  # not one public order
     assert all(sorted(v) == sorted(codes[0]) for v in codes.values())
     cases = run_cases(EXERCISES["2.6"], SEED)
-    first = min(i for i, c in enumerate(cases) if isinstance(c.args[0], probe.Impl))
-    assert all(isinstance(c.args[0], probe.Impl) for c in cases[first:])  # after the answer's
+    first = min(i for i, c in enumerate(cases) if isinstance(c.args[0], Impl))
+    assert all(isinstance(c.args[0], Impl) for c in cases[first:])  # after the answer's
     assert run_cases(EXERCISES["2.6"], SEED)[first].args[0].code == cases[first].args[0].code
 
 

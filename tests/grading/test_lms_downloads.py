@@ -30,7 +30,8 @@ import pytest
 
 from attention_lab.grading import batch, gradebook, late, lms, roster, students
 from attention_lab.grading.gradebook import canvas_table, moodle_table
-from attention_lab.grading.report import Report, SubmissionGrade, write_report
+from attention_lab.grading.outputs import write_report
+from attention_lab.grading.report import Report, SubmissionGrade
 from attention_lab.grading.runner import Limits
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """The checks of the computational exercises, one module per exercise notebook, in exercise order:
 :mod:`.level1` ... :mod:`.level4`. Each module's ``SPECS`` maps check ids to their
-:class:`~attention_lab.exercises.judging.Spec`; :data:`SPECS` holds them all."""
+:class:`.base.Spec`; :data:`SPECS` holds them all."""
 
 from __future__ import annotations
 

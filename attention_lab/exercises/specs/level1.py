@@ -8,11 +8,10 @@ import math
 import numpy as np
 
 from ...examples import HULL_VALUES, HULL_WEIGHTS, running_example
-from ...grading.probe import Impl
+from ..implementations import Impl
 from ...softmax import softmax
-from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type,
-                       diagnose, dirichlet, fmt, numeric, rand, to_array, expect_shape,
-                       value_mismatch)
+from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type, diagnose,
+                   dirichlet, fmt, numeric, rand, to_array, expect_shape, value_mismatch)
 
 _RX = running_example()
 

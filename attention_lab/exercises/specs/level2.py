@@ -10,13 +10,14 @@ import numpy as np
 
 from ...attention import attend
 from ...examples import running_example
-from ...grading.probe import Impl, TooLarge, Unsupported
+from ..implementations import Impl
+from ..probe import TooLarge, Unsupported
 from ...masks import local_mask, padding_mask
 from ...scores import dot_scores
 from ...softmax import softmax
-from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_bool, as_tuple, check_weights, close,
-                       describe_type, diagnose, diagnosis, expect_shape, fmt, numeric, rand,
-                       softmax_axis, to_array, value_mismatch)
+from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, as_tuple, check_weights, close,
+                   describe_type, diagnose, diagnosis, expect_shape, fmt, numeric, rand,
+                   softmax_axis, to_array, value_mismatch)
 
 _RX = running_example()
 

@@ -11,13 +11,13 @@ import numpy as np
 
 from ...attention import attend
 from ...examples import additive_example, running_example
-from ...grading.probe import Impl
+from ..implementations import Impl
 from ...masks import padding_mask
 from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
-from ..judging import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
-                       describe_type, diagnose, expect_shape, fmt, numeric, rand, softmax_axis,
-                       to_array, value_mismatch)
+from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
+                   describe_type, diagnose, expect_shape, fmt, numeric, rand, softmax_axis,
+                   to_array, value_mismatch)
 from .level2 import FAR_BELOW, judge_test_answer, masked_softmax_mistakes, softmax64
 
 _RX = running_example()

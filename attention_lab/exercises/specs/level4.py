@@ -12,8 +12,8 @@ from ...analysis.cost import multiply_adds, score_matrix_elements
 from ...examples import running_example
 from ..implementations import Readout, make_readout
 from ...softmax import entropy, softmax
-from ..judging import (Case, Reject, Spec, as_tuple, close, describe_type, diagnose, expect_shape,
-                       numeric, rand, to_array, value_mismatch, whole_number)
+from .base import (Case, Reject, Spec, as_tuple, close, describe_type, diagnose, expect_shape,
+                   numeric, rand, to_array, value_mismatch, whole_number)
 
 _RX = running_example()
 

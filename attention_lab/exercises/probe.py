@@ -3,7 +3,7 @@
 This module is the only exercise code that runs next to the student's code, and it holds nothing
 an answer could use: no softmax, no attention, no implementation of anything a check compares
 answers against (those stay in the checker's process: ``exercises/implementations.py``). It is
-self-contained (standard library and numpy only, no import from ``attention_lab``) because the
+the student side's (``check`` runs it; the grader sends it), and self-contained (standard library and numpy only, no import from ``attention_lab``) because the
 grader does not import it inside a student's kernel: it sends this file's *source text* in its
 own harness cell and executes it in a fresh namespace, so a notebook that monkeypatches
 ``attention_lab.exercises`` changes nothing. Whatever runs here is untrusted anyway: the grader
@@ -168,34 +168,6 @@ class TooLarge:
 
     def __repr__(self) -> str:
         return f"<{self.dtype} of shape {self.shape}, too large to record>"
-
-
-class Impl:
-    """A marker: the implementation a case hands to a student's test (checks 1.4, 2.6, 3.2), by
-    code letter. Only data: what the code does lives in the checker's process
-    (``exercises/implementations.py``), never here."""
-
-    def __init__(self, code: str):
-        self.code = code
-
-    def __repr__(self) -> str:
-        return f"Impl({self.code!r})"
-
-
-#: the parameters of check 4.3's readout layer
-READOUT_PARAMS = ("h", "W_c", "b_c", "W_o", "b_o")
-
-
-class Readout:
-    """A marker: the readout layer a case hands to a student's function (check 4.3), as its
-    parameters (numpy arrays named as :data:`READOUT_PARAMS`)."""
-
-    def __init__(self, params: dict):
-        self.params = params
-
-    def __repr__(self) -> str:
-        h, W_o = self.params["h"], self.params["W_o"]
-        return f"Readout(decoder state of width {h.shape[0]}, {W_o.shape[0]} output symbols)"
 
 
 def _decode_array(spec) -> np.ndarray:
