@@ -1,9 +1,9 @@
-"""The lecture demo under load: N viewers arriving, then moving sliders, today's settings beside
+"""The lecture demo under load: N viewers arriving, then moving sliders, plain Voila beside
 the lecture-hall settings, on 127.0.0.1.
 
 Two servers, one after the other, each serving a scratch copy of its notebook:
 
-- **today**: the demo as it was launched before the lecture-hall work: plain Voila, a kernel
+- **plain**: the demo as it was launched before the lecture-hall work: plain Voila, a kernel
   started and the notebook run per arriving viewer, every explorer built eagerly (the trained
   model's too, so torch in every kernel), no culling, no viewer limit;
 - **hall**: ``python -m attention_lab demo --pool P --max-viewers 70 --cull-after 30``: P
@@ -33,7 +33,7 @@ once), as a browser does (six kept-alive connections, compressed bodies accepted
 leaves (its page's shutdown request, as a closed tab sends) and the benchmark waits until the
 preheated pool is full again.
 
-Bounds: a page not ready within ``--timeout`` (120 s) counts as not ready; a round of today's
+Bounds: a page not ready within ``--timeout`` (120 s) counts as not ready; a round of the plain
 server is skipped when free memory is short (it needs ~350 MiB per viewer), and every server is
 stopped with all its processes at the end, also on failure. Run it with
 ``python -m benchmarks.run demo`` (N = 1, 10, 30, 60) or
@@ -68,7 +68,7 @@ GOAL_READY_S, GOAL_SLIDER_S, GOAL_RSS_MIB = 3.0, 0.250, 100.0
 #: buffers 5 s after its last frame (``FastCanvas.cool_seconds``)
 IDLE_S = 7.0
 #: the demo notebook as it was before the lecture-hall work: every tab built at once
-TODAY_CELL = """\
+PLAIN_CELL = """\
 from attention_lab.demo import build_demo
 from attention_lab.toy.explorer import ModelExplorer
 from attention_lab.widgets import (MaskExplorer, QueryExplorer, ScoreExplorer,
@@ -139,19 +139,19 @@ class Round:
 # Servers
 # ------------------------------------------------------------------------------------------------
 
-def today_server(H, folder: Path, work: Path):
+def plain_server(H, folder: Path, work: Path):
     """Plain Voila on the eager notebook, as ``python -m attention_lab demo`` ran it before."""
     from attention_lab.demo.launch import VOILA_EXTENSIONS
 
-    notebook = H.write_notebook([TODAY_CELL], folder / "demo_today.ipynb")
+    notebook = H.write_notebook([PLAIN_CELL], folder / "demo_plain.ipynb")
     port, token = H.free_port(), H.new_token()
     cmd = [sys.executable, "-m", "voila", str(notebook), "--no-browser", "--Voila.ip=127.0.0.1",
            f"--port={port}", "--Voila.port_retries=0", f"--Voila.token={token}",
            "--template=lab", "--theme=light", "--strip_sources=True", "--show_tracebacks=False",
            "--Voila.log_level=WARN",
            *[f"--VoilaConfiguration.extension_allowlist={x}" for x in VOILA_EXTENSIONS]]
-    return H.Server("today's Voila", cmd, port=port, token=token, env=H._isolated_env(work),
-                    cwd=folder, log=work / "today.log", timeout=180,
+    return H.Server("plain Voila", cmd, port=port, token=token, env=H._isolated_env(work),
+                    cwd=folder, log=work / "plain.log", timeout=180,
                     ready=lambda s: H.http_status(f"http://127.0.0.1:{port}/voila/static/voila.js")
                     in (200, 302, 403))
 
@@ -491,8 +491,8 @@ def run_round(H, server, n: int, *, slider_s: float, assets, timeout: float, bro
 # The two servers, the rounds, the rows
 # ------------------------------------------------------------------------------------------------
 
-def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: float = 20.0,
-            timeout: float = 120.0, chromium: int = 2, today_max_n: int = 60,
+def measure(ns=NS, *, configs=("plain", "hall"), pool: int = POOL, slider_s: float = 20.0,
+            timeout: float = 120.0, chromium: int = 2, plain_max_n: int = 60,
             lull: float = 0.0) -> dict:
     """{config: {n: Round}} for the two servers (see the module docstring)."""
     import psutil
@@ -511,7 +511,7 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
             for config in configs:
                 t0 = time.monotonic()
                 print(f"  {config}: starting the server ...", file=sys.stderr, flush=True)
-                server = (today_server(H, folder, work / config) if config == "today"
+                server = (plain_server(H, folder, work / config) if config == "plain"
                           else hall_server(H, folder, work / config, pool))
                 # a browser of its own per server: a page stuck on one server cannot spoil the next
                 browser = (_low_priority_chromium(H, playwright, work)
@@ -540,7 +540,7 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
                             wait_pool_full(server, pool)
                         need = n * 350 + 4096
                         free = psutil.virtual_memory().available / 2**20
-                        if config == "today" and (n > today_max_n or free < need):
+                        if config == "plain" and (n > plain_max_n or free < need):
                             results[config][n] = Round(
                                 n=n, skipped=f"skipped: needs ~{need / 1024:.0f} GiB free, "
                                              f"{free / 1024:.0f} GiB are")
@@ -560,7 +560,7 @@ def measure(ns=NS, *, configs=("today", "hall"), pool: int = POOL, slider_s: flo
                               f"{_s(r.cpu_arrival_s)}, CPU/step {_s(r.cpu_step_s)}, Chromium "
                               f"ready {r.browser_ready}, load average {r.load[0]:.1f} -> "
                               f"{r.load[1]:.1f}", file=sys.stderr, flush=True)
-                        if config == "today":  # the viewers' kernels stay (no culling): stop them
+                        if config == "plain":  # the viewers' kernels stay (no culling): stop them
                             _stop_kernels(server)
                 finally:
                     left = server.stop()
@@ -607,7 +607,7 @@ def _m(values) -> str:
 
 
 def rows(results: dict) -> list[Row]:
-    today, hall = results.get("today", {}), results.get("hall", {})
+    plain, hall = results.get("plain", {}), results.get("hall", {})
     out = []
     if results.get("warm_cpu_s"):
         out.append(Row(GROUP, "warm-up of a preheated kernel, CPU (start, imports, explorers, "
@@ -615,8 +615,8 @@ def rows(results: dict) -> list[Row]:
         out.append(Row(GROUP, "Voila's server CPU until the pool is full, per preheated kernel "
                               "(its page rendered, its messages watched; start-up included)",
                        results["warm_server_cpu_s"], "s"))
-    for n in sorted(set(today) | set(hall)):
-        t, h = today.get(n), hall.get(n)
+    for n in sorted(set(plain) | set(hall)):
+        t, h = plain.get(n), hall.get(n)
         goal = n == 30
 
         def row(what, get, unit="s", goal_text="", limit=None, compare=True):
@@ -625,9 +625,9 @@ def rows(results: dict) -> list[Row]:
             if new is None:
                 return
             ok = None if limit is None else new <= limit
-            base_what = "today" if old is not None else (t.skipped if t is not None else "")
+            base_what = "plain Voila" if old is not None else (t.skipped if t is not None else "")
             if not compare and old is not None:
-                what, base_what, old = f"{what} (today's round: {old:.1f})", "", None
+                what, base_what, old = f"{what} (plain Voila's round: {old:.1f})", "", None
             out.append(Row(GROUP, f"N={n}: {what}", new, unit, old, base_what, goal_text, ok))
 
         spread = f"{n} arriving in {n / 3:.0f} s" if n > 1 else "one viewer"
@@ -675,12 +675,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bench_demo", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, nargs="+", default=list(NS), help="viewer counts")
-    p.add_argument("--configs", nargs="+", choices=("today", "hall"), default=["today", "hall"])
+    p.add_argument("--configs", nargs="+", choices=("plain", "hall"), default=["plain", "hall"])
     p.add_argument("--pool", type=int, default=POOL, help="preheated kernels (hall)")
     p.add_argument("--slider-seconds", type=float, default=20.0)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds for a page to load")
     p.add_argument("--chromium", type=int, default=2, help="real pages in the N=10, 30 rounds")
-    p.add_argument("--today-max-n", type=int, default=60)
+    p.add_argument("--plain-max-n", type=int, default=60)
     p.add_argument("--lull", type=float, default=0.0,
                    help="seconds the simulated viewers wait after arriving before their first "
                         "slider step (a class listening; the pool may refill meanwhile)")
@@ -689,7 +689,7 @@ def main(argv=None) -> int:
 
     results = measure(args.n, configs=args.configs, pool=args.pool,
                       slider_s=args.slider_seconds, timeout=args.timeout, chromium=args.chromium,
-                      today_max_n=args.today_max_n, lull=args.lull)
+                      plain_max_n=args.plain_max_n, lull=args.lull)
     print(f"machine: {os.cpu_count()} cores; load average now {os.getloadavg()[0]:.1f}")
     print(table(rows(results)))
     return 0
