@@ -616,22 +616,22 @@ def rows(results: dict) -> list[Row]:
                               "(its page rendered, its messages watched; start-up included)",
                        results["warm_server_cpu_s"], "s"))
     for n in sorted(set(plain) | set(hall)):
-        t, h = plain.get(n), hall.get(n)
+        p, h = plain.get(n), hall.get(n)
         goal = n == 30
 
         def row(what, get, unit="s", goal_text="", limit=None, compare=True):
             new = get(h) if h is not None and not h.skipped else None
-            old = get(t) if t is not None and not t.skipped else None
+            old = get(p) if p is not None and not p.skipped else None
             if new is None:
                 return
             ok = None if limit is None else new <= limit
-            base_what = "plain Voila" if old is not None else (t.skipped if t is not None else "")
+            base_what = "plain Voila" if old is not None else (p.skipped if p is not None else "")
             if not compare and old is not None:
                 what, base_what, old = f"{what} (plain Voila's round: {old:.1f})", "", None
             out.append(Row(GROUP, f"N={n}: {what}", new, unit, old, base_what, goal_text, ok))
 
         spread = f"{n} arriving in {n / 3:.0f} s" if n > 1 else "one viewer"
-        limit = (h or t).timeout
+        limit = (h or p).timeout
         row(f"viewers whose page was not ready within {limit:.0f} s", lambda r: r.not_ready, "")
         row(f"page ready p50 ({spread}, simulated; not ready = {limit:.0f} s)",
             lambda r: r.ready_p(50))
