@@ -1,59 +1,27 @@
-"""Stored notebook outputs travel: no round-off, no unsanitised timing, and the notebooks pass nbval
-with torch's generic kernels on one thread (as on another CPU), not only on this machine.
+"""Stored notebook outputs travel: no round-off and no unsanitised timing in them, and the run's
+comparison that makes the browser run-all (torch's generic kernels, one thread) a portability
+check can fail.
 
-The README's test command runs nbval on every notebook in this process's environment (this CPU's
-kernels, its thread count); ``test_notebooks_pass_with_generic_kernels_and_one_thread`` runs the
-same nbval pass again in a subprocess with ``ATEN_CPU_CAPABILITY=default`` and one thread, so a
-stored output that depends on the kernels or the thread count fails the command on any machine.
+nbval re-executes every notebook in this process's environment; the browser run-all
+(tests/browser/test_browser_lab.py) executes each again with ``ATEN_CPU_CAPABILITY=default`` and
+one thread and compares its outputs with the stored ones (:func:`_outputs.differences`), so a
+stored output that depends on the CPU's kernels or the thread count fails the test command.
 """
 
 from __future__ import annotations
 
-import configparser
+import copy
 import json
-import os
 import re
-import subprocess
-import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from _outputs import ROOT, differences, problems, sanitisers, texts
+
 NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts)
-
-# Round-off: a number printed below what float32/float64 computations guarantee across CPUs.
-ROUND_OFF = re.compile(r"\d(?:\.\d+)?e-(?:0[5-9]|[1-9]\d)"   # exponent <= -5: 2.4e-07, 1e-12
-                       r"|\d\.\d{7,}")                        # 7+ decimals: 0.19995117
-# A timing left in a stored output after the nbval sanitiser ran.
-TIMING = re.compile(r"\d(?:\.\d+)? ?(?:ms|µs|us|ns)\b|\d(?:\.\d+)? ?s (?:per|elapsed)\b")
-
-
-def _sanitisers():
-    cfg = configparser.ConfigParser()
-    cfg.read(ROOT / "nbval-sanitize.cfg", encoding="utf-8")
-    return [(re.compile(cfg[s]["regex"]), cfg[s]["replace"]) for s in cfg.sections()]
-
-
-def problems(text: str, sanitisers=()) -> list[str]:
-    """The round-off-looking numbers and unsanitised timings in one output's text."""
-    for regex, replace in sanitisers:
-        text = regex.sub(replace, text)
-    found = []
-    for line in text.splitlines():
-        if ROUND_OFF.search(line):
-            found.append(f"round-off {ROUND_OFF.search(line).group()!r} in {line.strip()!r}")
-        if TIMING.search(line):
-            found.append(f"timing {TIMING.search(line).group()!r} in {line.strip()!r}")
-    return found
-
-
-def _texts(output: dict) -> list[str]:
-    if "text" in output:
-        return ["".join(output["text"])]
-    data = output.get("data", {})
-    return ["".join(data[k]) for k in ("text/plain", "text/markdown", "text/html") if k in data]
 
 
 def test_the_scanner_finds_round_off_and_timings_and_passes_verdicts():
@@ -63,7 +31,7 @@ def test_the_scanner_finds_round_off_and_timings_and_passes_verdicts():
     good = ["agrees with SDPA within 1e-5: yes", "within 1e-4: yes", "weights [0.123 0.361]",
             "1,048,576 scores", "safe fill -3.403e+38", "0.361084", "entropy 1.510 nats",
             "4.0 MiB", "latency 0.165 ms per call"]
-    san = _sanitisers()
+    san = sanitisers()
     for text in bad:
         assert problems(text, san), text
     for text in good:
@@ -73,42 +41,82 @@ def test_the_scanner_finds_round_off_and_timings_and_passes_verdicts():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "notebooks")))
 def test_no_stored_output_shows_round_off_or_a_timing(path):
     nb = json.loads(path.read_text(encoding="utf-8"))
-    san = _sanitisers()
+    san = sanitisers()
     found = []
     for i, cell in enumerate(nb["cells"]):
         for out in cell.get("outputs", []):
-            for text in _texts(out):
+            for text in texts(out):
                 found += [f"{path.relative_to(ROOT)} cell {i}: {p}" for p in problems(text, san)]
     assert not found, "\n".join(found)
 
 
-def test_notebooks_pass_with_generic_kernels_and_one_thread():
-    """nbval on every notebook with torch's default (non-vectorised) CPU kernels and one thread:
-    the stored outputs must not depend on either. Two pytest processes share the notebooks (each
-    kernel runs on one thread, so together they use two cores)."""
-    env = dict(os.environ, ATEN_CPU_CAPABILITY="default", OMP_NUM_THREADS="1",
-               MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    probe = subprocess.run(
-        [sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability(), "
-                               "torch.get_num_threads())"],
-        env=env, capture_output=True, text=True, check=True)
-    assert probe.stdout.split() == ["DEFAULT", "1"], probe.stdout
-    # the research notebook takes about as long as all the exercise notebooks together
-    first = [p for p in NOTEBOOKS if p.name.startswith("04") or "exercises" in p.parts]
-    groups = [first, [p for p in NOTEBOOKS if p not in first]]
-    assert sorted(groups[0] + groups[1]) == NOTEBOOKS and all(groups)
-    runs = [subprocess.Popen([sys.executable, "-m", "pytest", "-q",
-                              *(str(p.relative_to(ROOT)) for p in group)],
-                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True) for group in groups]
-    try:
-        outs = [run.communicate(timeout=900)[0] for run in runs]
-    finally:
-        for run in runs:
-            if run.poll() is None:
-                run.kill()
-                run.wait()
-    for run, out in zip(runs, outs):
-        assert run.returncode == 0, f"nbval with ATEN_CPU_CAPABILITY=default, one thread:\n" \
-                                    f"{out[-6000:]}"
-        assert re.search(r"\d+ passed", out) and " failed" not in out, out[-6000:]
+def _first_number(nb: dict) -> dict:
+    """The first stream output of ``nb`` that prints a digit."""
+    return next(o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
+                if o["output_type"] == "stream" and any(ch.isdigit() for ch in "".join(o["text"])))
+
+
+def test_differences_catch_a_changed_output_and_forgive_what_nbval_forgives():
+    """The comparison the browser run-all applies: a run equal to the stored notebook passes; a
+    changed digit, a missing output or a missing cell fails; a split stream, another widget id,
+    another figure image and a sanitised timing pass."""
+    stored = json.loads((ROOT / "notebooks" / "03_maths_and_code.ipynb").read_text())
+    assert differences(stored, copy.deepcopy(stored)) == []
+
+    ran = copy.deepcopy(stored)
+    out = _first_number(ran)
+    text = "".join(out["text"])
+    digit = next(ch for ch in text if ch.isdigit())
+    out["text"] = text.replace(digit, str((int(digit) + 1) % 10), 1)
+    assert len(differences(stored, ran)) == 1
+
+    ran = copy.deepcopy(stored)
+    cell = next(c for c in ran["cells"] if c["cell_type"] == "code" and c.get("outputs"))
+    cell["outputs"] = []
+    assert differences(stored, ran)
+    ran["cells"].remove(cell)
+    assert differences(stored, ran) == [f"{_count(ran)} code cells ran, {_count(stored)} stored"]
+
+    cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": ["took 3.2 ms per call\n", "ok\n"]},
+        {"output_type": "display_data", "metadata": {}, "data": {
+            "image/png": "AAAA", "text/plain": "<Figure size 640x480 with 1 Axes>",
+            "application/vnd.jupyter.widget-view+json": {"model_id": "a" * 32}}}]}
+    other = copy.deepcopy(cell)
+    other["outputs"][0:1] = [{"output_type": "stream", "name": "stdout", "text": "took 9 ms "},
+                             {"output_type": "stream", "name": "stdout", "text": "per call\nok\n"}]
+    other["outputs"][-1]["data"].update({"image/png": "BBBB", "text/plain": "<Figure size "
+                                         "800x600 with 2 Axes>", "application/vnd.jupyter."
+                                         "widget-view+json": {"model_id": "b" * 32}})
+    assert differences({"cells": [cell]}, {"cells": [other]}) == []
+    other["outputs"][0]["name"] = "stderr"
+    assert differences({"cells": [cell]}, {"cells": [other]})
+
+
+def _count(nb: dict) -> int:
+    return sum(c["cell_type"] == "code" for c in nb["cells"])
+
+
+#: the test files that execute notebooks, and which: with nbval (pyproject's addopts, testpaths
+#: "notebooks") that is each repository notebook twice
+RUNNERS = {
+    "browser/test_browser_lab.py": "each repository notebook once: the portable run-all",
+    "browser/harness.py": "the JupyterLab driver (run_all, start_run) the browser tests call",
+    "browser/test_browser_hub.py": "the release bundle's student copies, on three students' "
+                                   "servers side by side",
+    "test_stale_figures.py": "a notebook written in tmp_path",
+}
+EXECUTES = re.compile(r"\.run_all\(|\.start_run\(|NotebookClient|ExecutePreprocessor"
+                      r"|nbtools\.execute\(|--nbval|[\"']-m[\"'],\s*[\"']pytest")
+
+
+def test_each_notebook_is_executed_at_most_twice_by_the_test_command():
+    """nbval executes every notebook under notebooks/ once and the browser run-all once (it checks
+    that it runs each exactly once); no other test file executes notebooks or starts another
+    pytest (as the separate generic-kernel nbval pass did, a third execution)."""
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert options["testpaths"].count("notebooks") == 1 and "--nbval" in options["addopts"]
+    tests = ROOT / "tests"
+    found = {p.relative_to(tests).as_posix() for p in tests.rglob("*.py")
+             if p != Path(__file__) and EXECUTES.search(p.read_text(encoding="utf-8"))}
+    assert found == set(RUNNERS), f"files that execute notebooks: {sorted(found)}"

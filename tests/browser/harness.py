@@ -287,8 +287,15 @@ def readme_open_env() -> dict:
             for k, v in (w.split("=", 1) for w in words if re.fullmatch(r"[A-Z_]+=\S+", w))}
 
 
+#: the kernels of the JupyterLab tests: torch's generic CPU kernels and one thread, as on another CPU
+#: (the run-all compares every output with the stored one: nbval already ran them on this CPU)
+PORTABLE_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "OMP_NUM_THREADS": "1",
+                    "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
 def jupyter_lab(root: Path, work: Path) -> Server:
-    """A JupyterLab server (not started) on ``root``, with its settings and logs under ``work``."""
+    """A JupyterLab server (not started) on ``root``, with its settings and logs under ``work``;
+    its kernels run with :data:`PORTABLE_KERNELS`."""
     settings = work / "lab-settings"
     for name, values in LAB_SETTINGS.items():
         path = settings / f"{name}.jupyterlab-settings"
@@ -302,7 +309,7 @@ def jupyter_lab(root: Path, work: Path) -> Server:
            f"--LabApp.workspaces_dir={work / 'lab-workspaces'}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
-    env = {**_isolated_env(work), **readme_open_env()}
+    env = {**_isolated_env(work), **readme_open_env(), **PORTABLE_KERNELS}
     return Server("JupyterLab", cmd, port=port, token=token, env=env, cwd=root,
                   log=work / "jupyterlab.log",
                   ready=lambda s: http_status(s.url("/api/status")) == 200)
@@ -511,6 +518,8 @@ _TEXT_OUTPUTS_JS = f"""
 }}
 """
 
+_MODEL_JS = f"() => ({_PANEL}).context.model.toJSON()"
+
 _ERRORS_JS = f"""
 () => {{
   const w = {_PANEL};
@@ -620,6 +629,10 @@ class LabNotebook:
 
     def errors(self) -> list[str]:
         return self.page.evaluate(_ERRORS_JS)
+
+    def model(self) -> dict:
+        """The notebook as JupyterLab holds it (nbformat JSON, the outputs of this run)."""
+        return self.page.evaluate(_MODEL_JS)
 
     def text_outputs(self) -> list[str]:
         """The text of every output of the notebook's code cells (streams and text/plain), from

@@ -1,4 +1,5 @@
-"""JupyterLab in a real browser: every notebook runs without an error; in the mechanics notebook,
+"""JupyterLab in a real browser: every notebook runs without an error and, on torch's generic CPU
+kernels and one thread, shows the outputs stored in it (what nbval compares); in the mechanics notebook,
 the explorers' controls drive their figures (keyboard, mouse, toggle buttons), their readouts show
 the core's numbers, three tasks are reached with the keyboard alone, and every explorer is
 accessible (live readout, named figure, named controls), and the local-p explorer's tasks are
@@ -7,11 +8,13 @@ defaults (from the README's command) keep the news question away."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 import harness as H
+from _outputs import differences
 
 if H.browser_unavailable_reason() and not H.browser_required():
     pytest.skip(H.browser_unavailable_reason(), allow_module_level=True)
@@ -25,13 +28,24 @@ GEOMETRY = Path("01_intuition.ipynb")
 NOTEBOOKS = [p for p in H.repo_notebooks() if p not in (INTERACTIVE, GEOMETRY)]
 
 
+def test_each_repository_notebook_runs_once_here():
+    """With nbval, twice in the test command (tests/test_portable_outputs.py counts the rest)."""
+    runs = NOTEBOOKS + [INTERACTIVE, GEOMETRY]
+    assert sorted(runs) == H.repo_notebooks() and len(set(runs)) == len(runs)
+
+
 def run_without_errors(nb, steps, notebook) -> None:
+    """Run all of ``notebook``: no error, every cell ran, and the outputs are the stored ones."""
     steps(f"opened {notebook}")
     progress = nb.run_all()
     steps("ran all cells")
     assert nb.errors() == [], f"{notebook}: cells show errors"
     assert progress["pending"] == 0, f"{notebook}: cells did not run: {progress}"
     assert steps.page_errors == [], f"uncaught errors in the page: {steps.page_errors}"
+    stored = json.loads((H.ROOT / "notebooks" / notebook).read_text(encoding="utf-8"))
+    changed = differences(stored, nb.model())
+    assert not changed, (f"{notebook}: outputs differ from the stored ones on generic kernels, "
+                         f"one thread:\n" + "\n".join(changed))
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.as_posix() for p in NOTEBOOKS])
@@ -154,6 +168,17 @@ def no_news_question(page, server) -> None:
     shown = page.evaluate("() => [...document.querySelectorAll('.Toastify__toast')]"
                           ".map(e => e.textContent)")
     assert not [t for t in shown if "news" in t.lower()], shown
+
+
+def test_the_kernels_run_generic_cpu_kernels_on_one_thread(lab_app, lab_steps):
+    """The kernels of the run-all are the portable ones (so the comparison checks portability)."""
+    nb = lab_app.open(f"{H.FIXTURE_FOLDER}/portable.ipynb")
+    try:
+        nb.run_all()
+        lab_steps("ran the portable-kernel fixture")
+        assert nb.text_outputs() == ["DEFAULT 1\n"], nb.text_outputs()
+    finally:
+        nb.close()
 
 
 def test_error_check_reports_the_failing_cell(lab_app, lab_steps):
