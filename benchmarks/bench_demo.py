@@ -7,7 +7,7 @@ Two servers, one after the other, each serving a scratch copy of its notebook:
   started and the notebook run per arriving viewer, every explorer built eagerly (the trained
   model's too, so torch in every kernel), no culling, no viewer limit;
 - **hall**: ``python -m attention_lab demo --pool P --max-viewers 70 --cull-after 30``: P
-  preheated kernels warmed one at a time, the trained model's tab built when opened and served by
+  preheated kernels preheated one at a time, the trained model's tab built when opened and served by
   the shared model, culling, the viewer limit (see :mod:`attention_lab.demo.server`).
 
 For each N (1, 10, 30, 60) the N viewers arrive evenly spread over N/3 seconds (30 in 10 s: the
@@ -202,7 +202,7 @@ def _kernels(server) -> dict:
 
 
 def wait_pool_full(server, pool: int, timeout: float = 600.0) -> float:
-    """Wait until the server runs exactly ``pool`` kernels and they are idle (warmed up);
+    """Wait until the server runs exactly ``pool`` kernels and they are idle (preheated);
     returns the seconds waited."""
     import psutil
 
@@ -522,11 +522,11 @@ def measure(ns=NS, *, configs=("plain", "hall"), pool: int = POOL, slider_s: flo
                           f"{os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
                     if config == "hall" and pool:
                         wait_pool_full(server, pool)
-                        warm = [_cpu(p) for p in _kernels(server).values()]
-                        results["warm_cpu_s"] = statistics.mean(warm)
-                        results["warm_server_cpu_s"] = _cpu(_voila_process(server)) / pool
-                        print(f"  hall: {pool} preheated kernels, {results['warm_cpu_s']:.1f} s "
-                              f"of CPU each to warm up", file=sys.stderr, flush=True)
+                        preheat = [_cpu(p) for p in _kernels(server).values()]
+                        results["preheat_cpu_s"] = statistics.mean(preheat)
+                        results["preheat_server_cpu_s"] = _cpu(_voila_process(server)) / pool
+                        print(f"  hall: {pool} preheated kernels, {results['preheat_cpu_s']:.1f} s "
+                              f"of CPU each to preheat", file=sys.stderr, flush=True)
                     assets = ()
                     if browser is not None:  # before the rounds, which wait for a full pool
                         try:
@@ -609,12 +609,12 @@ def _m(values) -> str:
 def rows(results: dict) -> list[Row]:
     plain, hall = results.get("plain", {}), results.get("hall", {})
     out = []
-    if results.get("warm_cpu_s"):
-        out.append(Row(GROUP, "warm-up of a preheated kernel, CPU (start, imports, explorers, "
-                              "their figures rendered once)", results["warm_cpu_s"], "s"))
+    if results.get("preheat_cpu_s"):
+        out.append(Row(GROUP, "preheating of a preheated kernel, CPU (start, imports, explorers, "
+                              "their figures rendered once)", results["preheat_cpu_s"], "s"))
         out.append(Row(GROUP, "Voila's server CPU until the pool is full, per preheated kernel "
                               "(its page rendered, its messages watched; start-up included)",
-                       results["warm_server_cpu_s"], "s"))
+                       results["preheat_server_cpu_s"], "s"))
     for n in sorted(set(plain) | set(hall)):
         p, h = plain.get(n), hall.get(n)
         goal = n == 30

@@ -85,7 +85,7 @@ def test_pyproject_ranges_and_environment_yml():
     assert pins == env_pins, f"environment.yml and requirements.txt differ: {pins ^ env_pins}"
 
 
-def test_import_is_lazy_and_fast():
+def test_import_loads_numpy_and_nothing_heavy_and_the_rest_on_first_use():
     """``import attention_lab`` loads the numpy reference and nothing else that is not Python's
     own (fast: no torch, matplotlib, ipywidgets, Jupyter); the other parts load on first use."""
     code = ("import json, sys; before = set(sys.modules); import attention_lab; "

@@ -216,7 +216,7 @@ class Demo:
         A figure's first draw renders its static layer (axes, ticks, labels: 0.1-0.5 s of CPU);
         later draws restore it from a pixel cache (3-12 ms); the live canvas also encodes its
         first whole frame (4-8 ms), which an arriving page asks for twice. Run in Voila's
-        preheated kernels, this moves that work from a viewer's arrival to the warm-up. The live
+        preheated kernels, this moves that work from a viewer's arrival to the preheating. The live
         canvases then keep only that frame and the compressed static layer until a viewer moves
         a control (``FastCanvas.cool``).
         """

@@ -61,7 +61,7 @@ VOILA_EXTENSIONS = ("@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/wi
 VIEWER_MIB = 200
 #: Kept free for the rest: the model server (~240 MiB), Voila's server (~100-300 MiB), the system.
 RESERVE_MIB = 1536
-#: The largest default pool: a class of 30 arriving at once finds a warm kernel each.
+#: The largest default pool: a class of 30 arriving at once finds a preheated kernel each.
 MAX_DEFAULT_POOL = 30
 
 
@@ -163,15 +163,15 @@ def network_warning(host: str, port: int) -> str:
 
 def voila_command(notebook: Path, host: str, port: int, token: str, theme: str, *,
                   pool: int = 0, max_viewers: int = 0, cull_after: float = 0,
-                  warm_slots: int = 1) -> list[str]:
+                  preheat_slots: int = 1) -> list[str]:
     """The demo server's command line (:mod:`attention_lab.demo.server`, which is Voila):
-    standalone app, no code cells, fixed port; ``pool`` preheated kernels warming ``warm_slots``
+    standalone app, no code cells, fixed port; ``pool`` preheated kernels preheating ``preheat_slots``
     at a time, at most ``max_viewers`` viewers (0: no limit), kernels without a page culled after
     ``cull_after`` seconds idle (0: never)."""
     server = [
         f"--VoilaConfiguration.multi_kernel_manager_class="
         f"attention_lab.demo.server.DemoKernelManager",
-        f"--DemoKernelManager.warm_slots={warm_slots}",
+        f"--DemoKernelManager.preheat_slots={preheat_slots}",
         "--VoilaConfiguration.kernel_spec_manager_class="
         "attention_lab.demo.server.DemoKernelSpecManager",
         f"--DemoVoila.max_viewers={max_viewers}",
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
                               env[ENV_SOCKET]], cwd=str(ROOT), **child)
     command = voila_command(notebook, host, port, token, args.theme, pool=pool,
                             max_viewers=max_viewers, cull_after=args.cull_after,
-                            warm_slots=max(1, (os.cpu_count() or 2) // 2))
+                            preheat_slots=max(1, (os.cpu_count() or 2) // 2))
     proc = subprocess.Popen(command, cwd=str(notebook.parent), **child)
     try:
         try:
@@ -364,11 +364,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _capacity_line(pool: int, max_viewers: int, cull_after: int, defaults: Plan) -> str:
     viewers = f"up to {max_viewers} viewers" if max_viewers else "no viewer limit"
-    warm = (f"{pool} kernels preheating (a few seconds of CPU each; '[demo] ... ready' below "
+    preheating = (f"{pool} kernels preheating (a few seconds of CPU each; '[demo] ... ready' below "
             f"says when)" if pool else "no preheated kernels")
     cull = f"a viewer's kernel ends {cull_after} s after they leave" if cull_after \
         else "kernels of viewers who left are kept"
-    return (f"{viewers}, {warm}, {cull} ({defaults.available_mib / 1024:.1f} GiB of memory free, "
+    return (f"{viewers}, {preheating}, {cull} ({defaults.available_mib / 1024:.1f} GiB of memory free, "
             f"{VIEWER_MIB} MiB planned per kernel)")
 
 

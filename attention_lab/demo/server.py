@@ -6,16 +6,16 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
 
 - **Warm-ups one at a time, in order** (:class:`DemoKernelManager`). Voila's preheated pool
   (``--preheat_kernel=True --pool_size=P``) starts all P kernels at once and refills one for every
-  viewer that takes one. A kernel's warm-up (start, imports, building the explorers, rendering their
+  viewer that takes one. A kernel's preheating (start, imports, building the explorers, rendering their
   figures) costs 2-5 s of CPU; P of them at once finish together, late, and a refill wave after a
-  class arrived competes with every viewer's slider. Here a kernel holds one of ``warm_slots``
+  class arrived competes with every viewer's slider. Here a kernel holds one of ``preheat_slots``
   slots (default: half the cores) from its start until it has run the notebook, so kernels come
   ready one after the other, first started first ready, and the other cores stay with the viewers.
 - **Refills wait for a quiet room** (:meth:`DemoKernelManager.quiet_room`). Voila refills its pool
-  a second after a viewer takes a kernel; a warm-up then holds a core for ~3 s while a class is
+  a second after a viewer takes a kernel; a preheating then holds a core for ~3 s while a class is
   arriving and moving sliders. Here a refill (Voila's page renderer for it included) starts once
   no page has been requested and no page has sent a message for ``refill_quiet`` seconds
-  (default 3), or at once when a viewer has already taken it (the pool had no warm kernel left).
+  (default 3), or at once when a viewer has already taken it (the pool had no preheated kernel left).
   30 simulated viewers arriving in 10 s
   (``python -m benchmarks.bench_demo --n 30 --configs hall --chromium 0``), refills at once vs
   after 3 s of quiet: page ready p95 0.93 -> 0.33 s, slider step -> frame p95 230 -> 130 ms.
@@ -28,7 +28,7 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
 - **Page templates compiled once** (:class:`CompiledTemplates`). Voila renders each preheated
   kernel's page with a new exporter, whose new Jinja environment parsed and compiled the page
   templates again. The compiled templates are now shared by every renderer of the server; with
-  the lighter watch of warm-ups below, the server's CPU to fill a pool of 8 went from 8.7 to 7.2 s.
+  the lighter watch of preheating below, the server's CPU to fill a pool of 8 went from 8.7 to 7.2 s.
 - **Websocket protocol v1 only** (:class:`DemoKernelWebsocketHandler`). Voila 0.5.8-0.5.13 read
   every outgoing binary message as protocol v1; a client of the older protocol (no subprotocol)
   makes it read a huge offset count and the whole server hangs (found with this project's load
@@ -157,18 +157,18 @@ You can also follow the demo on the projector.</p>
 
 
 class DemoKernelManager(AsyncMappingKernelManager):
-    """jupyter_server's kernel manager whose kernels warm up at most ``warm_slots`` at a time.
+    """jupyter_server's kernel manager whose kernels preheat at most ``preheat_slots`` at a time.
 
     A kernel takes a slot before it starts and gives it back once it has run the notebook (an
     ``execute_request`` answered and no other one begun within half a second), died, or spent
-    ``warm_timeout`` seconds. Waiting kernels start in the order they asked (asyncio's semaphore
+    ``preheat_timeout`` seconds. Waiting kernels start in the order they asked (asyncio's semaphore
     is first come, first served), so Voila's pool fills front to back: the kernel a viewer takes
     is the one that is ready soonest.
     """
 
-    warm_slots = Int(1, config=True, help="kernels that may warm up at the same time")
-    warm_timeout = Float(120.0, config=True,
-                         help="seconds after which a kernel gives its warm-up slot back anyway")
+    preheat_slots = Int(1, config=True, help="kernels that may preheat at the same time")
+    preheat_timeout = Float(120.0, config=True,
+                         help="seconds after which a kernel gives its preheating slot back anyway")
     refill_quiet = Float(3.0, config=True,
                          help="a pool kernel starts only after viewers have been quiet (no page "
                               "requested, no message from a page) this many seconds, unless a "
@@ -180,8 +180,8 @@ class DemoKernelManager(AsyncMappingKernelManager):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._slots: asyncio.Semaphore | None = None
-        self.warm_seconds: list[float] = []  # each kernel's warm-up, start to notebook run
-        self.preheated = 0  # kernels warmed up for Voila's pool
+        self.preheat_seconds: list[float] = []  # each kernel's preheating, start to notebook run
+        self.preheated = 0  # kernels preheated for Voila's pool
 
         async def quiet_first(kernel_id):
             # a refill (no kernel yet) waits before Voila prepares its page renderer and starts
@@ -193,7 +193,7 @@ class DemoKernelManager(AsyncMappingKernelManager):
 
     async def start_kernel(self, **kwargs):
         if self._slots is None:
-            self._slots = asyncio.Semaphore(max(1, self.warm_slots))
+            self._slots = asyncio.Semaphore(max(1, self.preheat_slots))
         for_pool = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
         await self._slots.acquire()
         started = time.monotonic()
@@ -203,7 +203,7 @@ class DemoKernelManager(AsyncMappingKernelManager):
         except BaseException:
             self._slots.release()
             raise
-        asyncio.ensure_future(self._release_when_warm(kernel_id, idle, started, for_pool))
+        asyncio.ensure_future(self._release_when_preheated(kernel_id, idle, started, for_pool))
         return kernel_id
 
     def start_watching_activity(self, kernel_id: str) -> None:
@@ -252,7 +252,7 @@ class DemoKernelManager(AsyncMappingKernelManager):
         state = {"at": None, "stream": stream}
 
         def on_message(parts):
-            # only status messages are deserialized (a warm-up sends hundreds of comm_open)
+            # only status messages are deserialized (a preheating sends hundreds of comm_open)
             _, fed = kernel.session.feed_identities(parts)
             if json.loads(fed[1])["msg_type"] != "status":
                 return
@@ -264,12 +264,12 @@ class DemoKernelManager(AsyncMappingKernelManager):
         stream.on_recv(on_message)
         return state
 
-    async def _release_when_warm(self, kernel_id: str, idle: dict, started: float,
-                                 for_pool: bool) -> None:
+    async def _release_when_preheated(self, kernel_id: str, idle: dict, started: float,
+                                      for_pool: bool) -> None:
         try:
-            while time.monotonic() - started < self.warm_timeout and kernel_id in self:
+            while time.monotonic() - started < self.preheat_timeout and kernel_id in self:
                 if idle["at"] is not None and time.monotonic() - idle["at"] > 0.5:
-                    self.warm_seconds.append(time.monotonic() - started)
+                    self.preheat_seconds.append(time.monotonic() - started)
                     break
                 await asyncio.sleep(0.1)
         finally:
@@ -280,9 +280,9 @@ class DemoKernelManager(AsyncMappingKernelManager):
         if for_pool:
             self.preheated += 1
             if self.preheated == voila_compat.pool_size(self):
-                times = sorted(self.warm_seconds) or [float("nan")]
+                times = sorted(self.preheat_seconds) or [float("nan")]
                 tell_instructor(f"{self.preheated} preheated kernel(s) ready for viewers "
-                                f"({times[len(times) // 2]:.1f} s of warm-up each, median)")
+                                f"({times[len(times) // 2]:.1f} s of preheating each, median)")
 
 
 class DemoKernelSpecManager(KernelSpecManager):
@@ -301,7 +301,7 @@ class GatedVoilaHandler(voila_compat.PageHandler):
     """Voila's page handler behind the viewer limit.
 
     It also marks the kernel a page gets as active at that moment. A preheated kernel has been idle
-    since its warm-up, often for minutes, and its page connects seconds after receiving the HTML
+    since its preheating, often for minutes, and its page connects seconds after receiving the HTML
     (a browser loads its scripts first): without this, the culler could shut the kernel down in
     between (found by the load benchmark's Chromium pages with ``--cull-after 30``).
     """

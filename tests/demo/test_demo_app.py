@@ -270,7 +270,7 @@ def test_prerender_renders_each_static_layer_once_ahead_of_the_first_frame():
         ex.canvas._force_full = True        # what a page's "refresh" asks for
         ex.canvas.draw()                    # what its first "draw" request runs
     assert [ex.figure.static_renders for ex in explorers.values()] == [1, 1]
-    assert all(f is k for f, k in zip(frames, kept))  # sent as encoded in the warm-up
+    assert all(f is k for f, k in zip(frames, kept))  # sent as encoded in the preheating
     unrendered = D.build_demo({"Query": QueryExplorer()}, prerender=False)
     assert unrendered.explorers["Query"].figure.static_renders == 0
 

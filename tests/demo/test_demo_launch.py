@@ -127,10 +127,10 @@ def test_voila_loads_the_frontend_of_every_widget_on_the_demo_page():
 
 def test_voila_command_for_a_lecture_hall(notebook):
     cmd = D.voila_command(notebook, "127.0.0.1", 8866, "tok", "light", pool=12, max_viewers=40,
-                          cull_after=120, warm_slots=2)
+                          cull_after=120, preheat_slots=2)
     for option in ("--preheat_kernel=True", "--pool_size=12", "--DemoVoila.max_viewers=40",
                    "--MappingKernelManager.cull_idle_timeout=120",
-                   "--MappingKernelManager.cull_interval=30", "--DemoKernelManager.warm_slots=2",
+                   "--MappingKernelManager.cull_interval=30", "--DemoKernelManager.preheat_slots=2",
                    "--VoilaConfiguration.multi_kernel_manager_class="
                    "attention_lab.demo.server.DemoKernelManager"):
         assert option in cmd
