@@ -10,6 +10,11 @@ Two servers, one after the other, each serving a scratch copy of its notebook:
   preheated kernels preheated one at a time, the trained model's tab built when opened and served by
   the shared model, culling, the viewer limit (see :mod:`attention_lab.demo.server`).
 
+With ``--configs hall ablation`` the hall server runs again once per addition of
+:mod:`attention_lab.demo.server`, without it (``hall-without-<addition>``, switched off by
+``ATTENTION_LAB_DEMO_WITHOUT``); each such round's rows compare the hall with everything (the
+value) against the hall without that addition (the baseline), the ratio being what it buys.
+
 For each N (1, 10, 30, 60) the N viewers arrive evenly spread over N/3 seconds (30 in 10 s: the
 goal's scenario). Each is a :class:`benchmarks.viewer.Viewer` (page, the static files a real page
 fetched, the kernel websocket, the widgets' states, every canvas opened); *page ready* is from its
@@ -156,9 +161,23 @@ def plain_server(H, folder: Path, work: Path):
                     in (200, 302, 403))
 
 
-def hall_server(H, folder: Path, work: Path, pool: int):
-    """The demo's launcher with the lecture-hall settings on a copy of notebooks/demo.ipynb."""
+def configs_named(names) -> list[str]:
+    """The server configurations of ``--configs``: ``ablation`` stands for one
+    ``hall-without-<addition>`` per addition the demo server can switch off."""
+    from attention_lab.demo.server import ADDITIONS
+
+    out = []
+    for name in names:
+        out += [f"hall-without-{a}" for a in ADDITIONS] if name == "ablation" else [name]
+    return out
+
+
+def hall_server(H, folder: Path, work: Path, pool: int, without: str = ""):
+    """The demo's launcher with the lecture-hall settings on a copy of notebooks/demo.ipynb;
+    ``without``: an addition switched off (an ablation)."""
     import shutil
+
+    from attention_lab.demo.server import WITHOUT_ENV
 
     notebook = folder / "demo.ipynb"
     shutil.copyfile(ROOT / "notebooks" / "demo.ipynb", notebook)
@@ -172,8 +191,10 @@ def hall_server(H, folder: Path, work: Path, pool: int):
         log = server.log_path.read_text(errors="replace")
         return "preheated kernel(s) ready" in log or (pool == 0 and "?token=" in log)
 
-    return H.Server("lecture-hall demo", cmd, port=port, token=token, env=H._isolated_env(work),
-                    cwd=ROOT, log=work / "hall.log", timeout=900, ready=ready)
+    env = {**H._isolated_env(work), WITHOUT_ENV: without}
+    return H.Server(f"lecture-hall demo{' without ' + without if without else ''}", cmd,
+                    port=port, token=token, env=env, cwd=ROOT, log=work / "hall.log",
+                    timeout=900, ready=ready)
 
 
 def _tree(server):
@@ -499,6 +520,7 @@ def measure(ns=NS, *, configs=("plain", "hall"), pool: int = POOL, slider_s: flo
 
     H = _harness()
     results: dict = {c: {} for c in configs}
+    results["preheat"] = {}  # {config: (CPU per preheated kernel, Voila's CPU per kernel)}
     use_browser = chromium > 0 and not H.browser_unavailable_reason()
     if use_browser:
         from playwright.sync_api import sync_playwright
@@ -512,7 +534,9 @@ def measure(ns=NS, *, configs=("plain", "hall"), pool: int = POOL, slider_s: flo
                 t0 = time.monotonic()
                 print(f"  {config}: starting the server ...", file=sys.stderr, flush=True)
                 server = (plain_server(H, folder, work / config) if config == "plain"
-                          else hall_server(H, folder, work / config, pool))
+                          else hall_server(H, folder, work / config, pool,
+                                           config.removeprefix("hall-without-")
+                                           if config != "hall" else ""))
                 # a browser of its own per server: a page stuck on one server cannot spoil the next
                 browser = (_low_priority_chromium(H, playwright, work)
                            if playwright is not None else None)
@@ -520,13 +544,13 @@ def measure(ns=NS, *, configs=("plain", "hall"), pool: int = POOL, slider_s: flo
                     server.start()
                     print(f"  {config}: ready after {time.monotonic() - t0:.0f} s (load average "
                           f"{os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
-                    if config == "hall" and pool:
+                    if config.startswith("hall") and pool:
                         wait_pool_full(server, pool)
-                        preheat = [_cpu(p) for p in _kernels(server).values()]
-                        results["preheat_cpu_s"] = statistics.mean(preheat)
-                        results["preheat_server_cpu_s"] = _cpu(_voila_process(server)) / pool
-                        print(f"  hall: {pool} preheated kernels, {results['preheat_cpu_s']:.1f} s "
-                              f"of CPU each to preheat", file=sys.stderr, flush=True)
+                        kernels = statistics.mean(_cpu(p) for p in _kernels(server).values())
+                        results["preheat"][config] = (kernels,
+                                                      _cpu(_voila_process(server)) / pool)
+                        print(f"  {config}: {pool} preheated kernels, {kernels:.1f} s of CPU each "
+                              f"to preheat", file=sys.stderr, flush=True)
                     assets = ()
                     if browser is not None:  # before the rounds, which wait for a full pool
                         try:
@@ -536,7 +560,7 @@ def measure(ns=NS, *, configs=("plain", "hall"), pool: int = POOL, slider_s: flo
                                   f"({type(exc).__name__}); simulated viewers fetch none",
                                   file=sys.stderr)
                     for n in ns:
-                        if config == "hall" and pool:
+                        if config.startswith("hall") and pool:
                             wait_pool_full(server, pool)
                         need = n * 350 + 4096
                         free = psutil.virtual_memory().available / 2**20
@@ -607,14 +631,43 @@ def _m(values) -> str:
 
 
 def rows(results: dict) -> list[Row]:
-    plain, hall = results.get("plain", {}), results.get("hall", {})
+    """Hall vs plain Voila; then, for an ablation, hall vs the hall without each addition."""
+    out = _compare(results.get("hall", {}), results.get("plain", {}), "plain Voila")
+    preheat = results.get("preheat", {})
+    for config in results:
+        if config.startswith("hall-without-"):
+            tag = f"[{config.removeprefix('hall-')}]"
+            if "hall" in preheat and config in preheat:
+                out.append(Row(GROUP, f"{tag} {SERVER_PREHEAT}", preheat["hall"][1], "s",
+                               preheat[config][1], "without it"))
+            out += [Row(r.group, f"{tag} {r.what}", r.value, r.unit, r.baseline, r.baseline_what)
+                    for r in _compare(results.get("hall", {}), results[config], "without it",
+                                      heads=ABLATION_ROWS) if r.baseline is not None]
+    return _preheat_rows(preheat.get("hall")) + out
+
+
+#: the rows an ablation compares (what each addition is for: page ready, sliders, memory, CPU)
+ABLATION_ROWS = ("page ready p95", "slider step -> new frame p95", "RSS per viewer kernel idle",
+                 "whole demo", "CPU per arriving viewer (", "... of which Voila's server")
+
+
+SERVER_PREHEAT = ("Voila's server CPU until the pool is full, per preheated kernel (its page "
+                  "rendered, its messages watched; start-up included)")
+
+
+def _preheat_rows(hall) -> list[Row]:
+    """The hall's CPU to preheat: ``hall`` = (per kernel, Voila's server per kernel) or None."""
+    if not hall:
+        return []
+    return [Row(GROUP, "preheating of a preheated kernel, CPU (start, imports, explorers, "
+                       "their figures rendered once)", hall[0], "s"),
+            Row(GROUP, SERVER_PREHEAT, hall[1], "s")]
+
+
+def _compare(hall: dict, plain: dict, base_name: str, heads=None) -> list[Row]:
+    """Rows of the rounds of ``hall`` against those of ``plain`` (named ``base_name``), for each
+    N; ``heads``: only the rows whose text begins so."""
     out = []
-    if results.get("preheat_cpu_s"):
-        out.append(Row(GROUP, "preheating of a preheated kernel, CPU (start, imports, explorers, "
-                              "their figures rendered once)", results["preheat_cpu_s"], "s"))
-        out.append(Row(GROUP, "Voila's server CPU until the pool is full, per preheated kernel "
-                              "(its page rendered, its messages watched; start-up included)",
-                       results["preheat_server_cpu_s"], "s"))
     for n in sorted(set(plain) | set(hall)):
         p, h = plain.get(n), hall.get(n)
         goal = n == 30
@@ -624,10 +677,12 @@ def rows(results: dict) -> list[Row]:
             old = get(p) if p is not None and not p.skipped else None
             if new is None:
                 return
+            if heads is not None and not what.startswith(heads):
+                return
             ok = None if limit is None else new <= limit
-            base_what = "plain Voila" if old is not None else (p.skipped if p is not None else "")
+            base_what = base_name if old is not None else (p.skipped if p is not None else "")
             if not compare and old is not None:
-                what, base_what, old = f"{what} (plain Voila's round: {old:.1f})", "", None
+                what, base_what, old = f"{what} ({base_name}'s round: {old:.1f})", "", None
             out.append(Row(GROUP, f"N={n}: {what}", new, unit, old, base_what, goal_text, ok))
 
         spread = f"{n} arriving in {n / 3:.0f} s" if n > 1 else "one viewer"
@@ -675,7 +730,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bench_demo", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, nargs="+", default=list(NS), help="viewer counts")
-    p.add_argument("--configs", nargs="+", choices=("plain", "hall"), default=["plain", "hall"])
+    p.add_argument("--configs", nargs="+", choices=("plain", "hall", "ablation"),
+                   default=["plain", "hall"],
+                   help="ablation: the hall without each of its additions, one after the other")
     p.add_argument("--pool", type=int, default=POOL, help="preheated kernels (hall)")
     p.add_argument("--slider-seconds", type=float, default=20.0)
     p.add_argument("--timeout", type=float, default=120.0, help="seconds for a page to load")
@@ -687,7 +744,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from .run import table
 
-    results = measure(args.n, configs=args.configs, pool=args.pool,
+    results = measure(args.n, configs=configs_named(args.configs), pool=args.pool,
                       slider_s=args.slider_seconds, timeout=args.timeout, chromium=args.chromium,
                       plain_max_n=args.plain_max_n, lull=args.lull)
     print(f"machine: {os.cpu_count()} cores; load average now {os.getloadavg()[0]:.1f}")

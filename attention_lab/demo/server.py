@@ -45,6 +45,10 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
   files (``python -m benchmarks.bench_demo --n 30 --configs hall``, one run each): Voila's CPU
   per arriving viewer 214 -> 176 ms, page ready p95 3.7 -> 2.2 s.
 
+The load benchmark turns each of the seven additions above but the websocket check off in turn
+(``ATTENTION_LAB_DEMO_WITHOUT``, :func:`switched_off`; ``python -m benchmarks.bench_demo
+--configs hall ablation``): the rows of each addition against the server without it.
+
 Everything else (templates, tokens, the pool itself) is Voila's, configured on the command line.
 What of Voila, jupyter_server and jupyter_client is not public API is named in
 :mod:`attention_lab._compat` (``voila``, ``jupyter_server``, ``jupyter_client``), which checks
@@ -80,6 +84,20 @@ V1_PROTOCOL = "v1.kernel.websocket.jupyter.org"
 KERNEL_ID = re.compile(r'"kernelId":\s*"([0-9a-f-]{36})"')
 #: the key under which the server's :class:`Viewers` sit in the tornado settings
 VIEWERS = "attention_lab_viewers"
+#: the additions an ablation may switch off, by the names ``ATTENTION_LAB_DEMO_WITHOUT`` takes
+ADDITIONS = ("preheat-in-turn", "quiet-refills", "viewer-limit", "compiled-templates",
+             "static-from-memory", "light-activity-watch", "lean-kernel")
+WITHOUT_ENV = "ATTENTION_LAB_DEMO_WITHOUT"
+
+
+def switched_off(addition: str) -> bool:
+    """Whether ``addition`` (one of :data:`ADDITIONS`) is switched off for an ablation: named in
+    the comma-separated ``ATTENTION_LAB_DEMO_WITHOUT``; an unknown name there is an error."""
+    off = {w.strip() for w in os.environ.get(WITHOUT_ENV, "").split(",") if w.strip()}
+    if off - set(ADDITIONS):
+        raise ValueError(f"{WITHOUT_ENV}: unknown addition(s) {sorted(off - set(ADDITIONS))}; "
+                         f"known: {', '.join(ADDITIONS)}")
+    return addition in off
 
 
 def utcnow() -> datetime:
@@ -193,7 +211,8 @@ class DemoKernelManager(AsyncMappingKernelManager):
 
     async def start_kernel(self, **kwargs):
         if self._slots is None:
-            self._slots = asyncio.Semaphore(max(1, self.preheat_slots))
+            slots = 10**6 if switched_off("preheat-in-turn") else max(1, self.preheat_slots)
+            self._slots = asyncio.Semaphore(slots)
         for_pool = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
         await self._slots.acquire()
         started = time.monotonic()
@@ -209,6 +228,8 @@ class DemoKernelManager(AsyncMappingKernelManager):
     def start_watching_activity(self, kernel_id: str) -> None:
         """jupyter_server's watch of a kernel's IOPub, for culling, reading less of each message:
         see :meth:`record_activity`."""
+        if switched_off("light-activity-watch"):
+            return super().start_watching_activity(kernel_id)
         kernel = self.get_kernel(kernel_id)
         kernel.reason = ""
         kernel.last_activity = utcnow()
@@ -237,7 +258,7 @@ class DemoKernelManager(AsyncMappingKernelManager):
         """Return once viewers have been quiet for ``refill_quiet`` seconds, or once ``task`` (the
         pool item being prepared) is no longer in Voila's pool: a viewer took it and waits for
         it."""
-        if self.viewers is None:
+        if self.viewers is None or switched_off("quiet-refills"):
             return
         while self.viewers.quiet_for() < self.refill_quiet:
             if not voila_compat.in_pool(self, task):
@@ -291,7 +312,8 @@ class DemoKernelSpecManager(KernelSpecManager):
 
     def get_kernel_spec(self, kernel_name):
         spec = super().get_kernel_spec(kernel_name)
-        if kernel_name == NATIVE_KERNEL_NAME and "ipykernel_launcher" in spec.argv:
+        if (kernel_name == NATIVE_KERNEL_NAME and "ipykernel_launcher" in spec.argv
+                and not switched_off("lean-kernel")):
             spec.argv = [sys.executable, "-m", "attention_lab.demo.kernel",
                          "-f", "{connection_file}"]
         return spec
@@ -394,20 +416,22 @@ class DemoVoila(Voila):
 
     def init_settings(self):
         settings = super().init_settings()
-        settings[VIEWERS] = Viewers(self.max_viewers)
+        settings[VIEWERS] = Viewers(0 if switched_off("viewer-limit") else self.max_viewers)
         self.kernel_manager.viewers = settings[VIEWERS]
         return settings
 
     def init_handlers(self):
         swap = {voila_compat.PageHandler: GatedVoilaHandler,
-                voila_compat.KernelWebsocketHandler: DemoKernelWebsocketHandler,
-                **{h: from_memory(h) for h in voila_compat.STATIC_HANDLERS}}
+                voila_compat.KernelWebsocketHandler: DemoKernelWebsocketHandler}
+        if not switched_off("static-from-memory"):
+            swap.update({h: from_memory(h) for h in voila_compat.STATIC_HANDLERS})
         return voila_compat.swap_handlers(super().init_handlers(), swap)
 
 
 def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
-    use_compiled_templates()
+    if not switched_off("compiled-templates"):
+        use_compiled_templates()
     DemoVoila.launch_instance(argv=argv)
 
 

@@ -244,6 +244,45 @@ def test_the_demo_kernel_has_no_debugger_and_no_input_history():
     assert status == "ok" and printed == ["None", "False", "False", "QueryExplorer"], printed
 
 
+def test_an_ablation_switches_each_addition_off_and_names_a_wrong_one(monkeypatch):
+    """ATTENTION_LAB_DEMO_WITHOUT (the load benchmark's ablation): each named addition is off,
+    the others stay on; a name it does not know is an error that lists the known ones."""
+    class FakeHandler:  # what the static-file swap wraps
+        pass
+
+    def state():
+        specs = S.DemoKernelSpecManager().get_kernel_spec("python3").argv
+        km = S.DemoKernelManager(refill_quiet=60)
+        km.viewers = S.Viewers(clock=lambda: 0.0)
+        km.viewers.active()
+        item = object()
+        km._pools = {"demo.ipynb": [item]}  # as in the refill test above
+
+        async def refill_waits():
+            try:
+                await asyncio.wait_for(km.quiet_room(item, poll=0.01), 0.05)
+                return False
+            except asyncio.TimeoutError:
+                return True
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            waits = pool.submit(asyncio.run, refill_waits()).result()
+        return {"lean-kernel": "attention_lab.demo.kernel" in specs, "quiet-refills": waits}
+
+    monkeypatch.delenv(S.WITHOUT_ENV, raising=False)
+    assert state() == {"lean-kernel": True, "quiet-refills": True}
+    assert not any(S.switched_off(a) for a in S.ADDITIONS)
+    for off in ("lean-kernel", "quiet-refills"):
+        monkeypatch.setenv(S.WITHOUT_ENV, off)
+        assert state() == {"lean-kernel": off != "lean-kernel",
+                           "quiet-refills": off != "quiet-refills"}
+    monkeypatch.setenv(S.WITHOUT_ENV, "viewer-limit, static-from-memory")
+    assert [a for a in S.ADDITIONS if S.switched_off(a)] == ["viewer-limit",
+                                                               "static-from-memory"]
+    monkeypatch.setenv(S.WITHOUT_ENV, "lean-kernels")
+    with pytest.raises(ValueError, match="unknown addition.*lean-kernels.*known: preheat-in-turn"):
+        S.switched_off("lean-kernel")
+
+
 def test_the_full_page_says_what_happened_and_retries():
     page = S.full_page(60, 60)
     assert "The demo is full" in page and "60 viewers are watching" in page
@@ -415,3 +454,27 @@ def test_the_page_files_are_served_from_memory_and_compressed(hall):
             assert gzip.decompress(packed) == plain and len(packed) < len(plain), path
     finally:
         conn.close()
+
+
+def test_the_ablation_rows_put_each_addition_against_the_server_without_it():
+    """bench_demo's rows for ``--configs hall ablation`` (made-up rounds): each addition's rows
+    hold the hall with everything as the value and the hall without it as the baseline."""
+    from benchmarks import bench_demo as B
+
+    assert B.configs_named(["hall", "ablation"]) == ["hall"] + [
+        f"hall-without-{a}" for a in S.ADDITIONS]
+
+    def round_(ready, cpu):
+        return B.Round(n=10, ready=[ready] * 10, slider=[0.1] * 10, idle_rss_mib=[90.0],
+                       cpu_arrival_s=cpu, voila_cpu_arrival_s=cpu / 2, load=(1.0, 1.0))
+
+    results = {"hall": {10: round_(0.5, 0.2)}, "hall-without-lean-kernel": {10: round_(1.0, 0.3)},
+               "preheat": {"hall": (3.0, 0.2), "hall-without-lean-kernel": (3.5, 0.4)}}
+    rows = {r.what: r for r in B.rows(results)}
+    ready = rows["[without-lean-kernel] N=10: page ready p95 (10 arriving in 3 s, simulated)"]
+    assert (ready.value, ready.baseline, ready.ratio, ready.baseline_what) == (
+        0.5, 1.0, 0.5, "without it")
+    server = rows[f"[without-lean-kernel] {B.SERVER_PREHEAT}"]
+    assert (server.value, server.baseline) == (0.2, 0.4)
+    assert not [w for w in rows if w.startswith("[without-lean-kernel] N=10: USS")]  # not asked
+    assert rows[B.SERVER_PREHEAT].value == 0.2 and rows[B.SERVER_PREHEAT].baseline is None
