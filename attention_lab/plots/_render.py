@@ -29,7 +29,8 @@ from matplotlib.collections import PolyCollection
 from matplotlib.colors import LinearSegmentedColormap, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties, findfont, get_font
-from matplotlib.transforms import Bbox
+from matplotlib.path import Path
+from matplotlib.transforms import Bbox, IdentityTransform
 
 from .._compat.matplotlib import glyph_load_flags
 from .._format import non_finite_word
@@ -349,9 +350,6 @@ class FastText(Artist):
         self.stale = False
 
     def _draw_box(self, renderer, layout):
-        from matplotlib.path import Path
-        from matplotlib.transforms import IdentityTransform
-
         pad = 0.45 * self._size * renderer.dpi / 72.0
         x0 = min(left for _, left, _ in layout) - pad
         x1 = max(left + img.shape[1] for img, left, _ in layout) + pad
@@ -469,7 +467,4 @@ class Bars(PolyCollection):
         self._heights = np.where(np.isfinite(h), h, 0.0)
         self.set_verts(self._verts())
         self.stale = True
-
-    def __len__(self) -> int:
-        return self._x.size
 

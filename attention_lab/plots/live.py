@@ -438,7 +438,6 @@ class MaskPlot(LivePlot):
         st, fig = self.style, self.figure
         ref = np.asarray(unmasked_weights, float)
         S = ref.size
-        self.S = S
         titles = ["no mask\n", "mask BEFORE softmax\n(right)",
                   "mask AFTER softmax,\nno renormalising (wrong)"]
         xs = [0.06, 0.385, 0.71]
@@ -651,7 +650,6 @@ class PrecisionPlot(LivePlot):
     def __init__(self, S: int = 5, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
         st, fig = self.style, self.figure
-        self.S = S
         self.panels = []
         for x, color in ((0.065, PALETTE["score"]), (0.565, PALETTE["weight"])):
             ax = self._panel([x, 0.2, 0.41, 0.52], S, ylim=(0, 1.1),
