@@ -1,13 +1,14 @@
 """The rendering engine of the live figures: a layered figure and fast labels.
 
 * :class:`LayeredFigure`: the parts that do not change (axes, ticks, labels, titles, static
-  patches) are rendered once and cached as pixels; a draw after an update restores those pixels
-  and draws only the artists registered as dynamic. Anything that changes a static part calls
-  :meth:`LayeredFigure.invalidate_static` (changes of size, dpi, axes limits or axes visibility are
-  detected automatically).
+  patches) are rendered once and kept as a background (matplotlib's blitting); a draw after an
+  update restores it and draws only the artists registered as dynamic. Anything that changes a
+  static part calls :meth:`LayeredFigure.invalidate_static` (changes of size, dpi, axes limits or
+  axes visibility are detected automatically).
 * :class:`FastText`: a label for values that change on every update, pasted from cached glyph
-  bitmaps. It stays because a stock ``matplotlib.text.Text`` misses the explorers' 5 ms per-frame
-  goal (``python -m benchmarks.run explorers``, the rows "dynamic labels as stock matplotlib Text").
+  bitmaps. It stays because stock ``matplotlib.text.Text`` labels make the explorers' frames
+  2.4-6x slower (``python -m benchmarks.run explorers``, the rows "changing labels as stock
+  matplotlib Text"; ``docs/maintainers/decisions.md``).
 * :class:`Bars`: a group of bars as one artist (one draw call).
 * Shared styling: the Okabe-Ito :data:`PALETTE`, :data:`CMAP` (the one colour scale for attention
   weights: white at 0, darkest green at 1, in every heatmap of the package), :class:`Style` (font
@@ -23,12 +24,13 @@ from functools import lru_cache
 
 import numpy as np
 from matplotlib.artist import Artist
-from matplotlib.backend_bases import DrawEvent
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.colors import LinearSegmentedColormap, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties, findfont, get_font
+from matplotlib.path import Path
+from matplotlib.transforms import Bbox, IdentityTransform
 
 from .._compat.matplotlib import glyph_load_flags
 from .._format import non_finite_word
@@ -73,15 +75,17 @@ def fmt_vec(x, digits: int = 3) -> str:
 # --------------------------------------------------------------------------------------------
 
 class LayeredFigure(Figure):
-    """A Figure whose static part is rendered once and restored from a pixel cache.
+    """A Figure drawn by matplotlib's documented blitting: its static part is rendered once and
+    kept as a background, and a draw restores it and draws only the dynamic artists on it.
 
-    Every draw is layered: the static artists (everything not registered with
-    :meth:`add_dynamic`) first, then the dynamic artists in z-order. With an Agg renderer the
-    static layer's pixels are copied after it is drawn and restored on the next draws while
-    nothing static changed (same size, dpi, axes limits, axes visibility and
-    :attr:`static_version`). :meth:`pack_static` keeps them compressed while the figure is idle
-    (a presentation figure's 2-3 MiB in tens of KiB); the next draw unpacks them. Saving to a file
-    always renders everything.
+    The artists registered with :meth:`add_dynamic` are ``animated`` and not ``in_layout``: the
+    stock draw and the layout leave them out. On the canvas's Agg renderer, a full draw (the
+    static part, then its ``draw_event``) is followed by ``canvas.copy_from_bbox``; the next draws,
+    while nothing static changed (same size, dpi, axes limits, axes visibility and
+    :attr:`static_version`), are ``canvas.restore_region(background)`` and the dynamic artists
+    drawn in z-order (what ``Figure.draw_artist`` does). :meth:`pack_static` keeps the background
+    compressed while the figure is idle (a presentation figure's 2-3 MiB in tens of KiB). Saving
+    to a file renders everything.
     """
 
     def __init__(self, *args, cache: bool = True, **kwargs):
@@ -90,8 +94,8 @@ class LayeredFigure(Figure):
         self._dynamic: list = []
         self.static_version = 0
         self._cache_key = None
-        self._static = None  # the static layer's pixels (H, W, 4) uint8, or None
-        self._packed = None  # ... or compressed (pack_static): (zlib bytes, shape)
+        self._static = None  # the background (canvas.copy_from_bbox), or None
+        self._packed = None  # ... or its pixels compressed (pack_static): (zlib bytes, shape)
         #: how many times the static layer was rendered (tests and benchmarks read it)
         self.static_renders = 0
 
@@ -99,6 +103,8 @@ class LayeredFigure(Figure):
         """Register artists that updates change; they are drawn on top of the static layer."""
         for a in artists:
             if a not in self._dynamic:
+                a.set_animated(True)    # left out of the stock draw
+                a.set_in_layout(False)  # and of the layout: a function of the static part
                 self._dynamic.append(a)
         self._dynamic.sort(key=lambda a: a.get_zorder())
 
@@ -107,17 +113,10 @@ class LayeredFigure(Figure):
         return tuple(self._dynamic)
 
     def pack_static(self) -> None:
-        """Keep the static layer's pixels compressed until the next draw (an idle figure)."""
+        """Keep the background's pixels compressed until the next draw (an idle figure)."""
         if self._static is not None:
-            self._packed = (zlib.compress(self._static, 1), self._static.shape)
-            self._static = None
-
-    def _static_pixels(self):
-        if self._packed is not None:  # packed by pack_static: unpacked for this draw on
-            data, shape = self._packed
-            self._static = np.frombuffer(zlib.decompress(data), np.uint8).reshape(shape)
-            self._packed = None
-        return self._static
+            pixels = np.asarray(self._static)                               # (H, W, 4)
+            self._packed, self._static = (zlib.compress(pixels, 1), pixels.shape), None
 
     def invalidate_static(self) -> None:
         """Call after changing a static artist (a title, a tick label, a static patch)."""
@@ -128,35 +127,43 @@ class LayeredFigure(Figure):
         axes = tuple((ax.get_visible(), ax.viewLim.bounds, ax.bbox.bounds) for ax in self.axes)
         return (renderer.width, renderer.height, self.dpi, self.static_version, axes)
 
+    def _background(self, renderer):
+        # the figure's bbox in whole pixels: its float extents may fall short of the last row
+        return self.canvas.copy_from_bbox(Bbox.from_bounds(0, 0, renderer.width, renderer.height))
+
     def draw(self, renderer):
         if not self.get_visible():
             return
-        saving = bool(getattr(self.canvas, "is_saving", lambda: False)())
-        can_cache = self.cache_enabled and not saving and hasattr(renderer, "buffer_rgba")
-        key = self._key(renderer) if can_cache else None
-        static = self._static_pixels() if can_cache and key == self._cache_key else None
-        if static is not None:
-            np.asarray(renderer.buffer_rgba())[...] = static        # (H, W, 4)
+        saving = self.canvas.is_saving()
+        blit = (self.cache_enabled and not saving
+                and renderer is getattr(self.canvas, "renderer", None))  # the canvas's Agg
+        fresh = blit and self._key(renderer) == self._cache_key
+        if fresh and self._packed is not None:
+            data, shape = self._packed  # packed: drawn back as an image, the background again
+            gc = renderer.new_gc()
+            renderer.draw_image(gc, 0, 0, np.frombuffer(zlib.decompress(data), np.uint8)
+                                .reshape(shape)[::-1])
+            gc.restore()
+            self._static, self._packed = self._background(renderer), None
+        elif fresh and self._static is not None:
+            self.canvas.restore_region(self._static)
         else:
-            visible = [(a, a.get_visible()) for a in self._dynamic]
-            for a, _ in visible:
+            # saving, the axes draw animated artists too: hidden there, drawn on top below
+            hidden = [a for a in self._dynamic if saving and a.get_visible()]
+            for a in hidden:
                 a.set_visible(False)
             try:
-                super().draw(renderer)
+                super().draw(renderer)  # the static layer; then its draw_event
             finally:
-                for a, v in visible:
-                    a.set_visible(v)
+                for a in hidden:
+                    a.set_visible(True)
             self.static_renders += 1
-            if can_cache:
-                self._static = np.array(renderer.buffer_rgba())         # (H, W, 4)
-                self._packed = None
-                # the key after drawing: a draw may move axes (colorbars place themselves then)
+            if blit:  # the key after drawing: a draw may move axes (colorbars place themselves)
+                self._static, self._packed = self._background(renderer), None
                 self._cache_key = self._key(renderer)
         for a in self._dynamic:
-            if a.get_visible():
-                a.draw(renderer)
+            a.draw(renderer)  # Figure.draw_artist(a), on the renderer being drawn
         self.stale = False
-        self.canvas.callbacks.process("draw_event", DrawEvent("draw_event", self.canvas, renderer))
 
 
 # --------------------------------------------------------------------------------------------
@@ -343,9 +350,6 @@ class FastText(Artist):
         self.stale = False
 
     def _draw_box(self, renderer, layout):
-        from matplotlib.path import Path
-        from matplotlib.transforms import IdentityTransform
-
         pad = 0.45 * self._size * renderer.dpi / 72.0
         x0 = min(left for _, left, _ in layout) - pad
         x1 = max(left + img.shape[1] for img, left, _ in layout) + pad
@@ -363,8 +367,6 @@ class FastText(Artist):
             gc.restore()
 
     def get_window_extent(self, renderer=None):
-        from matplotlib.transforms import Bbox
-
         if not self._text or self.figure is None:
             return Bbox.null()
         dpi = self.figure.dpi
@@ -465,7 +467,4 @@ class Bars(PolyCollection):
         self._heights = np.where(np.isfinite(h), h, 0.0)
         self.set_verts(self._verts())
         self.stale = True
-
-    def __len__(self) -> int:
-        return self._x.size
 

@@ -90,23 +90,31 @@ def two_query_heatmap(weights, row_labels: Sequence[str], *, presentation=False)
     return StaticFigure(fig, desc)
 
 
+def _bar_panels(st, width, rows, titles, colors, labels, left, wspace):
+    """Bar charts side by side over the same positions (weights 0-0.8), one per row of ``rows``,
+    each bar with a label: ``labels`` per panel, (height above the bar, text) per bar."""
+    fig = new_figure((width, 3.3), st, layered=False)
+    axes = np.atleast_1d(fig.subplots(1, len(rows), sharey=True))
+    for ax, row, title, color, marks in zip(axes, rows, titles, colors, labels):
+        st.axes(ax, title=title)
+        positions_axis(ax, len(row), st)
+        ax.bar(np.arange(len(row)), row, width=0.7, color=color)
+        for j, (v, (dy, text)) in enumerate(zip(row, marks)):
+            ax.text(j, v + dy, text, ha="center", va="bottom", fontsize=st.small)
+        ax.set_ylim(0, 0.8)
+    axes[0].set_ylabel("attention weight", fontsize=st.fs)
+    fig.subplots_adjust(left=left, right=0.98, bottom=0.17, top=0.88, wspace=wspace)
+    return fig, axes
+
+
 def temperature_panels(temperatures, weights, *, presentation=False) -> StaticFigure:
     """Figure 3: the weights of one score vector at several temperatures, one panel each."""
     st = Style(presentation)
     w = np.asarray(weights, float)
     n, S = w.shape
-    fig = new_figure((3.6 * n, 3.3), st, layered=False)
-    axes = fig.subplots(1, n, sharey=True)
-    axes = np.atleast_1d(axes)
-    for ax, tau, row in zip(axes, temperatures, w):
-        st.axes(ax, title=f"temperature {tau:g}")
-        positions_axis(ax, S, st)
-        ax.bar(np.arange(S), row, width=0.7, color=PALETTE["weight"])
-        for j, v in enumerate(row):
-            ax.text(j, v + 0.015, f"{v:.2f}", ha="center", va="bottom", fontsize=st.small)
-        ax.set_ylim(0, 0.8)
-    axes[0].set_ylabel("attention weight", fontsize=st.fs)
-    fig.subplots_adjust(left=0.07, right=0.98, bottom=0.17, top=0.88, wspace=0.12)
+    fig, _ = _bar_panels(st, 3.6 * n, w, [f"temperature {tau:g}" for tau in temperatures],
+                         [PALETTE["weight"]] * n, [[(0.015, f"{v:.2f}") for v in row] for row in w],
+                         left=0.07, wspace=0.12)
     top = int(np.argmax(w[0]))
     desc = (f"Figure: {n} bar charts of the weights over {S} source positions at temperatures "
             + ", ".join(f"{t:g}" for t in temperatures)
@@ -124,24 +132,13 @@ def mask_figure(unmasked_weights, masked_weights, valid, *, presentation=False) 
     b = np.asarray(masked_weights, float)
     valid = np.asarray(valid, bool)
     S = a.size
-    fig = new_figure((9.0, 3.3), st, layered=False)
-    axes = fig.subplots(1, 2, sharey=True)
     off = [str(j + 1) for j in np.flatnonzero(~valid)]
-    for ax, w, title, color in ((axes[0], a, "no mask", PALETTE["sky"]),
-                                (axes[1], b, f"positions {'-'.join(off)} masked",
-                                 PALETTE["weight"])):
-        st.axes(ax, title=title)
-        positions_axis(ax, S, st)
-        ax.bar(np.arange(S), w, width=0.7, color=color)
-        for j, v in enumerate(w):
-            masked = ax is axes[1] and not valid[j]
-            ax.text(j, v + (0.07 if masked else 0.015), "0 (masked)" if masked else f"{v:.3f}",
-                    ha="center", va="bottom", fontsize=st.small)
-        ax.set_ylim(0, 0.8)
+    marks = [[(0.015, f"{v:.3f}") for v in a],
+             [(0.015, f"{v:.3f}") if ok else (0.07, "0 (masked)") for v, ok in zip(b, valid)]]
+    fig, axes = _bar_panels(st, 9.0, [a, b], ["no mask", f"positions {'-'.join(off)} masked"],
+                            [PALETTE["sky"], PALETTE["weight"]], marks, left=0.08, wspace=0.1)
     axes[1].plot(np.flatnonzero(~valid), np.full((~valid).sum(), 0.025), "x", color="black",
                  markersize=9, markeredgewidth=1.6)
-    axes[0].set_ylabel("attention weight", fontsize=st.fs)
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.17, top=0.88, wspace=0.1)
     desc = (f"Figure: two bar charts over {S} positions. Without a mask the weights are "
             f"{fmt_vec(a)}; with positions {' and '.join(off)} masked before the softmax they get "
             f"exactly 0 and the others are renormalised to {fmt_vec(b)}, which again sum to 1.")

@@ -57,6 +57,59 @@ class LivePlot:
         raise NotImplementedError
 
     # helpers ------------------------------------------------------------------------------
+    def _panel(self, rect, S=None, *, ylim=(0, 1.02), label="source position", names=None,
+               **style):
+        """An axes at ``rect`` in the :class:`Style` (``style``: its keywords), over ``S``
+        positions (ticks 1..S or ``names``, the x label ``label``), with ``ylim``."""
+        ax = self.figure.add_axes(rect)
+        self.style.axes(ax, **style)
+        if S is not None:
+            positions_axis(ax, S, self.style, label=label)
+        if names is not None:
+            ax.set_xticks(np.arange(S), names)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        return ax
+
+    def _banner(self, rect, x=0.01, y=0.5, **kw):
+        """A dynamic line of text, vertically centred, on a frameless axes of its own."""
+        ax = self.figure.add_axes(rect)
+        ax.axis("off")
+        return self._text(ax, x, y, "", va="center", **kw)
+
+    def _colorbar(self, image, ax, **kw):
+        cb = self.figure.colorbar(image, ax=ax, **kw)
+        cb.ax.tick_params(labelsize=self.style.small)
+
+    def _crosses(self, axes):
+        """A dynamic row of crosses on each of ``axes``, for :meth:`_cross_masked`."""
+        kw = dict(linestyle="none", marker="x", markersize=8 * self.style.scale, color="black",
+                  markeredgewidth=1.5 * self.style.lw, clip_on=False)
+        self.cross = [self._dyn(ax.plot([], [], **kw)[0]) for ax in axes]
+
+    def _cross_masked(self, mask):
+        """Crosses at the masked positions (``mask`` (S,) bool: True = eligible)."""
+        masked_x = np.flatnonzero(~np.asarray(mask, bool))
+        for line in self.cross:
+            line.set_data(masked_x, np.full(masked_x.size, 0.03))
+
+    def _spokes(self, ax, values, markersize, label=None, **kw):
+        """The context as a point, with a dynamic line to each of ``values`` (n, 2)."""
+        self.values = np.asarray(values, float)
+        self.spokes = [self._dyn(ax.plot([], [], color=PALETTE["weight"], alpha=0.7,
+                                         solid_capstyle="round", **kw)[0]) for _ in values]
+        (self.point,) = ax.plot([], [], "o", markersize=markersize * self.style.scale,
+                                color=PALETTE["context"], markeredgecolor="black", zorder=6,
+                                label=label)
+        self._dyn(self.point)
+
+    def _show_spokes(self, context, weights, width):
+        """The context point, and its line to value i ``0.5 + width * weights[i]`` wide."""
+        for line, vert, wi in zip(self.spokes, self.values, weights):
+            line.set_data([context[0], vert[0]], [context[1], vert[1]])
+            line.set_linewidth(0.5 + width * float(wi) * self.style.scale)
+        self.point.set_data([context[0]], [context[1]])
+
     def _dyn(self, *artists):
         self.figure.add_dynamic(*artists)
         return artists[0] if len(artists) == 1 else artists
@@ -81,26 +134,19 @@ class LivePlot:
             self._dyn(t)
         return t
 
-    def _message_box(self, ax, name, y=0.5):
-        """A centred message for 'nothing to show' states; hidden until :meth:`message` sets it."""
-        t = add_fast_text(ax, 0.5, y, "", transform=ax.transAxes, ha="center", va="center",
-                           fontsize=self.style.fs, color="#222222", zorder=20,
-                           box=("#FFF7D6", PALETTE["score"]))
+    def _message_box(self, ax, name, y=0.5, zorder=20, box=("#FFF7D6", PALETTE["score"])):
+        """A centred message for 'nothing to show' states in ``ax`` (an Axes, or the Figure);
+        hidden until :meth:`message` sets it."""
+        where = getattr(ax, "transAxes", self.figure.transFigure)
+        t = add_fast_text(ax, 0.5, y, "", transform=where, ha="center", va="center",
+                          fontsize=self.style.fs, color="#222222", zorder=zorder, box=box)
         t.set_visible(False)
-        self._dyn(t)
-        self._messages[name] = t
-        return t
+        self._messages[name] = self._dyn(t)
 
     def add_error_box(self) -> None:
         """A figure-wide message box for unexpected errors (explorers use it)."""
-        if "error" in self._messages:
-            return
-        t = add_fast_text(self.figure, 0.5, 0.5, "", transform=self.figure.transFigure,
-                          ha="center", va="center", fontsize=self.style.fs, color="#222222",
-                          zorder=50, box=("#FFE9E0", PALETTE["context"]))
-        t.set_visible(False)
-        self._dyn(t)
-        self._messages["error"] = t
+        if "error" not in self._messages:
+            self._message_box(self.figure, "error", zorder=50, box=("#FFE9E0", PALETTE["context"]))
 
     def message(self, name: str, text: str | None) -> None:
         """Show ``text`` in the message box ``name`` (None or "" hides it)."""
@@ -118,9 +164,8 @@ class LivePlot:
 
         canvas = self.figure.canvas
         FigureCanvasAgg.draw(canvas)
-        buf = np.asarray(canvas.buffer_rgba())
         out = io.BytesIO()
-        Image.fromarray(buf).save(out, format="png")
+        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(out, format="png")
         return out.getvalue()
 
 
@@ -142,21 +187,26 @@ class OverviewDiagram:
         step = 6.2 / S
         self.xs = [0.25 + i * step for i in range(S)]
         bw = step * 0.8
+
+        def box(x, y, w, h, color, label=None, fontsize=fs):
+            ax.add_patch(Rectangle((x, y), w, h, facecolor=color, edgecolor="white"))
+            if label:
+                ax.text(x + w / 2, y + h / 2, label, ha="center", va="center",
+                        fontsize=fontsize, color="white")
+
+        def arrow(start, end, scale=10, color=grey, **kw):
+            ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", color=color, lw=style.lw,
+                                         mutation_scale=scale * style.scale, **kw))
+
         self.score_text, self.weight_text, self.weight_box, self.arrows = [], [], [], []
         for i, x in enumerate(self.xs):
             cx = x + bw / 2
-            ax.add_patch(Rectangle((x, 3.25), bw, 0.65, facecolor=PALETTE["source"],
-                                   edgecolor="white"))
-            ax.text(cx, 3.575, f"source {i + 1}\nkey, value", ha="center", va="center",
-                    fontsize=small, color="white")
-            ax.add_patch(FancyArrowPatch((cx, 3.2), (cx, 2.55), arrowstyle="-|>",
-                                         mutation_scale=10 * style.scale, color=grey, lw=style.lw))
-            ax.add_patch(Rectangle((x, 2.0), bw, 0.5, facecolor=PALETTE["score"],
-                                   edgecolor="white"))
+            box(x, 3.25, bw, 0.65, PALETTE["source"], f"source {i + 1}\nkey, value", small)
+            arrow((cx, 3.2), (cx, 2.55))
+            box(x, 2.0, bw, 0.5, PALETTE["score"])
             self.score_text.append(add_fast_text(ax, cx, 2.25, "", ha="center", va="center",
                                                   fontsize=small))
-            ax.add_patch(FancyArrowPatch((cx, 1.95), (cx, 1.35), arrowstyle="-|>",
-                                         mutation_scale=10 * style.scale, color=grey, lw=style.lw))
+            arrow((cx, 1.95), (cx, 1.35))
             self.weight_text.append(add_fast_text(ax, cx, 1.05, "", ha="center", va="center",
                                                    fontsize=small, zorder=4))
             self.arrows.append([(cx, 0.78), (7.55, 0.62)])
@@ -168,17 +218,10 @@ class OverviewDiagram:
         self.arrows = LineCollection(self.arrows, colors=PALETTE["weight"], alpha=0.85,
                                      capstyle="round")
         ax.add_collection(self.arrows, autolim=False)
-        ax.add_patch(Rectangle((7.55, 2.45), 2.1, 0.65, facecolor=PALETTE["query"],
-                               edgecolor="white"))
-        ax.text(8.6, 2.775, "decoder query q", ha="center", va="center", fontsize=fs,
-                color="white")
+        box(7.55, 2.45, 2.1, 0.65, PALETTE["query"], "decoder query q")
         for x in self.xs:
-            ax.add_patch(FancyArrowPatch((7.5, 2.7), (x + bw / 2 + 0.15, 2.52), arrowstyle="-|>",
-                                         mutation_scale=9 * style.scale, color=PALETTE["query"],
-                                         alpha=0.55, lw=style.lw))
-        ax.add_patch(Rectangle((7.55, 0.3), 2.1, 0.65, facecolor=PALETTE["context"],
-                               edgecolor="white"))
-        ax.text(8.6, 0.625, "context c", ha="center", va="center", fontsize=fs, color="white")
+            arrow((7.5, 2.7), (x + bw / 2 + 0.15, 2.52), 9, PALETTE["query"], alpha=0.55)
+        box(7.55, 0.3, 2.1, 0.65, PALETTE["context"], "context c")
         ax.text(0.05, 2.25, "scores e", ha="left", va="center", fontsize=small, rotation=90)
         ax.text(0.05, 1.05, "weights α", ha="left", va="center", fontsize=small, rotation=90)
         ax.text(7.0, 1.65, "softmax: weights ≥ 0, sum 1\nc = Σ αᵢ vᵢ (width of line ∝ αᵢ)",
@@ -215,40 +258,28 @@ class QueryPlot(LivePlot):
 
     def __init__(self, values, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
+        st, fig = self.style, self.figure
         values = np.asarray(values, dtype=float)
         S, D = values.shape
-        fig = self.figure
-        self.header = self._text(fig.add_axes([0, 0.955, 1, 0.04]), 0.01, 0.5, "",
-                                 va="center", fontsize=st.fs)
-        self.header.axes.axis("off")
+        self.header = self._banner([0, 0.955, 1, 0.04])
         ax_d = fig.add_axes([0.005, 0.43, 0.99, 0.52])
         self.diagram = OverviewDiagram(ax_d, st, S, register=self._dyn)
 
-        ax_w = fig.add_axes([0.065, 0.1, 0.26, 0.25])
-        st.axes(ax_w, title="weights α (bars)", ylabel="weight")
-        positions_axis(ax_w, S, st)
-        ax_w.set_ylim(0, 1.02)
+        ax_w = self._panel([0.065, 0.1, 0.26, 0.25], S, title="weights α (bars)", ylabel="weight")
         self.bars = self._bars(ax_w, S, PALETTE["weight"])
 
-        ax_h = fig.add_axes([0.385, 0.1, 0.24, 0.25])
-        st.axes(ax_h, title="weights α (heatmap row)", grid_y=False)
-        self.image = ax_h.pcolormesh(np.arange(S + 1) - 0.5, [-0.5, 0.5], np.zeros((1, S)),
-                                     cmap=CMAP, vmin=0, vmax=1, edgecolors="white",
-                                     linewidth=0.5)
-        self._dyn(self.image)
-        positions_axis(ax_h, S, st)
-        ax_h.set_ylim(-0.5, 0.5)
+        ax_h = self._panel([0.385, 0.1, 0.24, 0.25], S, ylim=(-0.5, 0.5),
+                           title="weights α (heatmap row)", grid_y=False)
+        self.image = self._dyn(ax_h.pcolormesh(np.arange(S + 1) - 0.5, [-0.5, 0.5],
+                                               np.zeros((1, S)), cmap=CMAP, vmin=0, vmax=1,
+                                               edgecolors="white", linewidth=0.5))
         ax_h.set_yticks([])
-        cb = fig.colorbar(self.image, ax=ax_h, fraction=0.08, pad=0.03)
-        cb.ax.tick_params(labelsize=st.small)
+        self._colorbar(self.image, ax_h, fraction=0.08, pad=0.03)
 
-        ax_c = fig.add_axes([0.72, 0.1, 0.26, 0.25])
-        st.axes(ax_c, title="context c and the values", ylabel="coordinate value")
-        ax_c.set_xticks(np.arange(D), [f"c{chr(0x2080 + j + 1)}" for j in range(D)])  # c₁, c₂, ..
-        ax_c.set_xlim(-0.6, D - 0.4)
         lo, hi = min(0.0, values.min()), max(1.0, values.max())
-        ax_c.set_ylim(lo - 0.02, hi + 0.3)
+        ax_c = self._panel([0.72, 0.1, 0.26, 0.25], D, ylim=(lo - 0.02, hi + 0.3), label=None,
+                           names=[f"c{chr(0x2080 + j + 1)}" for j in range(D)],  # c₁, c₂, ..
+                           title="context c and the values", ylabel="coordinate value")
         for j in range(D):
             ax_c.scatter(np.full(S, j) + np.linspace(-0.25, 0.25, S), values[:, j], s=14 * st.scale,
                          color=PALETTE["source"], zorder=3, label="values vᵢ" if j == 0 else None)
@@ -283,12 +314,9 @@ class ScorePlot(LivePlot):
 
     def __init__(self, S: int = 5, *, score_limit: float = 3.0, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
-        fig = self.figure
-        ax_s = fig.add_axes([0.065, 0.17, 0.41, 0.63])
-        st.axes(ax_s, ylabel="score eᵢ")
-        positions_axis(ax_s, S, st)
-        ax_s.set_ylim(-score_limit, score_limit)
+        st, fig = self.style, self.figure
+        ax_s = self._panel([0.065, 0.17, 0.41, 0.63], S, ylim=(-score_limit, score_limit),
+                           ylabel="score eᵢ")
         ax_s.axhline(0, color="black", linewidth=0.8 * st.lw)
         self.bars = self._bars(ax_s, S, PALETTE["score"], label="chosen score")
         (self.dot_marks,) = ax_s.plot(np.arange(S), np.zeros(S), linestyle="none", marker="o",
@@ -299,10 +327,7 @@ class ScorePlot(LivePlot):
                     bbox_to_anchor=(0.0, 0.98))
         self.title = self._text(ax_s, 0.0, 1.17, "", transform=ax_s.transAxes,
                                 fontsize=st.title)
-        ax_w = fig.add_axes([0.575, 0.17, 0.41, 0.63])
-        st.axes(ax_w, ylabel="weight αᵢ")
-        positions_axis(ax_w, S, st)
-        ax_w.set_ylim(0, 1.02)
+        ax_w = self._panel([0.575, 0.17, 0.41, 0.63], S, ylabel="weight αᵢ")
         ax_w.set_title("softmax weights of the chosen scores", fontsize=st.title, loc="left",
                        pad=18 * st.scale)
         self.weight_bars = self._bars(ax_w, S, PALETTE["weight"])
@@ -339,14 +364,10 @@ class TemperaturePlot(LivePlot):
     def __init__(self, reference_weights, grid, grid_max_weight, grid_effective_keys, *,
                  presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
-        fig = self.figure
+        st, fig = self.style, self.figure
         ref = np.asarray(reference_weights, float)
         S = ref.size
-        ax_b = fig.add_axes([0.065, 0.17, 0.38, 0.65])
-        st.axes(ax_b, ylabel="weight αᵢ(τ)")
-        positions_axis(ax_b, S, st)
-        ax_b.set_ylim(0, 1.02)
+        ax_b = self._panel([0.065, 0.17, 0.38, 0.65], S, ylabel="weight αᵢ(τ)")
         self.bars = self._bars(ax_b, S, PALETTE["weight"], label="at τ")
         (ref_marks,) = ax_b.plot(np.arange(S), ref, linestyle="none", marker="_",
                                  markersize=26 * st.scale, markeredgewidth=2 * st.lw,
@@ -414,20 +435,15 @@ class MaskPlot(LivePlot):
 
     def __init__(self, unmasked_weights, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
-        fig = self.figure
+        st, fig = self.style, self.figure
         ref = np.asarray(unmasked_weights, float)
         S = ref.size
-        self.S = S
         titles = ["no mask\n", "mask BEFORE softmax\n(right)",
                   "mask AFTER softmax,\nno renormalising (wrong)"]
         xs = [0.06, 0.385, 0.71]
         self.axes = []
         for x, title in zip(xs, titles):
-            ax = fig.add_axes([x, 0.2, 0.27, 0.58])
-            st.axes(ax, ylabel="weight" if x == xs[0] else None)
-            positions_axis(ax, S, st)
-            ax.set_ylim(0, 1.02)
+            ax = self._panel([x, 0.2, 0.27, 0.58], S, ylabel="weight" if x == xs[0] else None)
             ax.set_title(title, fontsize=st.title, loc="left", pad=12 * st.scale)
             self.axes.append(ax)
         ax0, ax1, ax2 = self.axes
@@ -440,9 +456,7 @@ class MaskPlot(LivePlot):
                                      fontsize=st.small)
         self.sum_after = self._text(ax2, 0.98, 0.93, "", transform=ax2.transAxes, ha="right",
                                     fontsize=st.small)
-        kw = dict(linestyle="none", marker="x", markersize=8 * st.scale, color="black",
-                  markeredgewidth=1.5 * st.lw, clip_on=False)
-        self.cross = [self._dyn(ax.plot([], [], **kw)[0]) for ax in self.axes[1:]]
+        self._crosses(self.axes[1:])
         for ax in self.axes[1:]:
             ax.text(1.0, -0.3, "× = masked", transform=ax.transAxes, ha="right",
                     fontsize=st.small, color=PALETTE["grey"])
@@ -462,9 +476,7 @@ class MaskPlot(LivePlot):
         message (str or None): the message of the 'before' panel (an all-masked row's policy).
         """
         mask = np.asarray(mask, bool)
-        masked_x = np.flatnonzero(~mask)
-        for line in self.cross:
-            line.set_data(masked_x, np.full(masked_x.size, 0.03))
+        self._cross_masked(mask)
         self.before.set_heights(weights)
         self.before.set_facecolor([PALETTE["weight"] if m else PALETTE["masked"] for m in mask])
         s = "nan" if not np.isfinite(row_sum) else f"{row_sum:.3f}"
@@ -491,8 +503,7 @@ class WindowPlot(LivePlot):
 
     def __init__(self, S: int = 10, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
-        fig = self.figure
+        st, fig = self.style, self.figure
         self.S = S
         self.rows = []
         for y in (0.53, 0.06):
@@ -565,8 +576,7 @@ class AxisPlot(LivePlot):
 
     def __init__(self, T: int, S: int, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
-        fig = self.figure
+        st, fig = self.style, self.figure
         self.T, self.S = T, S
         self.images = []
         for x, title in ((0.07, "right: softmax over\nkeys (dim=-1)"), (0.37, "")):
@@ -587,11 +597,8 @@ class AxisPlot(LivePlot):
         self.title = self._text(self.images[1].axes, 0.0, 1.03, "", fontsize=st.title,
                                 va="bottom",
                                 transform=self.images[1].axes.transAxes)
-        self.batch_text = self._text(fig.add_axes([0, 0.9, 1, 0.08]), 0.01, 0.5, "",
-                                     va="center", fontsize=st.fs)
-        self.batch_text.axes.axis("off")
-        cb = fig.colorbar(self.images[1], ax=self.images[1].axes, fraction=0.06, pad=0.03)
-        cb.ax.tick_params(labelsize=st.small)
+        self.batch_text = self._banner([0, 0.9, 1, 0.08])
+        self._colorbar(self.images[1], self.images[1].axes, fraction=0.06, pad=0.03)
         ax_s = fig.add_axes([0.71, 0.2, 0.27, 0.5])
         st.axes(ax_s, ylabel="sum of weights")
         n = T + S + S
@@ -642,26 +649,18 @@ class PrecisionPlot(LivePlot):
 
     def __init__(self, S: int = 5, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
-        fig = self.figure
-        self.S = S
+        st, fig = self.style, self.figure
         self.panels = []
         for x, color in ((0.065, PALETTE["score"]), (0.565, PALETTE["weight"])):
-            ax = fig.add_axes([x, 0.2, 0.41, 0.52])
-            st.axes(ax, ylabel="weight" if x < 0.5 else None)
-            positions_axis(ax, S, st)
-            ax.set_ylim(0, 1.1)
+            ax = self._panel([x, 0.2, 0.41, 0.52], S, ylim=(0, 1.1),
+                             ylabel="weight" if x < 0.5 else None)
             bars = self._bars(ax, S, color)
             flags = [self._text(ax, i, 0.05, "", ha="center", va="bottom", fontsize=st.fs,
                                 color=PALETTE["context"], fontweight="bold") for i in range(S)]
             title = self._text(ax, 0.0, 1.08, "", transform=ax.transAxes, fontsize=st.title)
             self.panels.append(dict(ax=ax, bars=bars, flags=flags, title=title))
-        kw = dict(linestyle="none", marker="x", markersize=8 * st.scale, color="black",
-                  markeredgewidth=1.5 * st.lw, clip_on=False)
-        self.cross = [self._dyn(p["ax"].plot([], [], **kw)[0]) for p in self.panels]
-        self.info = self._text(fig.add_axes([0, 0.86, 1, 0.13]), 0.01, 0.5, "", va="center",
-                               fontsize=st.fs)
-        self.info.axes.axis("off")
+        self._crosses([p["ax"] for p in self.panels])
+        self.info = self._banner([0, 0.86, 1, 0.13])
         self._message_box(self.panels[0]["ax"], "kernel", y=0.6)
         self._message_box(self.panels[1]["ax"], "library", y=0.6)
 
@@ -676,9 +675,7 @@ class PrecisionPlot(LivePlot):
         info (str): one line about the scores and the fill in the dtype, in the header.
         kernel_message, library_message (str or None): the panels' messages, None hides them.
         """
-        masked_x = np.flatnonzero(~np.asarray(mask, bool))
-        for line in self.cross:
-            line.set_data(masked_x, np.full(masked_x.size, 0.03))
+        self._cross_masked(mask)
         for panel, w, title in ((self.panels[0], kernel_weights, kernel_title),
                                 (self.panels[1], weights, library_title)):
             w = np.asarray(w, dtype=float)
@@ -699,12 +696,10 @@ class HullPlot(LivePlot):
 
     def __init__(self, values, chapter_contexts=(), *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
-        fig = self.figure
+        st, fig = self.style, self.figure
         v = np.asarray(values, float)
-        self.values = v
-        ax = fig.add_axes([0.09, 0.1, 0.58, 0.8])
-        st.axes(ax, xlabel="value coordinate 1", ylabel="value coordinate 2", grid_y=False)
+        ax = self._panel([0.09, 0.1, 0.58, 0.8], ylim=None, xlabel="value coordinate 1",
+                         ylabel="value coordinate 2", grid_y=False)
         poly = np.vstack([v, v[:1]])
         ax.fill(poly[:, 0], poly[:, 1], color=PALETTE["sky"], alpha=0.15)
         ax.plot(poly[:, 0], poly[:, 1], color=PALETTE["grey"], linestyle="--", lw=st.lw)
@@ -718,24 +713,15 @@ class HullPlot(LivePlot):
         ax.set_xlim(v[:, 0].min() - pad, v[:, 0].max() + pad + 0.3)
         ax.set_ylim(v[:, 1].min() - pad, v[:, 1].max() + pad)
         ax.set_aspect("equal", adjustable="box")
-        self.spokes = [self._dyn(ax.plot([], [], color=PALETTE["weight"], alpha=0.7,
-                                         solid_capstyle="round")[0]) for _ in range(len(v))]
-        (self.point,) = ax.plot([], [], "o", markersize=11 * st.scale, color=PALETTE["context"],
-                                markeredgecolor="black", zorder=6, label="context c = αᵀV")
-        self._dyn(self.point)
+        self._spokes(ax, v, 11, label="context c = αᵀV")
         self.label = self._text(ax, 0, 0, "", fontsize=st.small, zorder=7)
         ax.legend(fontsize=st.small, frameon=False, loc="upper right")
         ax.set_title("the context stays inside the values' triangle", fontsize=st.title,
                      loc="left")
-        ax_w = fig.add_axes([0.77, 0.52, 0.2, 0.3])
-        st.axes(ax_w, title="weights α")
-        ax_w.set_xticks(np.arange(len(v)), [f"v{i + 1}" for i in range(len(v))])
-        ax_w.set_xlim(-0.6, len(v) - 0.4)
-        ax_w.set_ylim(0, 1.02)
+        ax_w = self._panel([0.77, 0.52, 0.2, 0.3], len(v), label=None, title="weights α",
+                           names=[f"v{i + 1}" for i in range(len(v))])
         self.bars = self._bars(ax_w, len(v), PALETTE["weight"])
-        self.check = self._text(fig.add_axes([0.72, 0.1, 0.27, 0.3]), 0.05, 0.6, "",
-                                fontsize=st.fs, va="center")
-        self.check.axes.axis("off")
+        self.check = self._banner([0.72, 0.1, 0.27, 0.3], 0.05, 0.6)
         self._message_box(ax, "hull", y=0.8)
 
     def update(self, *, weights, context, inside, message=None):
@@ -749,10 +735,7 @@ class HullPlot(LivePlot):
         """
         w = np.asarray(weights, float)
         c = np.asarray(context, float)
-        for line, vert, wi in zip(self.spokes, self.values, w):
-            line.set_data([c[0], vert[0]], [c[1], vert[1]])
-            line.set_linewidth(0.5 + 10 * float(wi) * self.style.scale)
-        self.point.set_data([c[0]], [c[1]])
+        self._show_spokes(c, w, 10)
         self.label.set_position((c[0] + 0.08, c[1] - 0.22))
         self.label.set_text(fmt_vec(w, 2))
         self.bars.set_heights(w)
@@ -771,8 +754,7 @@ class GeometryPlot(LivePlot):
 
     def __init__(self, keys, values, *, reach: float = 3.3, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
-        fig = self.figure
+        st, fig = self.style, self.figure
         k = np.asarray(keys, float)
         v = np.asarray(values, float)
         self.keys, self.values, self.reach = k, v, reach
@@ -780,10 +762,8 @@ class GeometryPlot(LivePlot):
         self.header = self._text(fig, 0.01, 0.985, "", transform=fig.transFigure, va="top",
                                  fontsize=st.fs)
         # the keys' plane: keys (static arrows), the query and the projections (dynamic)
-        ax = fig.add_axes([0.035, 0.08, 0.37, 0.78])
-        st.axes(ax, grid_y=False)
+        ax = self._panel([0.035, 0.08, 0.37, 0.78], ylim=(-reach, reach), grid_y=False)
         ax.set_xlim(-reach, reach)
-        ax.set_ylim(-reach, reach)
         ax.set_aspect("equal", adjustable="box")
         ax.axhline(0, color="#E0E0E0", lw=0.8, zorder=0)
         ax.axvline(0, color="#E0E0E0", lw=0.8, zorder=0)
@@ -813,27 +793,21 @@ class GeometryPlot(LivePlot):
         self.plane = ax
 
         # projections and weights, one bar per key
-        ax_p = fig.add_axes([0.47, 0.56, 0.22, 0.3])
-        st.axes(ax_p, title="projection pᵢ (bars), score eᵢ = |q| pᵢ")
-        positions_axis(ax_p, S, st, label=None)
-        ax_p.set_xticks(np.arange(S), [f"k{i + 1}" for i in range(S)])
         lim = 1.15 * float(np.hypot(k[:, 0], k[:, 1]).max())
-        ax_p.set_ylim(-lim, lim)
+        names = [f"k{i + 1}" for i in range(S)]
+        ax_p = self._panel([0.47, 0.56, 0.22, 0.3], S, ylim=(-lim, lim), label=None, names=names,
+                           title="projection pᵢ (bars), score eᵢ = |q| pᵢ")
         ax_p.axhline(0, color="black", lw=0.8 * st.lw)
         self.proj_bars = self._bars(ax_p, S, PALETTE["score"])
         self.score_text = [self._text(ax_p, i, 0, "", fontsize=st.small, ha="center",
                                       va="center") for i in range(S)]
-        ax_w = fig.add_axes([0.47, 0.1, 0.22, 0.3])
-        st.axes(ax_w, title="weights αᵢ")
-        positions_axis(ax_w, S, st, label=None)
-        ax_w.set_xticks(np.arange(S), [f"k{i + 1}" for i in range(S)])
-        ax_w.set_ylim(0, 1.02)
+        ax_w = self._panel([0.47, 0.1, 0.22, 0.3], S, label=None, names=names,
+                           title="weights αᵢ")
         self.weight_bars = self._bars(ax_w, S, PALETTE["weight"])
 
         # the values' plane: the values, the context and a line to each value per weight
-        ax_v = fig.add_axes([0.74, 0.08, 0.25, 0.78])
-        st.axes(ax_v, grid_y=False)
-        ax_v.set_title("values vᵢ and the context c", fontsize=st.title, loc="left")
+        ax_v = self._panel([0.74, 0.08, 0.25, 0.78], ylim=None, grid_y=False,
+                           title="values vᵢ and the context c")
         ring = np.vstack([v, v[:1]])
         ax_v.fill(ring[:, 0], ring[:, 1], color=PALETTE["sky"], alpha=0.15)
         ax_v.plot(ring[:, 0], ring[:, 1], color=PALETTE["grey"], linestyle="--", lw=st.lw)
@@ -848,12 +822,7 @@ class GeometryPlot(LivePlot):
         ax_v.set_xlim(v[:, 0].min() - pad, v[:, 0].max() + pad)
         ax_v.set_ylim(v[:, 1].min() - pad, v[:, 1].max() + pad)
         ax_v.set_aspect("equal", adjustable="box")
-        self.spokes = [self._dyn(ax_v.plot([], [], color=PALETTE["weight"], alpha=0.7,
-                                           solid_capstyle="round", zorder=3)[0])
-                       for _ in range(len(v))]
-        (self.point,) = ax_v.plot([], [], "o", markersize=10 * st.scale,
-                                  color=PALETTE["context"], markeredgecolor="black", zorder=6)
-        self._dyn(self.point)
+        self._spokes(ax_v, v, 10, zorder=3)
 
     def update(self, *, query, direction, projections, scores, weights, context, title):
         """Show one query against the keys.
@@ -887,11 +856,7 @@ class GeometryPlot(LivePlot):
             t.set_text(f"{e:+.2f}")
             t.set_position((i, -0.75 * lim if pi >= 0 else 0.75 * lim))
         w = np.asarray(weights, float)
-        c = np.asarray(context, float)
-        for line, vert, wi in zip(self.spokes, self.values, w):
-            line.set_data([c[0], vert[0]], [c[1], vert[1]])
-            line.set_linewidth(0.5 + 9 * float(wi) * self.style.scale)
-        self.point.set_data([c[0]], [c[1]])
+        self._show_spokes(np.asarray(context, float), w, 9)
         self.weight_bars.set_heights(w)
         self.header.set_text(title)
 
@@ -906,22 +871,17 @@ class LocalPPlot(LivePlot):
 
     def __init__(self, S: int, logit_grid, centre_grid, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st = self.style
-        fig = self.figure
+        st, fig = self.style, self.figure
         self.S = S
-        ax_c = fig.add_axes([0.075, 0.17, 0.2, 0.62])
-        st.axes(ax_c, title="predicted centre", xlabel="centre logit z", ylabel="centre pₜ")
+        ax_c = self._panel([0.075, 0.17, 0.2, 0.62], ylim=(0.5, S + 0.5), title="predicted centre",
+                           xlabel="centre logit z", ylabel="centre pₜ")
         ax_c.plot(logit_grid, np.asarray(centre_grid) + 1, color=PALETTE["query"], lw=1.6 * st.lw)
-        ax_c.set_ylim(0.5, S + 0.5)
         ax_c.set_xlim(min(logit_grid), max(logit_grid))
         (self.centre_mark,) = ax_c.plot([], [], "o", color=PALETTE["query"],
                                         markeredgecolor="black", markersize=7 * st.scale)
         self._dyn(self.centre_mark)
 
-        ax = fig.add_axes([0.36, 0.17, 0.62, 0.62])
-        st.axes(ax, ylabel="weight")
-        positions_axis(ax, S, st)
-        ax.set_ylim(0, 1.12)
+        ax = self._panel([0.36, 0.17, 0.62, 0.62], S, ylim=(0, 1.12), ylabel="weight")
         self.window = Rectangle((0, 0), 0, 1.12, facecolor=PALETTE["sky"], alpha=0.22,
                                 edgecolor="none", zorder=0)
         ax.add_patch(self.window)

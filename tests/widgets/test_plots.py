@@ -55,17 +55,36 @@ def test_layered_figure_notices_limits_and_size_changes():
     assert fig.static_renders == 3
 
 
+def test_dynamic_artists_stay_out_of_the_layout():
+    """A layout is a function of the static part: a dynamic label moves no axes."""
+    def laid_out(dynamic_text):
+        fig = plots.LayeredFigure(figsize=(4, 3), dpi=80, layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        t = ax.text(0.5, 1.0, dynamic_text, fontsize=30, transform=ax.transAxes)
+        fig.add_dynamic(t)
+        fig.canvas.draw()
+        return ax.get_position().bounds
+
+    assert laid_out("") == laid_out("a tall label\nover the axes")
+
+
 def test_saving_renders_everything_and_keeps_the_cache():
     qp = plots.QueryPlot(EX.values)
     r = attend(EX.query, EX.keys, EX.values)
     qp.update(query=EX.query, scores=r.scores, weights=r.weights, context=r.context,
               temperature=1.0)
+    qp.add_error_box()
+    qp.message("error", "a figure-level dynamic label")  # not in an axes: drawn by the figure
     a = render(qp.figure)
     import io
 
+    from PIL import Image
+
+    assert all(d.get_animated() for d in qp.figure.dynamic_artists)  # matplotlib's blitting
     buf = io.BytesIO()
-    qp.figure.savefig(buf, format="png")
-    assert buf.getvalue()[:4] == b"\x89PNG"
+    qp.figure.savefig(buf, format="png")  # everything, dynamic artists too, as on the screen
+    assert np.array_equal(np.asarray(Image.open(buf)), a)
     assert np.array_equal(a, render(qp.figure))
     svg = io.BytesIO()
     qp.figure.savefig(svg, format="svg")  # a vector renderer has no pixel cache
