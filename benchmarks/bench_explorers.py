@@ -224,7 +224,7 @@ def png_rows(quick: bool = False) -> list[Row]:
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from attention_lab.widgets import _canvas
+    from attention_lab.widgets import _png
 
     e = make("query", backend="agg", presentation=True)
     FigureCanvasAgg.draw(e.canvas)
@@ -233,17 +233,17 @@ def png_rows(quick: bool = False) -> list[Row]:
     FigureCanvasAgg.draw(e.canvas)
     after = np.asarray(e.canvas.buffer_rgba()).copy()                      # (H, W, 4)
     diff = np.where((after != before).any(axis=2, keepdims=True), after, 0)  # (H, W, 4)
-    isal = _canvas._deflate
+    isal = _png._deflate
     rows = []
     for what, pixels in (("whole frame", after), ("diff frame of one slider step", diff)):
         times = {"isal": [], "zlib": []}
         for _ in range(15 if quick else 61):
             for how, deflate in (("isal", isal), ("zlib", zlib.compress)):
-                _canvas._deflate = deflate
+                _png._deflate = deflate
                 t0 = time.perf_counter()
-                _canvas.encode_png(pixels)
+                _png.encode_png(pixels)
                 times[how].append(time.perf_counter() - t0)
-        _canvas._deflate = isal
+        _png._deflate = isal
         rows.append(Row(GROUP, f"PNG of the Query explorer's presentation figure, {what}, "
                                f"deflated by {isal.__module__}", statistics.median(times["isal"]),
                         "s", statistics.median(times["zlib"]), "zlib", "reported"))
@@ -255,8 +255,8 @@ def png_rows(quick: bool = False) -> list[Row]:
 PAGES_OPEN = """
 import ctypes, gc, psutil
 from attention_lab._compat import ipympl as _compat
-from attention_lab.widgets._canvas import _fast_canvas_class
-canvases = [o for o in gc.get_objects() if isinstance(o, _fast_canvas_class())]
+from attention_lab.widgets._fast_canvas import FastCanvas
+canvases = [o for o in gc.get_objects() if isinstance(o, FastCanvas)]
 for c in canvases:  # (a cooled one drawn again: as after a viewer's first change)
     c.syncing_data_url = False
     c.send_binary = lambda data: None
