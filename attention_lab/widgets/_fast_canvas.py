@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ctypes
 import time
-from functools import lru_cache
 
 import numpy as np
 from ipympl.backend_nbagg import Canvas
@@ -186,18 +185,11 @@ class FastCanvas(FrameState, Canvas):
             self.send_state("resizable")
 
 
-@lru_cache(maxsize=1)
-def _malloc_trim():
-    """glibc's ``malloc_trim``, or None (another C library)."""
-    try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
 def _give_back_freed_memory() -> None:
-    """Return the free pages of the C heap to the system: freed pixel buffers otherwise stay in
-    the process's resident memory (glibc keeps them for its next allocations)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    """Return the free pages of the C heap to the system (glibc's ``malloc_trim``): freed pixel
+    buffers otherwise stay in the process's resident memory (glibc keeps them for its next
+    allocations)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # another C library
+        pass
