@@ -284,13 +284,14 @@ def explorer_rows(quick: bool) -> list[Row]:
 
 
 def ipympl_rows(quick: bool) -> list[Row]:
-    """What the kernel does per frame for the browser: draw, diff against the last frame, PNG;
-    the explorers' canvas against ipympl's own frame encoding (Pillow, adaptive row filters),
-    interleaved. The model explorer's baseline is its figure before the layered redraw
-    (a full constrained-layout redraw and ipympl's encoding)."""
+    """What the kernel does per frame for the browser, for every explorer at notebook and
+    presentation size: a control change, then the frame the browser asked for (draw, diff
+    against the last frame, PNG); the explorers' ``FastCanvas`` against ipympl's stock ``Canvas``
+    (its webagg diff and Pillow's PNG) on the same explorer, interleaved. A change is paced by
+    the browser on both (``draw_idle``: the browser asks back), so both time the same work."""
     import warnings
 
-    from ipympl.backend_nbagg import Canvas
+    from ipympl.backend_nbagg import Canvas, FigureManager
 
     from attention_lab import widgets
 
@@ -300,43 +301,40 @@ def ipympl_rows(quick: bool) -> list[Row]:
     def make_live(name, presentation, stock):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            e = make(name, backend="ipympl", presentation=presentation)
+            e = make(name, backend="agg" if stock else "ipympl", presentation=presentation)
+            if stock:  # ipympl's own canvas; a change asks the browser to draw (draw_idle)
+                canvas = Canvas(e.figure)
+                FigureManager(canvas, 0)
+                e.view.backend, canvas.push_frame = "ipympl", lambda: None
         canvas = e.canvas
-        if name == "model":
-            canvas.figure.cache_enabled = not stock
+        canvas.quiet_seconds = float("inf")  # (FastCanvas) every change paced by the browser
         canvas.syncing_data_url = False  # as once the browser has said 'initialized'
         canvas.send_binary = lambda data: None
         canvas.draw_idle = lambda: None
-        if stock:
-            canvas.get_diff_image = lambda: Canvas.get_diff_image(canvas)
         return e, canvas
 
     rows = []
     n = 9 if quick else 31
     for name, (setup, control, values) in _sweeps(n).items():
-        if name not in ("query", "temperature", "mask", "model"):
-            continue
         for presentation in (False, True):
             pair = {how: make_live(name, presentation, how == "stock")
                     for how in ("fast", "stock")}
             times = {"fast": [], "stock": []}
             for how, (e, canvas) in pair.items():
-                for k, v in setup.items():
-                    e.controls[k].value = v
+                e.set(**setup)
                 canvas.draw()
             for v in values:  # interleaved: the same values, one instance after the other
                 for how, (e, canvas) in pair.items():
-                    e.controls[control].value = v
                     t0 = time.perf_counter()
+                    e.controls[control].value = v
                     canvas.draw()
                     times[how].append(time.perf_counter() - t0)
+            assert all(e.last_error is None for e, _ in pair.values())
             fast, stock = statistics.median(times["fast"]), statistics.median(times["stock"])
-            e = pair["fast"][0]
             size = "presentation" if presentation else "notebook"
-            what = ("full redraw + ipympl's PNG frames" if name == "model"
-                    else "ipympl's PNG frames")
-            rows.append(Row(GROUP, f"{type(e).__name__} ({size} size) on ipympl: canvas.draw() + "
-                                   f"frame for the browser", fast, "s", stock, what, "reported"))
+            rows.append(Row(GROUP, f"{type(pair['fast'][0]).__name__} ({size} size): set "
+                                   f"{control!r} + the browser's frame, FastCanvas", fast, "s",
+                            stock, "ipympl's Canvas", ">= 10 % faster", fast <= 0.9 * stock))
     return rows
 
 
@@ -348,7 +346,7 @@ def png_rows(quick: bool = False) -> list[Row]:
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from attention_lab.widgets import _canvas
+    from attention_lab.widgets import _png
 
     e = make("query", backend="agg", presentation=True)
     FigureCanvasAgg.draw(e.canvas)
@@ -357,27 +355,123 @@ def png_rows(quick: bool = False) -> list[Row]:
     FigureCanvasAgg.draw(e.canvas)
     after = np.asarray(e.canvas.buffer_rgba()).copy()                      # (H, W, 4)
     diff = np.where((after != before).any(axis=2, keepdims=True), after, 0)  # (H, W, 4)
-    isal = _canvas._deflate
+    isal = _png._deflate
     rows = []
     for what, pixels in (("whole frame", after), ("diff frame of one slider step", diff)):
         times = {"isal": [], "zlib": []}
         for _ in range(15 if quick else 61):
             for how, deflate in (("isal", isal), ("zlib", zlib.compress)):
-                _canvas._deflate = deflate
+                _png._deflate = deflate
                 t0 = time.perf_counter()
-                _canvas.encode_png(pixels)
+                _png.encode_png(pixels)
                 times[how].append(time.perf_counter() - t0)
-        _canvas._deflate = isal
+        _png._deflate = isal
         rows.append(Row(GROUP, f"PNG of the Query explorer's presentation figure, {what}, "
                                f"deflated by {isal.__module__}", statistics.median(times["isal"]),
                         "s", statistics.median(times["zlib"]), "zlib", "reported"))
     return rows
 
 
+#: run in the kernel once a notebook's cells have run: every live canvas as if its page had opened
+#: and asked for a frame of a changed figure
+PAGES_OPEN = """
+import ctypes, gc, psutil
+from attention_lab._compat import ipympl as _compat
+from attention_lab.widgets._fast_canvas import FastCanvas
+canvases = [o for o in gc.get_objects() if isinstance(o, FastCanvas)]
+for c in canvases:  # (a cooled one drawn again: as after a viewer's first change)
+    c.syncing_data_url = False
+    c.send_binary = lambda data: None
+    c.figure.stale = True
+    _compat.browser_message(c, {"type": "draw"})
+gc.collect()
+"""
+TRIM = "gc.collect(); ctypes.CDLL('libc.so.6').malloc_trim(0)"
+COOL = "for c in canvases: c.cool()\ngc.collect()"
+USS = "psutil.Process().memory_full_info().uss"
+
+
+def kernel_memory(notebook: str) -> dict:
+    """A Jupyter kernel that ran ``notebooks/<notebook>.py`` (every code cell) with each live
+    canvas's page open: its USS in MiB hot, after giving the C heap's free pages back (what
+    cooling does last, without it), and with every figure cooled; and how many canvases."""
+    import jupytext
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=str(ROOT / "notebooks"))
+    try:
+        def run(code: str) -> dict:
+            reply = kc.execute_interactive(code, user_expressions={"uss": USS, "n": "len(canvases)"}
+                                           if "canvases" in code or code in (TRIM, COOL) else {},
+                                           timeout=600, output_hook=lambda msg: None)["content"]
+            assert reply["status"] == "ok", (code[:200], reply.get("evalue"))
+            return {k: int(v["data"]["text/plain"]) for k, v in
+                    reply.get("user_expressions", {}).items()}
+
+        for cell in jupytext.read(ROOT / "notebooks" / f"{notebook}.py").cells:
+            if cell.cell_type == "code":
+                run(cell.source)
+        hot = run(PAGES_OPEN)
+        return {"canvases": hot["n"], "hot": hot["uss"] / 2**20,
+                "trimmed": run(TRIM)["uss"] / 2**20, "cooled": run(COOL)["uss"] / 2**20}
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+PAUSE_MS = 2500  # reading time between key presses: longer than the cooled canvas's cool_seconds
+
+
+def first_step_browser_rows(quick: bool = False) -> list[Row]:
+    """What cooling costs a student: in JupyterLab (Chromium), the key press -> repaint time of
+    the first slider step after a pause, on a Query explorer whose figure cools during the pause
+    (``cool_seconds`` 1 s) and on one that never cools, two pages pressed in turn
+    (:mod:`benchmarks.bench_browser`'s harness and repaint hook)."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    from . import bench_browser
+
+    H = bench_browser._harness()
+    if H.browser_unavailable_reason():
+        return []
+    slider = ".al-explorer-query .al-control-q1 .noUi-handle"
+    code = ("from benchmarks.bench_browser import make_explorer\n"
+            "e = make_explorer('query'); e.canvas.cool_seconds = {}\ne")
+    presses = 8 if quick else 16
+    with tempfile.TemporaryDirectory(prefix="al-bench-cool-") as tmp, sync_playwright() as p:
+        work = Path(tmp)
+        for how, seconds in (("cooled", 1.0), ("hot", 1e6)):
+            H.write_notebook([code.format(seconds)], work / "root" / f"{how}.ipynb")
+        browser = H.launch_chromium(p)
+        try:
+            with H.jupyter_lab(work / "root", work / "lab") as server:
+                context = browser.new_context(viewport=H.VIEWPORT)
+                probes = {how: bench_browser.Probe(H, context, server, "JupyterLab",
+                                                   f"{how}.ipynb", slider)
+                          for how in ("cooled", "hot")}
+                for i in range(presses + 1):  # the first press of each page is a warm-up
+                    for probe in probes.values():
+                        probe.page.wait_for_timeout(PAUSE_MS)
+                        probe.press("ArrowRight" if i % 2 == 0 else "ArrowLeft")
+                t = {how: statistics.median(pr.figure_ms[1:]) / 1e3 for how, pr in probes.items()}
+                for probe in probes.values():
+                    probe.close()
+                context.close()
+        finally:
+            browser.close()
+    return [Row(GROUP, f"JupyterLab: key press -> figure repainted, first step after "
+                       f"{PAUSE_MS / 1000:g} s, QueryExplorer cooled in the pause (median of "
+                       f"{presses})", t["cooled"], "s", t["hot"], "never cooled", "reported")]
+
+
+
 def cool_rows(quick: bool = False) -> list[Row]:
     """An idle figure cooled (``FastCanvas.cool``): the pixel buffers it holds, hot and cooled,
     and a slider step after a pause (sent at once, whole) on a hot and on a cooled figure,
-    interleaved; the Query explorer's presentation figure on ipympl."""
+    interleaved, on the Query explorer's presentation figure on ipympl; and what it saves of a
+    whole kernel (:func:`kernel_memory`) after each notebook with explorers."""
     import warnings
 
     from attention_lab import widgets
@@ -415,13 +509,20 @@ def cool_rows(quick: bool = False) -> list[Row]:
         t0 = time.perf_counter()
         q.value = float(v)
         times[how].append(time.perf_counter() - t0)
-    return [
+    rows = [
         Row(GROUP, "Query explorer's presentation figure, idle: pixel buffers and frames held, "
                    "cooled", cold_bytes / 2**20, "MiB", hot_bytes / 2**20, "hot", "reported"),
         Row(GROUP, "Query explorer's presentation figure on ipympl: a slider step after a pause "
                    "(a whole frame), cooled figure", statistics.median(times["cooled"]), "s",
             statistics.median(times["hot"]), "hot figure", "reported"),
     ]
+    for notebook in ("01_intuition", "02_mechanics", "03_maths_and_code", "demo"):
+        m = kernel_memory(notebook)
+        rows.append(Row(GROUP, f"kernel USS after notebooks/{notebook} ({m['canvases']} live "
+                               f"canvases, pages open), every figure cooled", m["cooled"], "MiB",
+                        m["trimmed"], "hot (C heap trimmed)", ">= 10 % less",
+                        m["cooled"] <= 0.9 * m["trimmed"]))
+    return rows + first_step_browser_rows(quick)
 
 
 def notebook_rows() -> list[Row]:

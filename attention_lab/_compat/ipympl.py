@@ -1,10 +1,10 @@
 """ipympl's widget canvas with its frame state behind named attributes.
 
-``FastCanvas`` (:mod:`attention_lab.widgets._canvas`) decides when a frame is drawn and what it
-holds. The state it reads and writes is private to matplotlib's WebAgg core, which ipympl's
+``FastCanvas`` (:mod:`attention_lab.widgets._fast_canvas`) decides when a frame is drawn and what
+it holds. The state it reads and writes is private to matplotlib's WebAgg core, which ipympl's
 ``Canvas`` extends: whether a frame is waiting to be sent (``_png_is_old``), whether it must be
 whole (``_force_full``), the pixels the browser shows (``_last_buff``), and the message of a browser
-view that is ready (``_handle_message``). :func:`canvas_base` names them.
+view that is ready (``_handle_message``). :class:`FrameState` names them.
 
 Tested with ipympl 0.10.0 on matplotlib 3.11 (requirements.txt); accepts ipympl ``>=0.10,<0.11``.
 On another ipympl the explorers fall back to the inline picture (:func:`tested`), with a note that
@@ -12,8 +12,6 @@ says which version to install.
 """
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 from . import UntestedVersion, require
 
@@ -30,51 +28,43 @@ def tested() -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
-def canvas_base():
-    """ipympl's ``Canvas`` with named access to the WebAgg core's frame state."""
-    from ipympl.backend_nbagg import Canvas
+class FrameState:
+    """Named access to the WebAgg core's frame state: a mixin before ipympl's ``Canvas``."""
 
-    from .matplotlib import VERSION  # noqa: F401  (checks matplotlib's version too)
+    @property
+    def frame_pending(self) -> bool:
+        """A frame was drawn (or asked for) and not yet sent."""
+        return self._png_is_old
 
-    class NamedFrameState(Canvas):
-        @property
-        def frame_pending(self) -> bool:
-            """A frame was drawn (or asked for) and not yet sent."""
-            return self._png_is_old
+    @frame_pending.setter
+    def frame_pending(self, value: bool) -> None:
+        self._png_is_old = value
 
-        @frame_pending.setter
-        def frame_pending(self, value: bool) -> None:
-            self._png_is_old = value
+    @property
+    def whole_frame_asked(self) -> bool:
+        """The next frame must be whole (not a diff): a resize, a refresh, a new view."""
+        return self._force_full
 
-        @property
-        def whole_frame_asked(self) -> bool:
-            """The next frame must be whole (not a diff): a resize, a refresh, a new view."""
-            return self._force_full
+    @whole_frame_asked.setter
+    def whole_frame_asked(self, value: bool) -> None:
+        self._force_full = value
 
-        @whole_frame_asked.setter
-        def whole_frame_asked(self, value: bool) -> None:
-            self._force_full = value
+    @property
+    def shown_pixels(self):
+        """The pixels of the last frame sent, ``(H, W)`` uint32 (one RGBA pixel each), or None."""
+        return self._last_buff
 
-        @property
-        def shown_pixels(self):
-            """The pixels of the last frame sent, ``(H, W)`` uint32 (one RGBA pixel each), or
-            None."""
-            return self._last_buff
+    @shown_pixels.setter
+    def shown_pixels(self, value) -> None:
+        self._last_buff = value
 
-        @shown_pixels.setter
-        def shown_pixels(self, value) -> None:
-            self._last_buff = value
+    def _handle_message(self, object, content, buffers):
+        super()._handle_message(object, content, buffers)
+        if content.get("type") == "initialized":
+            self.view_ready()
 
-        def _handle_message(self, object, content, buffers):
-            super()._handle_message(object, content, buffers)
-            if content.get("type") == "initialized":
-                self.view_ready()
-
-        def view_ready(self) -> None:
-            """Called once a browser view of the canvas has said it is ready."""
-
-    return NamedFrameState
+    def view_ready(self) -> None:
+        """Called once a browser view of the canvas has said it is ready."""
 
 
 def browser_message(canvas, content: dict) -> None:

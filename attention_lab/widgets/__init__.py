@@ -4,8 +4,8 @@
   :class:`Task` (a goal the student reaches, checked live from the state);
 * :mod:`.explorers`: the explorers of the level notebooks (:data:`EXPLORERS`, in notebook order);
   the trained model's explorer is :class:`attention_lab.toy.explorer.ModelExplorer`;
-* :mod:`._canvas`: how a figure reaches the page (ipympl's canvas with faster PNG frames, an
-  inline PNG fallback, or a headless Agg canvas).
+* :mod:`._canvas`: how a figure reaches the page (ipympl's canvas with faster PNG frames,
+  :mod:`._fast_canvas`; an inline PNG fallback; or a headless Agg canvas).
 
     from attention_lab import widgets
     explorer = widgets.QueryExplorer()
@@ -16,7 +16,8 @@
 
 from __future__ import annotations
 
-from ._canvas import BACKENDS, FigureView, encode_png, ipympl_available, ipympl_canvas
+from ._canvas import BACKENDS, FigureView, ipympl_available, ipympl_canvas
+from ._png import encode_png
 from .base import Explorer, Task
 from .explorers import (EXPLORERS, AxisExplorer, GeometryExplorer, HullExplorer,
                         LocalPExplorer, MaskExplorer, PrecisionExplorer, QueryExplorer,

@@ -9,12 +9,11 @@ An explorer is an object with
   shows;
 * ``.plot`` / ``.figure``: the live figure (an :class:`attention_lab.plots.LivePlot`) and its
   matplotlib Figure, built once; a control change hands the state's numbers to ``plot.update``;
-* ``.tasks``: goals the student reaches by moving the controls (:class:`Task`), confirmed live
-  from ``.state`` with a check mark and one sentence each;
-* ``.widget``: the ipywidgets box (title, tasks, controls, figure, a text readout of the numbers,
-  a reset button, and an invisible :class:`~attention_lab.widgets._a11y.Accessibility` widget that
-  makes the readout a live region and names the figure and the controls in the page); a bare
-  ``explorer`` at the end of a cell displays it;
+* ``.tasks``: goals the student reaches by moving the controls (:class:`Task`), checked live
+  from ``.state`` (:class:`TaskProgress`);
+* ``.widget``: the ipywidgets box (:func:`explorer_box`: title, tasks, controls, figure, a text
+  readout of the numbers, a reset button, and an invisible
+  :class:`~attention_lab.widgets._a11y.Accessibility` widget); a bare ``explorer`` displays it;
 * ``reset()``: every control back to its starting value (the tasks and their progress stay);
   ``hold()``: several changes, one redraw; ``set(**values)``: several controls at once.
 
@@ -70,13 +69,38 @@ class Task:
                             f"{type(self.check).__name__}")
 
 
-def _checked_tasks(tasks) -> tuple[Task, ...]:
-    if isinstance(tasks, Task) or not isinstance(tasks, Sequence):
-        raise TypeError(f"tasks must be a sequence of Task, got {type(tasks).__name__}")
-    bad = [type(t).__name__ for t in tasks if not isinstance(t, Task)]
-    if bad:
-        raise TypeError(f"tasks must be a sequence of Task, got an item of type {bad[0]}")
-    return tuple(tasks)
+class TaskProgress:
+    """An explorer's tasks and the student's progress on them: per task whether the current
+    state meets its goal (``met``) and whether it has since the explorer was made (``reached``),
+    shown in ``box``."""
+
+    def __init__(self, tasks):
+        if isinstance(tasks, Task) or not isinstance(tasks, Sequence):
+            raise TypeError(f"tasks must be a sequence of Task, got {type(tasks).__name__}")
+        bad = [type(t).__name__ for t in tasks if not isinstance(t, Task)]
+        if bad:
+            raise TypeError(f"tasks must be a sequence of Task, got an item of type {bad[0]}")
+        self.tasks = tuple(tasks)
+        self.met = self.reached = (False,) * len(self.tasks)
+        self.box = W.HTML()
+        self.box.add_class("al-tasks")
+
+    def check(self, state) -> None:
+        self.met = tuple(bool(t.check(state)) for t in self.tasks)
+        self.reached = tuple(r or m for r, m in zip(self.reached, self.met))
+        self.box.value = self.html()
+
+    def html(self) -> str:
+        """The reached tasks with a check mark, then the first open one (later ones stay hidden
+        until it is reached: a short sequence)."""
+        n, lines = len(self.tasks), []
+        for k, (task, reached) in enumerate(zip(self.tasks, self.reached)):
+            mark, status = ("✓", "done") if reached else ("☐", "to do")
+            lines.append(f"<div><span aria-hidden='true'>{mark}</span> <b>Task {k + 1} of {n} "
+                         f"({status}):</b> {html.escape(task.goal)}</div>")
+            if not reached:
+                break
+        return "".join(lines)
 
 
 # --------------------------------------------------------------------------------------------
@@ -103,14 +127,6 @@ def slider(value, lo, hi, step, description, fmt=".2f"):
                          readout_format=fmt, continuous_update=True)
 
 
-def _matching_preset(presets: dict, values, step: float) -> str:
-    """The preset whose values equal ``values`` up to half a slider step, else "custom"."""
-    for name, target in presets.items():
-        if np.allclose(target, values, rtol=0, atol=step / 2):
-            return name
-    return "custom"
-
-
 def html_table(header, rows) -> str:
     """A small HTML table: ``header`` cells, then rows of (label, values...)."""
     th = "".join(f"<th style='padding:0 8px;text-align:right'>{html.escape(str(h))}</th>"
@@ -124,21 +140,39 @@ def html_table(header, rows) -> str:
     return f"<table><tr>{th}</tr>{''.join(body)}</table>"
 
 
-def num(x, digits=3) -> str:
-    """``x`` with ``digits`` decimals; nan, inf and -inf as words."""
-    return fixed(x, digits)
+num = fixed  #: ``num(x, digits=3)``: ``x`` with ``digits`` decimals; nan, inf and -inf as words
 
 
 def frozen_state(cls):
     """Make ``cls`` an explorer's state: a frozen dataclass (fields cannot be reassigned) with
     ``as_dict()``."""
     cls = dataclass(frozen=True, eq=False)(cls)
-
-    def as_dict(self):
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    cls.as_dict = as_dict
+    cls.as_dict = lambda self: {f.name: getattr(self, f.name) for f in fields(self)}
     return cls
+
+
+def explorer_box(title: str, presentation: bool, controls: list, figure, numbers: list) -> W.VBox:
+    """An explorer's box: its title, then the controls, the figure and the numbers (readout,
+    reset). In presentation mode (a wide projector) the controls and the numbers sit in a column
+    left of the figure, so that everything fits on one screen; the figure wraps below them when
+    the page is too narrow."""
+    parts = []
+    if title:
+        size = "1.3em" if presentation else "1.05em"
+        parts.append(W.HTML(f"<b style='font-size:{size}'>{html.escape(title)}</b>"))
+        parts[0].add_class("al-explorer-title")
+    figure.add_class("al-figure")
+    if presentation:
+        side = W.VBox([*controls, *numbers],
+                      layout=W.Layout(margin="0 16px 0 0", max_width="620px"))
+        figure.layout.flex = "0 0 auto"  # its own size, not the whole row
+        parts.append(W.Box([side, figure],
+                           layout=W.Layout(flex_flow="row wrap", align_items="flex-start")))
+    else:
+        parts += [*controls, figure, *numbers]
+    box = W.VBox(parts)
+    box.add_class("al-explorer")
+    return box
 
 
 # --------------------------------------------------------------------------------------------
@@ -164,37 +198,21 @@ class Explorer:
     def __init__(self, *, presentation: bool = False, backend: str = "auto", tasks=None,
                  show_tasks: bool | None = None):
         self.presentation = bool(presentation)
-        self.tasks = _checked_tasks(type(self).TASKS if tasks is None else tasks)
-        self._reached = [False] * len(self.tasks)
-        self._met = [False] * len(self.tasks)
-        self.task_box = W.HTML()
-        self.task_box.add_class("al-tasks")
+        self.progress = TaskProgress(type(self).TASKS if tasks is None else tasks)
+        self.tasks, self.task_box = self.progress.tasks, self.progress.box
         self.show_tasks = not self.presentation if show_tasks is None else bool(show_tasks)
         self.controls: dict[str, W.ValueWidget] = self._make_controls()
         self._initial = {name: c.value for name, c in self.controls.items()}
         self.plot = self._make_plot()
         self.plot.add_error_box()
-        self.readout = W.HTML()
-        self.readout.add_class("al-readout")
-        self.reset_button = W.Button(description="reset", icon="undo",
-                                     tooltip="put every control back to its starting value")
-        self.reset_button.add_class("al-reset-explorer")
-        for name, c in self.controls.items():
-            c.add_class(f"al-control-{name}")
-        self.reset_button.on_click(lambda _b: self.reset())
+        self.readout, self.reset_button = self._make_numbers()
         self.last_error: Exception | None = None
-        self._sync_error: Exception | None = None
-        self.state = None
-        self._hold_depth = 0
-        self._pending = False
-        self._syncing = False
-        self._widget = None
+        self._sync_error = self.state = self._widget = None
+        self._hold_depth, self._pending, self._syncing = 0, False, False
         self.view = FigureView(self.figure, self.plot.png, backend)
         self._update(draw=False)
         self.view.refresh()
-        for c in self.controls.values():
-            c.observe(self._on_change, names="value")
-        self._style_controls()
+        self._wire_controls()
 
     # -- construction ------------------------------------------------------------------------
     def _make_controls(self) -> dict:
@@ -208,6 +226,23 @@ class Explorer:
 
     def _show(self, state) -> None:
         raise NotImplementedError
+
+    def _make_numbers(self):
+        """The text readout of the numbers and the reset button."""
+        readout = W.HTML()
+        readout.add_class("al-readout")
+        reset = W.Button(description="reset", icon="undo",
+                         tooltip="put every control back to its starting value")
+        reset.add_class("al-reset-explorer")
+        reset.on_click(lambda _b: self.reset())
+        return readout, reset
+
+    def _wire_controls(self) -> None:
+        """Each control named in the page (``al-control-<key>``), styled, and observed."""
+        for name, c in self.controls.items():
+            c.add_class(f"al-control-{name}")
+            c.observe(self._on_change, names="value")
+        self._style_controls()
 
     def _style_controls(self) -> None:
         width = "560px" if self.presentation else "420px"
@@ -238,35 +273,16 @@ class Explorer:
 
     @property
     def widget(self) -> W.VBox:
-        """The container: title, tasks, controls, (a one-time note,) figure, readout, reset.
-
-        In presentation mode (a wide projector) the controls and the numbers sit in a column left
-        of the figure, so that everything fits on one screen; the figure wraps below them when the
-        page is too narrow."""
+        """The container: title, tasks, controls, (a one-time note,) figure, readout, reset
+        (:func:`explorer_box`)."""
         if self._widget is None:
-            title = None
-            if self.title:
-                size = "1.3em" if self.presentation else "1.05em"
-                title = W.HTML(f"<b style='font-size:{size}'>{html.escape(self.title)}</b>")
-                title.add_class("al-explorer-title")
             controls = [self.task_box, self._controls_box()]
             if self.view.note is not None:
                 controls.append(self.view.note)
             figure = self.view.widget
-            figure.add_class("al-figure")
             self.accessibility = Accessibility(label=self.accessible_label)
-            numbers = [self.readout, self.reset_button, self.accessibility]
-            if self.presentation:
-                side = W.VBox([*controls, *numbers],
-                              layout=W.Layout(margin="0 16px 0 0", max_width="620px"))
-                figure.layout.flex = "0 0 auto"  # its own size, not the whole row
-                body = W.Box([side, figure],
-                             layout=W.Layout(flex_flow="row wrap", align_items="flex-start"))
-                parts = [body]
-            else:
-                parts = [*controls, figure, *numbers]
-            self._widget = W.VBox(([title] if title is not None else []) + parts)
-            self._widget.add_class("al-explorer")
+            self._widget = explorer_box(self.title, self.presentation, controls, figure,
+                                        [self.readout, self.reset_button, self.accessibility])
             self._widget.add_class(f"al-explorer-{self.css_name}")
         return self._widget
 
@@ -302,30 +318,13 @@ class Explorer:
     @property
     def tasks_met(self) -> tuple[bool, ...]:
         """Per task, whether the current state reaches its goal."""
-        return tuple(self._met)
+        return self.progress.met
 
     @property
     def tasks_reached(self) -> tuple[bool, ...]:
         """Per task, whether its goal has been reached since the explorer was made (it stays
         reached when the controls move on or are reset)."""
-        return tuple(self._reached)
-
-    def _check_tasks(self, state) -> None:
-        self._met = [bool(t.check(state)) for t in self.tasks]
-        self._reached = [r or m for r, m in zip(self._reached, self._met)]
-        self.task_box.value = self._tasks_html()
-
-    def _tasks_html(self) -> str:
-        """The reached tasks with a check mark, then the first open one (later ones stay hidden
-        until it is reached: a short sequence)."""
-        n, lines = len(self.tasks), []
-        for k, (task, reached) in enumerate(zip(self.tasks, self._reached)):
-            mark, status = ("✓", "done") if reached else ("☐", "to do")
-            lines.append(f"<div><span aria-hidden='true'>{mark}</span> <b>Task {k + 1} of {n} "
-                         f"({status}):</b> {html.escape(task.goal)}</div>")
-            if not reached:
-                break
-        return "".join(lines)
+        return self.progress.reached
 
     # -- updating ------------------------------------------------------------------------------
     def _on_change(self, change) -> None:
@@ -350,28 +349,32 @@ class Explorer:
         if change["owner"] is c["preset"]:
             target = self.PRESETS.get(change["new"])
             if target is not None:
-                self._syncing = True
-                try:
-                    with self.hold():
-                        for n, v in zip(names, target):
-                            c[n].value = v
-                finally:
-                    self._syncing = False
+                with self._unsynced(), self.hold():
+                    for n, v in zip(names, target):
+                        c[n].value = v
         elif change["owner"] in [c[n] for n in names]:
-            new = _matching_preset(self.PRESETS, tuple(c[n].value for n in names), c[names[0]].step)
+            values, step = tuple(c[n].value for n in names), c[names[0]].step
+            new = next((name for name, target in self.PRESETS.items()  # up to half a step
+                        if np.allclose(target, values, rtol=0, atol=step / 2)), "custom")
             if c["preset"].value != new:
-                self._syncing = True
-                try:
+                with self._unsynced():
                     c["preset"].value = new
-                finally:
-                    self._syncing = False
+
+    @contextmanager
+    def _unsynced(self):
+        """Controls set in here by the explorer itself: :meth:`_sync` does not follow them."""
+        self._syncing = True
+        try:
+            yield
+        finally:
+            self._syncing = False
 
     def _update(self, draw: bool = True) -> None:
         try:
             state = self._compute()
             self.state = state
             self._show(state)
-            self._check_tasks(state)
+            self.progress.check(state)
             self.last_error, self._sync_error = self._sync_error, None
             self.plot.message("error", None)
         except Exception as exc:  # shown in the figure, kept for tests; never printed
@@ -404,13 +407,9 @@ class Explorer:
     def reset(self) -> None:
         """Every control back to its starting value (one redraw). The tasks and their progress
         stay."""
-        with self.hold():
-            self._syncing = True
-            try:
-                for name, v in self._initial.items():
-                    self.controls[name].value = v
-            finally:
-                self._syncing = False
+        with self.hold(), self._unsynced():
+            for name, v in self._initial.items():
+                self.controls[name].value = v
         if self.state is None or self._pending:
             self._update()
 
@@ -438,8 +437,7 @@ def same_value(a, b) -> bool:
     that value back: 0.8 on a grid from -1.5 in steps of 0.05 comes back as 0.7999999999999998.
     That is not a move of the control.
     """
-    if (isinstance(a, float) or isinstance(b, float)) and not isinstance(a, bool) \
-            and not isinstance(b, bool) and isinstance(a, (int, float)) \
-            and isinstance(b, (int, float)):
+    real = [isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b)]
+    if all(real) and (isinstance(a, float) or isinstance(b, float)):
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
     return a == b

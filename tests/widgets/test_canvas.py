@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import io
+import time
 import weakref
 
 import numpy as np
@@ -15,7 +16,7 @@ from PIL import Image
 
 from attention_lab import widgets
 from attention_lab.plots import _render
-from attention_lab.widgets import _canvas
+from attention_lab.widgets import _png
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # ipympl's Toolbar
 NAMES = list(widgets.EXPLORERS)
@@ -34,11 +35,11 @@ def deflate(request, monkeypatch):
     if request.param == "zlib":
         import zlib
 
-        monkeypatch.setattr(_canvas, "_deflate", zlib.compress)
+        monkeypatch.setattr(_png, "_deflate", zlib.compress)
     else:
         from isal import isal_zlib
 
-        assert _canvas._deflate is isal_zlib.compress
+        assert _png._deflate is isal_zlib.compress
     return request.param
 
 
@@ -99,7 +100,7 @@ def test_before_the_browser_is_ready_changes_only_ask_for_a_draw(monkeypatch):
 def test_after_a_pause_a_change_sends_its_frame_at_once(live, monkeypatch):
     e, sent = live
     clock = [100.0]
-    monkeypatch.setattr(_canvas.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     e.controls["temperature"].value = 0.5
     assert len(sent["frames"]) == 1 and "draw" not in sent["events"]
     # the frame shows the new state: decoded, it equals what the canvas holds now
@@ -165,7 +166,7 @@ def test_a_frame_the_browser_did_not_ask_for_is_whole_and_only_sent_on_a_change(
     (not asked for) must not depend on the one before it."""
     e, sent = live
     clock = [100.0]
-    monkeypatch.setattr(_canvas.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     for value in (0.5, 0.51, 3.0):
         clock[0] += 1.0
         e.controls["temperature"].value = value
@@ -209,7 +210,7 @@ def test_once_still_the_last_frame_is_the_whole_figure(live, monkeypatch):
     def drag_then_wait(wait):
         with monkeypatch.context() as m:  # a clock for the canvas; the loop keeps its own
             clock = [100.0]
-            m.setattr(_canvas.time, "monotonic", lambda: clock[0])
+            m.setattr(time, "monotonic", lambda: clock[0])
             e.controls["temperature"].value = 0.5          # at once, whole
             for value in (0.6, 0.7, 0.8):                   # a drag: paced, diffs
                 clock[0] += 0.01
@@ -238,10 +239,12 @@ def test_an_unchanged_figure_is_neither_drawn_nor_encoded_again(live, monkeypatc
     e, sent = live
     canvas = e.canvas
     clock = [100.0]
-    monkeypatch.setattr(_canvas.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     encoded, drawn = [], []
-    real = _canvas.encode_png
-    monkeypatch.setattr(_canvas, "encode_png", lambda *a: encoded.append(1) or real(*a))
+    from attention_lab.widgets import _fast_canvas
+
+    real = _fast_canvas.encode_png
+    monkeypatch.setattr(_fast_canvas, "encode_png", lambda *a: encoded.append(1) or real(*a))
     real_draw = canvas.figure.draw
     monkeypatch.setattr(canvas.figure, "draw", lambda r: drawn.append(1) or real_draw(r))
     now = lambda: np.asarray(canvas.get_renderer().buffer_rgba())  # noqa: E731
@@ -286,9 +289,11 @@ def test_an_idle_figure_keeps_only_its_frame_and_comes_back_the_same(live, monke
     e, sent = live
     canvas, figure = e.canvas, e.figure
     clock = [100.0]
-    monkeypatch.setattr(_canvas.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     given_back = []
-    monkeypatch.setattr(_canvas, "_give_back_freed_memory", lambda: given_back.append(1))
+    from attention_lab.widgets import _fast_canvas
+
+    monkeypatch.setattr(_fast_canvas, "_give_back_freed_memory", lambda: given_back.append(1))
     drawn = []
     real_draw = figure.draw
     monkeypatch.setattr(figure, "draw", lambda r: drawn.append(1) or real_draw(r))
@@ -376,9 +381,12 @@ def test_the_model_explorer_uses_the_same_canvas():
     pytest.importorskip("ipympl")
     from attention_lab.toy.explorer import ModelExplorer
 
+    from attention_lab.widgets._fast_canvas import FastCanvas
+
     ex = ModelExplorer()
     assert ex.backend == "ipympl"
-    assert type(ex.canvas) is type(widgets.TemperatureExplorer().canvas)
+    assert type(ex.canvas) is type(widgets.TemperatureExplorer().canvas) is FastCanvas
+    assert FastCanvas.__qualname__ == "FastCanvas"  # a module's class, not one built in a function
     assert ex.canvas.resizable is False and ex.canvas.toolbar_visible is False
 
 
