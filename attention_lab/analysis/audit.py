@@ -187,7 +187,7 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     """
     import torch
 
-    from .. import tensor as T
+    from .. import tensor
 
     if not callable(fn):
         raise TypeError(f"fn must be an attention callable fn(Q, K, V, {mask_arg}=...), got "
@@ -198,7 +198,7 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     is_torch = isinstance(Q, torch.Tensor)
     Qt, Kt, Vt = (x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
                   for x in (Q, K, V))
-    m = T.eligibility(Qt, Kt, mask=mask, lengths=lengths, is_causal=is_causal,
+    m = tensor.eligibility(Qt, Kt, mask=mask, lengths=lengths, is_causal=is_causal,
                       causal_align=causal_align)
     full_shape = torch.broadcast_shapes(Qt.shape[:-2], Kt.shape[:-2]) + (Qt.shape[-2],
                                                                          Kt.shape[-2])
