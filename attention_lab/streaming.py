@@ -99,7 +99,6 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
         stop = min(stop, max(0, T_ + offset))
     any_mask = m_full is not None or pad is not None or is_causal
 
-    inplace = not (torch.is_grad_enabled() and any(x.requires_grad for x in (Q, K, V)))
     # low precision: computed in float32 (as tensor.attention and SDPA's CPU kernels), cast back
     work = Q.dtype if Q.dtype in (torch.float32, torch.float64) else torch.float32
     dev = Q.device
@@ -131,12 +130,13 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
                 c_c = torch.arange(s0, s1, device=dev)[None, :] <= rows + offset   # (T, C)
                 keep = c_c if keep is None else keep & c_c
             seen = seen | keep.any(dim=-1, keepdim=True)                    # (..., T|1, 1)
-            s = s.masked_fill_(~keep, -math.inf) if inplace else \
-                s.masked_fill(~keep, -math.inf)                             # (..., T, C)
-        new_m = torch.maximum(run_m, s.amax(dim=-1, keepdim=True))          # (..., T, 1)
+            s = s.masked_fill_(~keep, -math.inf)                            # (..., T, C)
+        # the shift m is a constant for autograd (detached): the result does not depend on it,
+        # so the gradient is exact, and the in-place steps below leave nothing autograd saved
+        new_m = torch.maximum(run_m, s.detach().amax(dim=-1, keepdim=True))  # (..., T, 1)
         # guard: rows that have seen no eligible key yet keep m = -inf; shift them by 0 instead
         safe = torch.where(torch.isneginf(new_m), zero, new_m)              # (..., T, 1)
-        p = s.sub_(safe).exp_() if inplace else torch.exp(s - safe)         # (..., T, C)
+        p = s.sub_(safe).exp_()                                             # (..., T, C)
         acc = acc * torch.exp(run_m - safe) + torch.matmul(p, Vc)           # (..., T, D_v + 1)
         run_m = new_m
         del s, p

@@ -133,6 +133,23 @@ def test_gradients_match_materialised():
         assert torch.allclose(a, b, atol=1e-10)
 
 
+def test_gradcheck_with_broadcast_batches_masks_and_logsumexp():
+    """The in-place chunk steps and the detached running maximum give exact gradients, for the
+    context and the logsumexp, with Q's batch broadcast against K's and rows masked at first."""
+    Q, _, _ = _inputs(4, (2, 2), 3, 7, 3, 2, dtype=torch.float64)
+    _, K, V = _inputs(6, (2,), 3, 7, 3, 2, dtype=torch.float64)
+    mask = torch.rand(3, 7, generator=torch.Generator().manual_seed(1)) < 0.7
+    mask[0, :4], mask[0, 4] = False, True  # row 0 (causal: keys 0..4) sees key 4 only
+
+    def fn(q, k, v):
+        out, lse = streaming_attention(q, k, v, mask=mask, is_causal=True, chunk_size=2,
+                                       causal_align="lower_right", return_logsumexp=True)
+        return out, lse
+
+    inputs = tuple(x.clone().requires_grad_() for x in (Q, K, V))
+    assert torch.autograd.gradcheck(fn, inputs)
+
+
 def test_never_materialises_the_score_matrix():
     """Record every tensor the computation creates: none has T*S elements or more."""
     from torch.utils._python_dispatch import TorchDispatchMode
