@@ -59,11 +59,7 @@ _PROBE_GLOBALS = globals()
 # ------------------------------------------------------------------ encoding
 def _float(x: float):
     x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
+    return x if math.isfinite(x) else str(x)  # "nan", "inf", "-inf"
 
 
 def _encode_array(arr: np.ndarray, budget: list[int], origin: str = "numpy"):
