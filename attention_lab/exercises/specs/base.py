@@ -352,6 +352,18 @@ class Spec:
         comparison); None when it is right or there is none."""
         return None
 
+    def declared_dict(self, name: str, keys, todo: str, fields: str):
+        """``(the declared dict name, None)`` when it has exactly ``keys``, else ``(None, ("fail",
+        why))``: still `...` (``todo``: what to record) or not such a dict (``fields``: its keys)."""
+        comp = self.declared.get(name)
+        if comp is Ellipsis or comp is None:
+            return None, ("fail", f"{name} is still `...`: {todo}")
+        if not isinstance(comp, dict) or sorted(comp) != sorted(keys):
+            return None, ("fail", f"{name} is {describe_type(comp)}"
+                          + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
+                          + f"; write a dict with the keys {fields}")
+        return comp, None
+
     def accepts_raise(self, case: Case, raised: dict) -> bool:
         """Whether raising ``raised`` (type, message) is the right answer to ``case``."""
         return False

@@ -130,15 +130,12 @@ class Temperature(Spec):
     KEYS = ("largest_weight", "same_order")
 
     def judge_declared(self):
-        comp = self.declared.get("temperature_comparison")
-        if comp is Ellipsis or comp is None:
-            return "fail", ("temperature_comparison is still `...`: record your comparison of "
-                            "the temperatures 0.5, 1 and 2 in it")
-        if not isinstance(comp, dict) or sorted(comp) != sorted(self.KEYS):
-            return "fail", (f"temperature_comparison is {describe_type(comp)}"
-                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
-                            + "; write a dict with the keys 'largest_weight' (three numbers) "
-                              "and 'same_order' (True or False)")
+        comp, fail = self.declared_dict(
+            "temperature_comparison", self.KEYS,
+            "record your comparison of the temperatures 0.5, 1 and 2 in it",
+            "'largest_weight' (three numbers) and 'same_order' (True or False)")
+        if fail:
+            return fail
         if comp["largest_weight"] is Ellipsis or comp["same_order"] is Ellipsis:
             missing = [k for k in self.KEYS if comp[k] is Ellipsis]
             return "fail", f"temperature_comparison: {', '.join(missing)} is still `...`"
@@ -500,14 +497,12 @@ class LocalWindow(Spec):
         return ref
 
     def judge_declared(self):
-        comp = self.declared.get("window_comparison")
-        if comp is Ellipsis or comp is None:
-            return "fail", ("window_comparison is still `...`: record the weight on position 5 "
-                            "with global attention and in the window around position 1")
-        if not isinstance(comp, dict) or sorted(comp) != sorted(self.COMPARED):
-            return "fail", (f"window_comparison is {describe_type(comp)}"
-                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
-                            + "; write a dict with the keys 'global' and 'local' (one number each)")
+        comp, fail = self.declared_dict(
+            "window_comparison", self.COMPARED, "record the weight on position 5 with global "
+            "attention and in the window around position 1", "'global' and 'local' (one number "
+            "each)")
+        if fail:
+            return fail
         ref = self._reference()
         for key, (where, _) in self.COMPARED.items():
             x = comp[key]

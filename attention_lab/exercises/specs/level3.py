@@ -52,15 +52,11 @@ class StableSoftmax(Spec):
 
     def judge_declared(self):
         name = "softmax_comparison"
-        comp = self.declared.get(name)
-        if comp is Ellipsis or comp is None:
-            return "fail", (f"{name} is still `...`: record the weights of the naive formula and "
-                            f"of your stable_softmax for the scores [1e4, 1e4 - 1, 0]")
-        if not isinstance(comp, dict) or sorted(comp) != sorted(self.KEYS):
-            return "fail", (f"{name} is {describe_type(comp)}"
-                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
-                            + "; write a dict with the keys 'naive' and 'stable' (three weights "
-                              "each)")
+        comp, fail = self.declared_dict(
+            name, self.KEYS, "record the weights of the naive formula and of your stable_softmax "
+            "for the scores [1e4, 1e4 - 1, 0]", "'naive' and 'stable' (three weights each)")
+        if fail:
+            return fail
         with np.errstate(over="ignore", invalid="ignore"):
             naive_ref = naive_softmax(self.LARGE)
         stable_ref = softmax(self.LARGE)
@@ -335,14 +331,11 @@ class DotBilinear(Spec):
 
     def judge_declared(self):
         name = "score_comparison"
-        comp = self.declared.get(name)
-        if comp is Ellipsis or comp is None:
-            return "fail", (f"{name} is still `...`: record the shape of each function's scores "
-                            f"for the two queries Q2 against the five keys")
-        if not isinstance(comp, dict) or sorted(comp) != ["bilinear", "dot"]:
-            return "fail", (f"{name} is {describe_type(comp)}"
-                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
-                            + "; write a dict with the keys 'dot' and 'bilinear' (one shape each)")
+        comp, fail = self.declared_dict(
+            name, ("bilinear", "dot"), "record the shape of each function's scores for the two "
+            "queries Q2 against the five keys", "'dot' and 'bilinear' (one shape each)")
+        if fail:
+            return fail
         T, S = self.SHAPE
         for key in ("dot", "bilinear"):
             x = comp[key]
