@@ -397,5 +397,11 @@ def rand(rng, *shape, scale=1.0):
     return np.round(rng.normal(size=shape) * scale, 3)
 
 
+def scores_shape(rng, i: int) -> tuple[int, ...]:
+    """The shape of random case ``i``'s scores: a vector (S,) for even i, else rows (T, S)."""
+    return (int(rng.integers(2, 7)),) if i % 2 == 0 else (int(rng.integers(2, 4)),
+                                                          int(rng.integers(2, 6)))
+
+
 def dirichlet(rng, n):
     return rng.dirichlet(np.ones(n))

@@ -17,7 +17,7 @@ from ...scores import dot_scores
 from ...softmax import softmax
 from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, as_tuple, check_weights, close,
                    describe_type, diagnose, diagnosis, expect_shape, fmt, numeric, rand,
-                   softmax_axis, to_array, value_mismatch)
+                   scores_shape, softmax_axis, to_array, value_mismatch)
 
 _RX = running_example()
 
@@ -202,8 +202,7 @@ class Temperature(Spec):
     def random(self, rng):
         out = []
         for i in range(self.n_random):
-            shape = (int(rng.integers(2, 7)),) if i % 2 == 0 else (int(rng.integers(2, 4)),
-                                                                   int(rng.integers(2, 6)))
+            shape = scores_shape(rng, i)
             tau = float(np.round(rng.uniform(0.2, 5.0), 2))
             out.append(Case(f"random: scores of shape {shape} at temperature {tau}",
                             (rand(rng, *shape), tau), ("scores", "temperature")))

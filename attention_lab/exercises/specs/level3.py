@@ -16,8 +16,8 @@ from ...masks import padding_mask
 from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
 from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
-                   describe_type, diagnose, expect_shape, fmt, numeric, rand, softmax_axis,
-                   to_array, value_mismatch)
+                   describe_type, diagnose, expect_shape, fmt, numeric, rand, scores_shape,
+                   softmax_axis, to_array, value_mismatch)
 from .level2 import FAR_BELOW, judge_test_answer, masked_softmax_mistakes, softmax64
 
 _RX = running_example()
@@ -113,8 +113,7 @@ class StableSoftmax(Spec):
     def random(self, rng):
         out = []
         for i in range(self.n_random):
-            shape = (int(rng.integers(2, 7)),) if i % 2 == 0 else (int(rng.integers(2, 4)),
-                                                                   int(rng.integers(2, 6)))
+            shape = scores_shape(rng, i)
             scale = float(10 ** rng.uniform(0, 3))
             out.append(Case(f"random: scores of shape {shape}, spread about {scale:.0f}",
                             (np.round(rng.normal(size=shape) * scale, 2),), ("scores",)))
