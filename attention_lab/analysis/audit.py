@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cost import human_bytes
+
 STATUS_MARK = {"ok": "[ok]", "info": "[--]", "warn": "[ ?]", "fail": "[!!]"}
 
 
@@ -142,14 +144,6 @@ def _fmt(x: float, digits: int = 3) -> str:
     if x is None or not np.isfinite(x):
         return str(x)
     return f"{x:.{digits}g}"
-
-
-def _bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 ** 2:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024 ** 2:.1f} MiB"
 
 
 def _dtype_name(x) -> str:
@@ -439,13 +433,13 @@ def _cost(rep, dtype, per_item, mask_np, t_med, n_times, mem):
     rep.add(sec, "time per pair", f"{t_med / valid_pairs * 1e6:.4f} µs per eligible query-key "
             "pair")
     itemsize = np.dtype(dtype if dtype != "bfloat16" else "float16").itemsize
-    rep.add(sec, "tensor memory", f"{_bytes(mem.peak_bytes)} peak of tensors allocated by "
+    rep.add(sec, "tensor memory", f"{human_bytes(mem.peak_bytes)} peak of tensors allocated by "
             f"torch ops during the call; largest single tensor {mem.largest_numel:,} elements")
     n_scores = int(np.prod(mask_np.shape))
     if mem.largest_numel >= per_item:
         rep.add(sec, "materialisation", f"yes: a tensor with >= T x S = {per_item:,} elements "
                 f"was formed (all scores: {n_scores:,} elements, "
-                f"{_bytes(n_scores * itemsize)} in {dtype})")
+                f"{human_bytes(n_scores * itemsize)} in {dtype})")
     elif mem.allocations:
         rep.add(sec, "materialisation", f"no: the largest tensor formed has "
                 f"{mem.largest_numel:,} < T x S = {per_item:,} elements")
