@@ -150,6 +150,30 @@ def test_gradcheck_with_broadcast_batches_masks_and_logsumexp():
     assert torch.autograd.gradcheck(fn, inputs)
 
 
+def test_one_code_path_with_and_without_autograd():
+    """Each chunk step is written once: the operators run are the same whether or not the
+    inputs require gradients (no switch between in-place and out-of-place steps)."""
+    from attention_lab._compat.torch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is not torch.ops.aten.detach.default:  # autograd adds views, not steps
+                ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    Q, K, V = _inputs(8, (2,), 3, 9, 4, 2)
+    mask = torch.rand(3, 9, generator=torch.Generator().manual_seed(2)) < 0.7
+    runs = []
+    for grad in (False, True):
+        ops = []
+        q, k, v = (x.clone().requires_grad_(grad) for x in (Q, K, V))
+        with Ops():
+            streaming_attention(q, k, v, mask=mask, is_causal=True, chunk_size=4)
+        runs.append(ops)
+    assert runs[0] == runs[1]
+    assert any("masked_fill_" in op for op in runs[1]) and any("exp_" in op for op in runs[1])
+
+
 def test_never_materialises_the_score_matrix():
     """Record every tensor the computation creates: none has T*S elements or more."""
     from torch.utils._python_dispatch import TorchDispatchMode
