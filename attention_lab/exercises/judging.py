@@ -88,18 +88,15 @@ def judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
 
 
 def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
-    verdict = _judge_answer_object(ex, record)
-    if verdict is not None:
+    if (verdict := _judge_answer_object(ex, record)) is not None:
         return verdict
     calls = record.get("calls", [])
     declared = {ex.answer_names[int(i)]: v for i, v in record.get("values", {}).items()}
-    verdict = _refused(record)
-    if verdict is not None:
+    if (verdict := _refused(record)) is not None:
         return verdict
     spec = SPECS[ex.id].bound(declared)
     stub_fns = _stubbed_functions(cases, calls)
-    verdict = _unwritten_or_undeclared(ex, cases, spec, stub_fns)
-    if verdict is not None:
+    if (verdict := _unwritten_or_undeclared(ex, cases, spec, stub_fns)) is not None:
         return verdict
     failures, ambiguous, outputs = _run_cases(ex, cases, calls, spec, stub_fns)
     printed = sum(int(r.get("printed", 0)) for r in calls if isinstance(r, dict))
@@ -145,7 +142,6 @@ def _judge_answer_object(ex: Exercise, record: dict) -> Verdict | None:
                                f"(without calling it): check({ex.id!r}, {name})", "not a function")
     if kind != "calls":
         return Verdict("error", f"unexpected record for {ex.id}", "error")
-    return None
 
 
 def _refused(record: dict) -> Verdict | None:
@@ -159,7 +155,6 @@ def _refused(record: dict) -> Verdict | None:
                                "another case (kept from an earlier call): it earns no mark; use "
                                "only the arguments each call receives",
                        "reused another case's function")
-    return None
 
 
 def _stubbed_functions(cases: list[Case], calls: list[dict]) -> set:
@@ -181,7 +176,6 @@ def _unwritten_or_undeclared(ex: Exercise, cases: list[Case], spec, stub_fns: se
     if problem is not None:
         status, reason = problem
         return Verdict(status, reason, reason.split(":")[0])
-    return None
 
 
 def _run_cases(ex: Exercise, cases: list[Case], calls: list[dict], spec, stub_fns: set):
@@ -245,7 +239,6 @@ def _case_problem(ex: Exercise, case: Case, rec: dict, spec, stub_fns: set):
         raise
     except Reject as r:
         return "fail", str(r)
-    return None
 
 
 def _pass_verdict(ex: Exercise, spec, cases: list[Case], outputs: list, printed_note: str):

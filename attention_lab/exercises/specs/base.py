@@ -390,6 +390,8 @@ class Spec:
         return self.fixed() + drawn
 
     def on_pass(self, cases, outputs) -> str:
+        """A note for a pass ('' for none). Called only once every case passed and
+        :meth:`judge_declared` accepted the declared parts; if it raises, the pass has no note."""
         return ""
 
 
