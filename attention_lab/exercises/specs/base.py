@@ -353,8 +353,9 @@ class Spec:
         return None
 
     def declared_dict(self, name: str, keys, todo: str, fields: str):
-        """``(the declared dict name, None)`` when it has exactly ``keys``, else ``(None, ("fail",
-        why))``: still `...` (``todo``: what to record) or not such a dict (``fields``: its keys)."""
+        """``(the declared dict name, None)`` when it has exactly ``keys``, else ``(None,
+        ("fail", why))``: still `...` (``todo``: what to record) or not such a dict (``fields``:
+        its keys)."""
         comp = self.declared.get(name)
         if comp is Ellipsis or comp is None:
             return None, ("fail", f"{name} is still `...`: {todo}")
@@ -376,7 +377,13 @@ class Spec:
         return []
 
     def random(self, rng: np.random.Generator) -> list[Case]:
-        return []
+        """``n_random`` seeded cases, one per :meth:`random_case` call (in order: one stream)."""
+        cases = (self.random_case(rng, i) for i in range(self.n_random))
+        return [c for c in cases if c is not None]
+
+    def random_case(self, rng: np.random.Generator, i: int) -> Case | None:
+        """Random case ``i``; None for a check without random cases."""
+        return None
 
     def compare(self, case: Case, out) -> None:  # raises Reject
         raise NotImplementedError

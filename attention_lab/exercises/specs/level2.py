@@ -45,13 +45,10 @@ class DotScores(Spec):
                  ("query", "keys")),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            S, D = int(rng.integers(1, 8)), int(rng.integers(1, 7))
-            out.append(Case(f"random: S={S} keys of width D_k={D}", (rand(rng, D), rand(rng, S, D)),
-                            ("query", "keys")))
-        return out
+    def random_case(self, rng, i):
+        S, D = int(rng.integers(1, 8)), int(rng.integers(1, 7))
+        return Case(f"random: S={S} keys of width D_k={D}", (rand(rng, D), rand(rng, S, D)),
+                    ("query", "keys"))
 
     def compare(self, case, out):
         q, K = case.args
@@ -194,14 +191,11 @@ class Temperature(Spec):
                  ("scores", "temperature")),
         ]
 
-    def random(self, rng):
-        out = []
-        for i in range(self.n_random):
-            shape = scores_shape(rng, i)
-            tau = float(np.round(rng.uniform(0.2, 5.0), 2))
-            out.append(Case(f"random: scores of shape {shape} at temperature {tau}",
-                            (rand(rng, *shape), tau), ("scores", "temperature")))
-        return out
+    def random_case(self, rng, i):
+        shape = scores_shape(rng, i)
+        tau = float(np.round(rng.uniform(0.2, 5.0), 2))
+        return Case(f"random: scores of shape {shape} at temperature {tau}",
+                    (rand(rng, *shape), tau), ("scores", "temperature"))
 
     def compare(self, case, out):
         s, tau = case.args
@@ -242,13 +236,10 @@ class PaddingMask(Spec):
                  ("lengths", "S")),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            B, S = int(rng.integers(1, 5)), int(rng.integers(1, 9))
-            out.append(Case(f"random: {B} lengths, S={S}",
-                            (rng.integers(0, S + 1, size=B), S), ("lengths", "S")))
-        return out
+    def random_case(self, rng, i):
+        B, S = int(rng.integers(1, 5)), int(rng.integers(1, 9))
+        return Case(f"random: {B} lengths, S={S}",
+                    (rng.integers(0, S + 1, size=B), S), ("lengths", "S"))
 
     def compare(self, case, out):
         L, S = case.args
@@ -361,15 +352,12 @@ class MaskedSoftmax(Spec):
         ] + [Case(IMPL_NOTES[code], (Impl(code),), ("masked_softmax",), 1) for code in
              MASKING_TEST_EXPECT]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            T, S = int(rng.integers(1, 4)), int(rng.integers(2, 7))
-            m = rng.random((T, S)) < 0.6
-            m[np.arange(T), rng.integers(0, S, size=T)] = True
-            out.append(Case(f"random: scores ({T}, {S}) with a random mask",
-                            (rand(rng, T, S, scale=2), m), self.NAMES))
-        return out
+    def random_case(self, rng, i):
+        T, S = int(rng.integers(1, 4)), int(rng.integers(2, 7))
+        m = rng.random((T, S)) < 0.6
+        m[np.arange(T), rng.integers(0, S, size=T)] = True
+        return Case(f"random: scores ({T}, {S}) with a random mask",
+                    (rand(rng, T, S, scale=2), m), self.NAMES)
 
     def compare(self, case, out):
         if case.fn == 1:
@@ -421,15 +409,12 @@ class LocalWindow(Spec):
                  "so zero weights and a zero context", (q, K, V, 9, 1), n),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            S, Dk, Dv = int(rng.integers(6, 10)), int(rng.integers(2, 5)), int(rng.integers(2, 6))
-            c, h = int(rng.integers(1, S + 1)), int(rng.integers(0, 4))
-            out.append(Case(f"random: S={S}, D_k={Dk}, D_v={Dv}, centre {c}, half-width {h}",
-                            (rand(rng, Dk), rand(rng, S, Dk), rand(rng, S, Dv), c, h),
-                            self.NAMES))
-        return out
+    def random_case(self, rng, i):
+        S, Dk, Dv = int(rng.integers(6, 10)), int(rng.integers(2, 5)), int(rng.integers(2, 6))
+        c, h = int(rng.integers(1, S + 1)), int(rng.integers(0, 4))
+        return Case(f"random: S={S}, D_k={Dk}, D_v={Dv}, centre {c}, half-width {h}",
+                    (rand(rng, Dk), rand(rng, S, Dk), rand(rng, S, Dv), c, h),
+                    self.NAMES)
 
     @staticmethod
     def window(c, h, S, *, first=1, strict=False):

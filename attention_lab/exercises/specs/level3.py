@@ -110,14 +110,11 @@ class StableSoftmax(Spec):
                  (np.array([0.0, -np.inf, 1.0]),), ("scores",)),
         ]
 
-    def random(self, rng):
-        out = []
-        for i in range(self.n_random):
-            shape = scores_shape(rng, i)
-            scale = float(10 ** rng.uniform(0, 3))
-            out.append(Case(f"random: scores of shape {shape}, spread about {scale:.0f}",
-                            (np.round(rng.normal(size=shape) * scale, 2),), ("scores",)))
-        return out
+    def random_case(self, rng, i):
+        shape = scores_shape(rng, i)
+        scale = float(10 ** rng.uniform(0, 3))
+        return Case(f"random: scores of shape {shape}, spread about {scale:.0f}",
+                    (np.round(rng.normal(size=shape) * scale, 2),), ("scores",))
 
     NOTES = {"+": "exp(1e4) overflows to inf and inf/inf is NaN; subtract each row's maximum "
                   "before exponentiating",
@@ -217,17 +214,14 @@ class SafeMaskedSoftmax(Spec):
         ] + [Case(IMPL_NOTES[code], (Impl(code),), ("masked_softmax",), 2)
              for code in ("G", "H", "I", "N", "J")]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            T, S = int(rng.integers(2, 5)), int(rng.integers(2, 7))
-            m = rng.random((T, S)) < 0.5
-            m[int(rng.integers(0, T))] = False
-            dt = [np.float64, np.float32][int(rng.integers(0, 2))]
-            out.append(Case(f"random: {np.dtype(dt).name} scores ({T}, {S}), at least one "
-                            f"all-masked row", (rand(rng, T, S, scale=3).astype(dt), m),
-                            self.NAMES, 1))
-        return out
+    def random_case(self, rng, i):
+        T, S = int(rng.integers(2, 5)), int(rng.integers(2, 7))
+        m = rng.random((T, S)) < 0.5
+        m[int(rng.integers(0, T))] = False
+        dt = [np.float64, np.float32][int(rng.integers(0, 2))]
+        return Case(f"random: {np.dtype(dt).name} scores ({T}, {S}), at least one "
+                    f"all-masked row", (rand(rng, T, S, scale=3).astype(dt), m),
+                    self.NAMES, 1)
 
     @staticmethod
     def _has_empty_row(case) -> bool:
@@ -455,14 +449,11 @@ class Additive(Spec):
                  (r(3), r(5, 4), r(5, 2), r(6, 3), r(6, 4), r(6)), self.NAMES),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            S, Dq, Dk, Dv, A = (int(x) for x in rng.integers(1, 7, size=5))
-            out.append(Case(f"random: S={S}, D_q={Dq}, D_k={Dk}, D_v={Dv}, A={A}",
-                            (rand(rng, Dq), rand(rng, S, Dk), rand(rng, S, Dv), rand(rng, A, Dq),
-                             rand(rng, A, Dk), rand(rng, A)), self.NAMES))
-        return out
+    def random_case(self, rng, i):
+        S, Dq, Dk, Dv, A = (int(x) for x in rng.integers(1, 7, size=5))
+        return Case(f"random: S={S}, D_q={Dq}, D_k={Dk}, D_v={Dv}, A={A}",
+                    (rand(rng, Dq), rand(rng, S, Dk), rand(rng, S, Dv), rand(rng, A, Dq),
+                     rand(rng, A, Dk), rand(rng, A)), self.NAMES)
 
     def compare(self, case, out):
         q, K, V, Wq, Wk, v = case.args
@@ -536,14 +527,11 @@ class Batched(Spec):
             Case("one key (S=1): every weight is 1", (r(3, 2, 2), r(3, 1, 2), r(3, 1, 3)), n),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            B, T, S, Dk, Dv = (int(x) for x in rng.integers(1, 6, size=5))
-            out.append(Case(f"random: B={B}, T={T}, S={S}, D_k={Dk}, D_v={Dv}",
-                            (rand(rng, B, T, Dk), rand(rng, B, S, Dk), rand(rng, B, S, Dv)),
-                            ("Q", "K", "V")))
-        return out
+    def random_case(self, rng, i):
+        B, T, S, Dk, Dv = (int(x) for x in rng.integers(1, 6, size=5))
+        return Case(f"random: B={B}, T={T}, S={S}, D_k={Dk}, D_v={Dv}",
+                    (rand(rng, B, T, Dk), rand(rng, B, S, Dk), rand(rng, B, S, Dv)),
+                    ("Q", "K", "V"))
 
     def compare(self, case, out):
         Q, K, V = case.args
