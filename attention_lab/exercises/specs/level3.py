@@ -40,6 +40,20 @@ def _weights_of(comp: dict, key: str, name: str, what: str):
     return arr, None
 
 
+def _weights_and_context(case, out, ref_w, ref_c, mistakes, context_shape: str) -> None:
+    """An answer's ``(weights, context)``: the weights first (a wrong array of the right shape is
+    named by the mistake it matches, see :func:`diagnose`), then the context."""
+    w, c = as_tuple(out, 2, "(weights, context)")
+    warr = numeric(to_array(w, "your weights"), "your weights")
+    try:
+        check_weights(warr, ref_w, what="your weights")
+    except Reject as r:
+        if warr.shape == ref_w.shape and warr.dtype.kind == "f":
+            raise Reject(diagnose(case, warr, mistakes, ref=ref_w) or str(r)) from None
+        raise
+    check_values(c, ref_c, "your context", context_shape)
+
+
 # ---------------------------------------------------------------- 3.1 stable softmax
 class StableSoftmax(Spec):
     """``stable_softmax(scores)`` on fixed and random cases; then the declared
@@ -457,40 +471,29 @@ class Additive(Spec):
 
     def compare(self, case, out):
         q, K, V, Wq, Wk, v = case.args
-        e = additive_scores(q, K, Wq, Wk, v)
-        ref_w = softmax64(e)
-        ref_c = ref_w @ V
-        w, c = as_tuple(out, 2, "(weights, context)")
-        warr = numeric(to_array(w, "your weights"), "your weights")
-        try:
-            check_weights(warr, ref_w, what="your weights")
-        except Reject as r:
-            if warr.shape == ref_w.shape and warr.dtype.kind == "f":
-                square_k, square_q = Wk.shape[0] == Wk.shape[1], Wq.shape[0] == Wq.shape[1]
-                why = diagnose(case, warr, [
-                    (lambda c: softmax64(np.tanh(K @ Wq.T + Wk @ q) @ v)
-                     if Wq.shape == Wk.shape and q.shape[0] == K.shape[1] else None,
-                     "your scores match the two matrices swapped: the query goes through W_q "
-                     "(width D_q) and each key through W_k (width D_k)"),
-                    (lambda c: softmax64(np.tanh(K @ Wk + Wq @ q) @ v) if square_k else None,
-                     f"your scores match keys @ W_k, with W_k not transposed: W_k is (A, D_k), so "
-                     f"the projected keys are keys @ W_k.T, shape (S, A){TRANSPOSE_NOTE}"),
-                    (lambda c: softmax64(np.tanh(K @ Wk.T + q @ Wq) @ v) if square_q else None,
-                     f"your scores match q @ W_q, which multiplies by W_q transposed: W_q is "
-                     f"(A, D_q), so the projected query is W_q @ q, shape (A,){TRANSPOSE_NOTE}"),
-                    (lambda c: softmax64(np.tanh(K @ Wk + q @ Wq) @ v)
-                     if square_k and square_q else None,
-                     f"your scores match keys @ W_k and q @ W_q: both matrices are used "
-                     f"transposed; the projections are keys @ W_k.T (S, A) and W_q @ q (A,)"
-                     f"{TRANSPOSE_NOTE}"),
-                    (lambda c: softmax64((K @ Wk.T + Wq @ q) @ v),
-                     "your scores leave out the tanh: e_i = v . tanh(W_q q + W_k k_i)"),
-                    (lambda c: softmax64(np.tanh((K @ Wk.T + Wq @ q) @ v)),
-                     "you applied tanh after the dot product with v; it comes before"),
-                ], ref=ref_w)
-                raise Reject(why or str(r)) from None
-            raise
-        check_values(c, ref_c, "your context", "one entry per value coordinate, D_v")
+        ref_w = softmax64(additive_scores(q, K, Wq, Wk, v))
+        square_k, square_q = Wk.shape[0] == Wk.shape[1], Wq.shape[0] == Wq.shape[1]
+        _weights_and_context(case, out, ref_w, ref_w @ V, [
+            (lambda c: softmax64(np.tanh(K @ Wq.T + Wk @ q) @ v)
+             if Wq.shape == Wk.shape and q.shape[0] == K.shape[1] else None,
+             "your scores match the two matrices swapped: the query goes through W_q "
+             "(width D_q) and each key through W_k (width D_k)"),
+            (lambda c: softmax64(np.tanh(K @ Wk + Wq @ q) @ v) if square_k else None,
+             f"your scores match keys @ W_k, with W_k not transposed: W_k is (A, D_k), so "
+             f"the projected keys are keys @ W_k.T, shape (S, A){TRANSPOSE_NOTE}"),
+            (lambda c: softmax64(np.tanh(K @ Wk.T + q @ Wq) @ v) if square_q else None,
+             f"your scores match q @ W_q, which multiplies by W_q transposed: W_q is "
+             f"(A, D_q), so the projected query is W_q @ q, shape (A,){TRANSPOSE_NOTE}"),
+            (lambda c: softmax64(np.tanh(K @ Wk + q @ Wq) @ v)
+             if square_k and square_q else None,
+             f"your scores match keys @ W_k and q @ W_q: both matrices are used "
+             f"transposed; the projections are keys @ W_k.T (S, A) and W_q @ q (A,)"
+             f"{TRANSPOSE_NOTE}"),
+            (lambda c: softmax64((K @ Wk.T + Wq @ q) @ v),
+             "your scores leave out the tanh: e_i = v . tanh(W_q q + W_k k_i)"),
+            (lambda c: softmax64(np.tanh((K @ Wk.T + Wq @ q) @ v)),
+             "you applied tanh after the dot product with v; it comes before"),
+        ], "one entry per value coordinate, D_v")
 
     def raise_note(self, case, raised):
         """A matrix product of mismatched shapes: which shapes the projections need."""
@@ -536,29 +539,20 @@ class Batched(Spec):
     def compare(self, case, out):
         Q, K, V = case.args
         ref = attend(Q, K, V)
-        scores, ref_w, ref_c = ref.scores, ref.weights, ref.context
-        w, c = as_tuple(out, 2, "(weights, context)")
-        warr = numeric(to_array(w, "your weights"), "your weights")
-        try:
-            check_weights(warr, ref_w, what="your weights")
-        except Reject as r:
-            if warr.shape == ref_w.shape and warr.dtype.kind == "f":
-                why = diagnose(case, warr, [
-                    (lambda c: softmax_axis(scores, 1),
-                     "your softmax runs over the target axis (axis 1): each source position's "
-                     "weights sum to 1 across the queries instead of each query's weights across "
-                     "the sources (axis -1)"),
-                    (lambda c: softmax_axis(scores, 0),
-                     "your softmax runs over the batch axis (axis 0): examples in the batch "
-                     "compete with each other; use axis -1"),
-                    (lambda c: softmax_axis(scores / math.sqrt(Q.shape[-1]), -1),
-                     "your scores are divided by sqrt(D_k) (the scaled dot product of most "
-                     "attention code, e.g. PyTorch's scaled_dot_product_attention); this "
-                     "exercise asks for the chapter's unscaled dot product"),
-                ], ref=ref_w)
-                raise Reject(why or str(r)) from None
-            raise
-        check_values(c, ref_c, "your context", "(B, T, D_v)")
+        scores = ref.scores
+        _weights_and_context(case, out, ref.weights, ref.context, [
+            (lambda c: softmax_axis(scores, 1),
+             "your softmax runs over the target axis (axis 1): each source position's "
+             "weights sum to 1 across the queries instead of each query's weights across "
+             "the sources (axis -1)"),
+            (lambda c: softmax_axis(scores, 0),
+             "your softmax runs over the batch axis (axis 0): examples in the batch "
+             "compete with each other; use axis -1"),
+            (lambda c: softmax_axis(scores / math.sqrt(Q.shape[-1]), -1),
+             "your scores are divided by sqrt(D_k) (the scaled dot product of most "
+             "attention code, e.g. PyTorch's scaled_dot_product_attention); this "
+             "exercise asks for the chapter's unscaled dot product"),
+        ], "(B, T, D_v)")
 
 
 SPECS = {"3.1": StableSoftmax(), "3.2": SafeMaskedSoftmax(), "3.3": DotBilinear(),
