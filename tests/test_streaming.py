@@ -176,7 +176,7 @@ def test_one_code_path_with_and_without_autograd():
 
 def test_never_materialises_the_score_matrix():
     """Record every tensor the computation creates: none has T*S elements or more."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from attention_lab._compat.torch import TorchDispatchMode
 
     class Largest(TorchDispatchMode):
         biggest = 0
@@ -205,7 +205,7 @@ def test_never_materialises_the_score_matrix():
 def test_skips_chunks_no_row_can_see():
     """Keys beyond every length (or above the causal diagonal) are never multiplied: record the
     key columns of every matmul's second operand."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from attention_lab._compat.torch import TorchDispatchMode
 
     widths = []
 
