@@ -8,11 +8,7 @@ import math
 def non_finite_word(x: float) -> str | None:
     """``"nan"``, ``"inf"`` or ``"-inf"`` for a non-finite ``x``; None for a finite one."""
     x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return None
+    return None if math.isfinite(x) else str(x)  # Python spells them nan, inf, -inf
 
 
 def fixed(x: float, digits: int = 3) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate as validate
 from ._validate import shape_str
 from .masks import padding_mask
 from .scores import compute_scores
@@ -99,8 +99,8 @@ def attend(query, keys, values, *, score: str = "dot", mask=None, lengths=None,
     params = {k: val for k, val in dict(scale=scale, W=W, W_q=W_q, W_k=W_k, v=v, b=b).items()
               if val is not None}
     e = compute_scores(score, query, keys, **params)
-    vals = V.real_array(values, "values", min_ndim=2)
-    V.one_value_per_key("keys", np.shape(keys), "values", vals.shape)
+    vals = validate.real_array(values, "values", min_ndim=2)
+    validate.one_value_per_key("keys", np.shape(keys), "values", vals.shape)
     return _finish(e, vals, mask=mask, lengths=lengths, temperature=temperature, empty=empty,
                    score=score)
 
@@ -111,30 +111,30 @@ def attend_scores(scores, values, *, mask=None, lengths=None, temperature: float
 
     Chapter, Level 2, *Softmax makes scores compete* and *Masks define which keys are eligible*.
     """
-    e = V.real_array(scores, "scores", min_ndim=1)
-    V.nonempty_keys(e.shape, "scores")
-    vals = V.real_array(values, "values", min_ndim=2)
-    V.one_value_per_key("scores", e.shape, "values", vals.shape, S=e.shape[-1])
+    e = validate.real_array(scores, "scores", min_ndim=1)
+    validate.nonempty_keys(e.shape, "scores")
+    vals = validate.real_array(values, "values", min_ndim=2)
+    validate.one_value_per_key("scores", e.shape, "values", vals.shape, S=e.shape[-1])
     return _finish(e, vals, mask=mask, lengths=lengths, temperature=temperature, empty=empty,
                    score="given")
 
 
 def _finish(e, vals, *, mask, lengths, temperature, empty, score) -> AttentionResult:
-    tau = V.temperature(temperature)
-    V.empty_policy(empty)
+    tau = validate.temperature(temperature)
+    validate.empty_policy(empty)
     S = e.shape[-1]
     if not np.isfinite(e).all():
         raise ValueError(f"the scores overflowed in {e.dtype} (inputs too large for the dtype); "
                          f"use smaller inputs or a wider dtype")
     eligible = np.ones(e.shape, dtype=bool)
     if mask is not None:
-        eligible = eligible & V.mask_for(mask, e.shape)
+        eligible = eligible & validate.mask_for(mask, e.shape)
     if lengths is not None:
         batch = e.shape[:-2]
-        L = V.lengths(lengths, S, batch_shape=batch)  # one per batch item, never per head
+        L = validate.lengths(lengths, S, batch_shape=batch)  # one per batch item, never per head
         pad = padding_mask(L, S)
         if e.ndim > 1:
-            pad = pad.reshape(V.lengths_view(pad.shape, len(batch)))  # (B, 1.., 1, S)
+            pad = pad.reshape(validate.lengths_view(pad.shape, len(batch)))  # (B, 1.., 1, S)
         eligible = eligible & pad
     if e.ndim == 1 and vals.ndim != 2:
         raise ValueError(
@@ -173,11 +173,11 @@ def weighted_sum(weights, values, *, allow_nan: bool = False) -> np.ndarray:
     """
     w = np.asarray(weights)
     if not allow_nan:
-        w = V.real_array(w, "weights", min_ndim=1)
+        w = validate.real_array(w, "weights", min_ndim=1)
     elif w.dtype.kind != "f" or w.ndim < 1:
         raise TypeError(f"weights must be a floating array with at least one dimension, got "
                         f"dtype {w.dtype} and shape {shape_str(w.shape)}")
-    vals = V.real_array(values, "values", min_ndim=2)
+    vals = validate.real_array(values, "values", min_ndim=2)
     if vals.shape[-2] != w.shape[-1]:
         raise ValueError(
             f"values has {vals.shape[-2]} rows (shape {shape_str(vals.shape)}) but the weights have "
@@ -196,12 +196,12 @@ def within_value_range(context, values, *, mask=None, atol: float = 1e-12) -> np
     eligible values. A False means a mask, axis, normalisation or code path is not what was stated.
     ``context`` (D_v,) and ``values`` (S, D_v); ``mask`` (S,) marks eligible values.
     """
-    c = V.real_array(context, "context", min_ndim=1)
-    vals = V.real_array(values, "values", min_ndim=2)
+    c = validate.real_array(context, "context", min_ndim=1)
+    vals = validate.real_array(values, "values", min_ndim=2)
     if vals.ndim != 2 or c.shape != vals.shape[-1:]:
         raise ValueError(f"context has shape {shape_str(c.shape)} and values "
                          f"{shape_str(vals.shape)}; expected (D_v,) and (S, D_v)")
-    m = np.ones(vals.shape[0], bool) if mask is None else V.mask_for(mask, (vals.shape[0],))
+    m = np.ones(vals.shape[0], bool) if mask is None else validate.mask_for(mask, (vals.shape[0],))
     if not m.any():
         return np.zeros(c.shape, dtype=bool)
     eligible = vals[m]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate as validate
 
 __all__ = ["context_jacobian", "RETRIEVALS"]
 
@@ -34,11 +34,12 @@ def context_jacobian(query, keys, values, *, retrieval: str = "soft",
 
     if retrieval not in RETRIEVALS:
         raise ValueError(f"retrieval must be one of {RETRIEVALS}, got {retrieval!r}")
-    q = V.real_array(query, "query", min_ndim=1)
+    q = validate.real_array(query, "query", min_ndim=1)
     if q.ndim != 1:
         raise ValueError(f"query must be one query of shape (D_k,), got shape {q.shape}")
-    K = torch.as_tensor(V.real_array(keys, "keys", min_ndim=2), dtype=torch.float64)  # (S, D_k)
-    Vs = torch.as_tensor(V.real_array(values, "values", min_ndim=2),
+    K = torch.as_tensor(validate.real_array(keys, "keys", min_ndim=2),
+                        dtype=torch.float64)                                   # (S, D_k)
+    Vs = torch.as_tensor(validate.real_array(values, "values", min_ndim=2),
                          dtype=torch.float64)                                       # (S, D_v)
 
     def context(qt):                                                     # (D_k,) -> (D_v,)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate as validate
 from ._validate import shape_str
 from .attention import AttentionResult, attend_scores
 from .masks import local_mask
@@ -32,8 +32,8 @@ def centre_from_logit(z, S: int) -> np.ndarray:
 
     Chapter, Level 2, *Global and local access trade coverage for cost*. The sigmoid keeps the
     centre between the first and the last position (0 and S - 1)."""
-    S = V.count(S, "S")
-    z = V.real_array(z, "z")
+    S = validate.count(S, "S")
+    z = validate.real_array(z, "z")
     return (S - 1) * 0.5 * (1.0 + np.tanh(0.5 * z))  # sigmoid, without overflow for large |z|
 
 
@@ -44,9 +44,9 @@ def predicted_centre(h, W_p, v_p, S: int) -> np.ndarray:
     predicted from the decoder state instead of assumed (local-m's ``p_t = t``). ``h`` is one
     decoder state (D_h,) (gives a centre ()) or several (..., T, D_h) (gives (..., T)); ``W_p``
     (A, D_h) and ``v_p`` (A,) are the predictor's parameters."""
-    h = V.real_array(h, "h", min_ndim=1)
-    W_p = V.real_array(W_p, "W_p")
-    v_p = V.real_array(v_p, "v_p")
+    h = validate.real_array(h, "h", min_ndim=1)
+    W_p = validate.real_array(W_p, "W_p")
+    v_p = validate.real_array(v_p, "v_p")
     if v_p.ndim != 1:
         raise ValueError(f"v_p has shape {shape_str(v_p.shape)}; expected a vector (A,)")
     if W_p.shape != (v_p.shape[0], h.shape[-1]):
@@ -64,7 +64,7 @@ def gaussian_window(centres, half_width: float, S: int) -> np.ndarray:
 
     Chapter, Level 2, *Global and local access trade coverage for cost* (local-p's Gaussian)."""
     window = local_mask(centres, half_width, S)                     # (S,) or (T, S)
-    p = np.asarray(V.real_array(centres, "centres"), dtype=float)[..., None]
+    p = np.asarray(validate.real_array(centres, "centres"), dtype=float)[..., None]
     D = float(half_width)
     if D == 0:
         return window.astype(float)
@@ -85,13 +85,13 @@ def local_p(scores, values, centres, half_width: float, *,
     (the factors) and ``centres``. A window that holds no position is an all-masked row, handled
     by ``empty`` as everywhere in the package.
     """
-    e = V.real_array(scores, "scores", min_ndim=1)
+    e = validate.real_array(scores, "scores", min_ndim=1)
     S = e.shape[-1]
     window = local_mask(centres, half_width, S)                     # (S,) or (T, S)
     inner = attend_scores(e, values, mask=window, empty=empty)      # alpha_t, over the window
     g = gaussian_window(centres, half_width, S)                     # (S,) or (T, S)
     weights = inner.weights * g                                     # a_t, (S,) or (T, S)
-    context = weights @ V.real_array(values, "values", min_ndim=2)  # (D_v,) or (T, D_v)
+    context = weights @ validate.real_array(values, "values", min_ndim=2)  # (D_v,) or (T, D_v)
     return AttentionResult(scores=inner.scores, weights=weights, context=context,
                            mask=inner.mask, masked_mass=inner.masked_mass,
                            empty_rows=inner.empty_rows, score="given", empty=empty,

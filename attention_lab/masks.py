@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate as validate
 from ._validate import CAUSAL_ALIGNMENTS, shape_str  # noqa: F401  (re-exported)
 
 
@@ -25,8 +25,8 @@ def padding_mask(lengths, S: int) -> np.ndarray:
     ``mask[:, None, :]`` (or pass ``lengths=`` to :func:`attention_lab.attend`, which does it for
     you).
     """
-    S = V.count(S, "S")
-    arr = V.lengths(lengths, S)
+    S = validate.count(S, "S")
+    arr = validate.lengths(lengths, S)
     return np.arange(S) < arr[..., None]
 
 
@@ -39,9 +39,9 @@ def causal_mask(T: int, S: int | None = None, *, align: str = "upper_left") -> n
     keys ``j <= t``. ``align="lower_right"``: the last query lines up with the last key, query t sees
     ``j <= t + S - T`` (the convention of incremental decoding with a cache). They agree when T = S.
     """
-    T = V.count(T, "T")
-    S = T if S is None else V.count(S, "S")
-    V.causal_align(align)
+    T = validate.count(T, "T")
+    S = T if S is None else validate.count(S, "S")
+    validate.causal_align(align)
     offset = 0 if align == "upper_left" else S - T
     return np.tril(np.ones((T, S), dtype=bool), k=offset)
 
@@ -55,11 +55,11 @@ def local_mask(centres, half_width: float, S: int) -> np.ndarray:
     may be real numbers (local-p: a predicted position) and may lie outside ``[0, S)``, in which case
     the window may hold no key at all. Positions are 0-based.
     """
-    S = V.count(S, "S")
-    p = V.real_array(centres, "centres")
+    S = validate.count(S, "S")
+    p = validate.real_array(centres, "centres")
     if p.ndim > 1:
         raise ValueError(f"centres has shape {shape_str(p.shape)}; expected a number or a vector (T,)")
-    D = V.real_array(half_width, "half_width")
+    D = validate.real_array(half_width, "half_width")
     if D.ndim != 0:
         raise ValueError(f"half_width must be a single number, got shape {shape_str(D.shape)}")
     if D < 0:
@@ -73,7 +73,7 @@ def local_m_mask(T: int, S: int, half_width: float) -> np.ndarray:
 
     Chapter, Level 2, *Global and local access trade coverage for cost*.
     """
-    T = V.count(T, "T")
+    T = validate.count(T, "T")
     return local_mask(np.arange(T, dtype=float), half_width, S)
 
 
@@ -86,7 +86,7 @@ def combine_masks(*masks) -> np.ndarray:
     """
     if not masks:
         raise ValueError("combine_masks needs at least one mask")
-    arrays = [V.bool_mask(m, f"masks[{i}]") for i, m in enumerate(masks)]
+    arrays = [validate.bool_mask(m, f"masks[{i}]") for i, m in enumerate(masks)]
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
@@ -100,7 +100,7 @@ def combine_masks(*masks) -> np.ndarray:
 
 def describe(mask) -> str:
     """One line for a mask: shape, eligible fraction, and how many rows have no eligible key."""
-    m = V.bool_mask(mask)
+    m = validate.bool_mask(mask)
     rows = m.reshape(-1, m.shape[-1]) if m.ndim else m.reshape(1, 1)
     empty = int((~rows.any(axis=-1)).sum())
     return (f"mask {shape_str(m.shape)}: {m.mean():.0%} of query-key pairs eligible, "

@@ -24,21 +24,21 @@ import math
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate as validate
 from ._validate import shape_str
 
 SCORE_KINDS = ("dot", "scaled_dot", "bilinear", "additive")
 
 
 def _query_keys(query, keys, *, same_width: bool):
-    q = _at_least_float32(V.real_array(query, "query", min_ndim=1))
-    k = _at_least_float32(V.real_array(keys, "keys", min_ndim=2))
-    V.key_set("keys", k.shape)
+    q = _at_least_float32(validate.real_array(query, "query", min_ndim=1))
+    k = _at_least_float32(validate.real_array(keys, "keys", min_ndim=2))
+    validate.key_set("keys", k.shape)
     if same_width:
-        V.same_width("query", q.shape, "keys", k.shape,
+        validate.same_width("query", q.shape, "keys", k.shape,
                      "dot-product scores need equal widths (bilinear or additive scores allow "
                      "different widths)")
-    V.batch_dims(query=q.shape if q.ndim > 1 else (1, 1), keys=k.shape)
+    validate.batch_dims(query=q.shape if q.ndim > 1 else (1, 1), keys=k.shape)
     return q, k
 
 
@@ -65,7 +65,7 @@ def dot_scores(query, keys, *, scale: float = 1.0) -> np.ndarray:
     array([ 2., -1.])
     """
     q, k = _query_keys(query, keys, same_width=True)
-    scale = V.temperature(scale, "scale")
+    scale = validate.temperature(scale, "scale")
     e = _apply(q, k)
     return e * scale if scale != 1.0 else e
 
@@ -82,9 +82,9 @@ def key_projections(keys, direction) -> np.ndarray:
     >>> key_projections([[2.0, 1.0], [0.0, 3.0]], [2.0, 0.0])
     array([2., 0.])
     """
-    k = V.real_array(keys, "keys", min_ndim=2)
-    V.key_set("keys", k.shape)
-    d = V.real_array(direction, "direction")
+    k = validate.real_array(keys, "keys", min_ndim=2)
+    validate.key_set("keys", k.shape)
+    d = validate.real_array(direction, "direction")
     if d.shape != k.shape[-1:]:
         raise ValueError(f"direction has shape {shape_str(d.shape)}; for keys of width "
                          f"{k.shape[-1]} it must be ({k.shape[-1]},)")
@@ -100,7 +100,7 @@ def scaled_dot_scores(query, keys) -> np.ndarray:
     Chapter, Level 4, *Score scale, dtype, and masking affect numerical behaviour* (the scaling the
     Transformer uses; the chapter's own score is unscaled).
     """
-    k = V.real_array(keys, "keys", min_ndim=2)
+    k = validate.real_array(keys, "keys", min_ndim=2)
     return dot_scores(query, k, scale=1.0 / math.sqrt(max(k.shape[-1], 1)))
 
 
@@ -110,7 +110,7 @@ def bilinear_scores(query, keys, W) -> np.ndarray:
     Chapter, Level 2, *Scores compare one query with every key*: ``e_i = q^T W k_i``.
     """
     q, k = _query_keys(query, keys, same_width=False)
-    W = V.real_array(W, "W")
+    W = validate.real_array(W, "W")
     if W.shape != (q.shape[-1], k.shape[-1]):
         raise ValueError(
             f"W has shape {shape_str(W.shape)}; for a query of width {q.shape[-1]} and keys of "
@@ -130,9 +130,9 @@ def additive_scores(query, keys, W_q, W_k, v, b=None) -> np.ndarray:
     projected key, giving an (..., T, S, A) intermediate, then reduced by ``v``.
     """
     q, k = _query_keys(query, keys, same_width=False)
-    W_q = V.real_array(W_q, "W_q")
-    W_k = V.real_array(W_k, "W_k")
-    v = V.real_array(v, "v")
+    W_q = validate.real_array(W_q, "W_q")
+    W_k = validate.real_array(W_k, "W_k")
+    v = validate.real_array(v, "v")
     if v.ndim != 1:
         raise ValueError(f"v has shape {shape_str(v.shape)}; expected a vector (A,)")
     A = v.shape[0]
@@ -148,7 +148,7 @@ def additive_scores(query, keys, W_q, W_k, v, b=None) -> np.ndarray:
         )
     if b is None:
         b = np.zeros(A)
-    b = V.real_array(b, "b")
+    b = validate.real_array(b, "b")
     if b.shape != (A,):
         raise ValueError(f"b has shape {shape_str(b.shape)}; expected (A,) = ({A},)")
     single = q.ndim == 1

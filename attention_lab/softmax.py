@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _validate as V
+from . import _validate as validate
 
 
 def softmax(scores, *, temperature: float = 1.0, mask=None, axis: int = -1,
@@ -40,18 +40,18 @@ def softmax(scores, *, temperature: float = 1.0, mask=None, axis: int = -1,
     >>> softmax([0.0, 0.0, float("-inf")])
     array([0.5, 0.5, 0. ])
     """
-    e = V.real_array(scores, "scores", min_ndim=1, allow_neg_inf=True)
-    tau = V.temperature(temperature)
-    ax = V.axis(axis, e.ndim)
-    V.empty_policy(empty)
+    e = validate.real_array(scores, "scores", min_ndim=1, allow_neg_inf=True)
+    tau = validate.temperature(temperature)
+    ax = validate.axis(axis, e.ndim)
+    validate.empty_policy(empty)
     if e.shape[ax] == 0:
-        raise ValueError(f"scores has shape {V.shape_str(e.shape)}: axis {axis} is empty, and a "
-                         f"softmax over no keys is undefined")
+        raise ValueError(f"scores has shape {validate.shape_str(e.shape)}: axis {axis} is empty, "
+                         f"and a softmax over no keys is undefined")
     out_dtype = e.dtype
     e = e.astype(np.float32) if e.dtype == np.float16 else e
     eligible = np.isfinite(e)
     if mask is not None:
-        eligible = eligible & V.mask_for(mask, e.shape)
+        eligible = eligible & validate.mask_for(mask, e.shape)
 
     with np.errstate(over="ignore", invalid="ignore"):
         row_max = np.max(np.where(eligible, e, -np.inf), axis=ax, keepdims=True)
@@ -97,7 +97,7 @@ def safe_fill(dtype) -> float:
     is not representable in float16 and becomes ``-inf`` when cast; an all-masked row then turns
     into NaN in a plain softmax. Chapter, Level 3, *Masked softmax requires a stable fill value*.
     """
-    name = V.float_dtype(dtype)
+    name = validate.float_dtype(dtype)
     if name == "bfloat16":
         return -3.3895313892515355e38
     return float(np.finfo(np.dtype(name)).min)
@@ -105,7 +105,7 @@ def safe_fill(dtype) -> float:
 
 def fill_overflows(fill: float, dtype) -> bool:
     """True when ``fill`` does not survive a cast to ``dtype`` as a finite number."""
-    name = V.float_dtype(dtype)
+    name = validate.float_dtype(dtype)
     if name == "bfloat16":
         return bool(np.isfinite(fill) and abs(fill) > 3.3895313892515355e38 * (1 + 2 ** -9))
     with np.errstate(over="ignore"):
@@ -124,9 +124,9 @@ def fill_softmax(scores, mask, fill: float, *, dtype="float16", stable: bool = T
     (filled scores, shifted scores, exponentials, their sum, the quotient) is rounded to it. For
     bfloat16 the result is float32 holding bfloat16 values (see :func:`round_to_dtype`).
     """
-    e = V.real_array(scores, "scores", min_ndim=1)
-    m = V.mask_for(mask, e.shape)
-    name = V.float_dtype(dtype)
+    e = validate.real_array(scores, "scores", min_ndim=1)
+    m = validate.mask_for(mask, e.shape)
+    name = validate.float_dtype(dtype)
 
     def cast(x):
         return round_to_dtype(x, name)
@@ -147,17 +147,17 @@ def entropy(weights, axis: int = -1, *, base: float | None = None) -> np.ndarray
     over n eligible keys give ``log n``; one-hot weights give 0. A NaN row (the ``"nan"`` policy)
     gives NaN.
     """
-    w = V.real_array(weights, "weights", min_ndim=1, allow_nan=True).astype(float)
+    w = validate.real_array(weights, "weights", min_ndim=1, allow_nan=True).astype(float)
     if (w < 0).any():
         first = tuple(int(i) for i in np.argwhere(w < 0)[0])
         raise ValueError(f"weights must be non-negative, got {float(w[first])} at index {first}")
-    ax = V.axis(axis, w.ndim)
+    ax = validate.axis(axis, w.ndim)
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(w > 0, -w * np.log(np.where(w > 0, w, 1.0)), 0.0)
     terms = np.where(np.isnan(w), np.nan, terms)
     h = terms.sum(axis=ax)
     if base is not None:
-        h = h / np.log(V.temperature(base, "base"))
+        h = h / np.log(validate.temperature(base, "base"))
     return h
 
 
@@ -188,7 +188,7 @@ def round_to_dtype(x, dtype) -> np.ndarray:
     >>> float(round_to_dtype(1.0 + 2 ** -9, "bfloat16"))
     1.0
     """
-    name = V.float_dtype(dtype)
+    name = validate.float_dtype(dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         if name != "bfloat16":
             return np.asarray(x).astype(name)
@@ -211,7 +211,7 @@ def concentration(weights, axis: int = -1):
     """
     w = np.asarray(weights, dtype=float)
     h = entropy(w, axis=axis)
-    ax = V.axis(axis, w.ndim)
+    ax = validate.axis(axis, w.ndim)
     with np.errstate(invalid="ignore"):
         total = w.sum(axis=ax)
         top = w.max(axis=ax)
@@ -231,12 +231,12 @@ def hardmax(scores, *, mask=None, empty: str = "zeros") -> np.ndarray:
     The limit of ``softmax(scores, temperature=tau)`` as tau -> 0 when the maximum is unique. Not
     differentiable: a small change of a score either changes nothing or moves all the weight.
     """
-    e = V.real_array(scores, "scores", min_ndim=1, allow_neg_inf=True)
-    V.empty_policy(empty)
-    V.nonempty_keys(e.shape, "scores")
+    e = validate.real_array(scores, "scores", min_ndim=1, allow_neg_inf=True)
+    validate.empty_policy(empty)
+    validate.nonempty_keys(e.shape, "scores")
     eligible = np.isfinite(e)
     if mask is not None:
-        eligible = eligible & V.mask_for(mask, e.shape)
+        eligible = eligible & validate.mask_for(mask, e.shape)
     masked = np.where(eligible, e, -np.inf)
     top = np.argmax(masked, axis=-1)
     out = (np.arange(e.shape[-1]) == top[..., None]).astype(e.dtype)
@@ -259,8 +259,8 @@ def mask_after_softmax(scores, mask, *, temperature: float = 1.0,
     so it sums to less than 1 (and the context shrinks). ``renormalise=True`` divides by that mass,
     which gives back the masked softmax (a row with no eligible key stays all zeros).
     """
-    e = V.real_array(scores, "scores", min_ndim=1)
-    m = V.mask_for(mask, e.shape)
+    e = validate.real_array(scores, "scores", min_ndim=1)
+    m = validate.mask_for(mask, e.shape)
     w = softmax(e, temperature=temperature) * m
     if renormalise:
         total = w.sum(axis=-1, keepdims=True)

@@ -52,8 +52,8 @@ import math
 
 import torch
 
-from . import _validate as _V
-from . import tensor as _T
+from . import _validate as validate
+from . import tensor
 
 
 def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
@@ -76,21 +76,21 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
     float16's range). ``check_finite=False`` skips the NaN/inf checks of Q, K, V and of the
     result (see :mod:`attention_lab.tensor`).
     """
-    factor = _T.check_call(Q, K, V, scale=scale, temperature=temperature, empty=empty,
+    factor = tensor.check_call(Q, K, V, scale=scale, temperature=temperature, empty=empty,
                            is_causal=is_causal, causal_align=causal_align,
                            check_finite=check_finite)
     T_, S = Q.shape[-2], K.shape[-2]
     chunk_size = default_chunk_size(T_, S) if chunk_size is None else \
-        _V.count(chunk_size, "chunk_size")
-    _V.flag(return_logsumexp, "return_logsumexp")
+        validate.count(chunk_size, "chunk_size")
+    validate.flag(return_logsumexp, "return_logsumexp")
 
-    batch = _V.batch_dims(Q=Q.shape, K=K.shape, V=V.shape)
-    scores_shape = _V.batch_dims(Q=Q.shape, K=K.shape) + (T_, S)
+    batch = validate.batch_dims(Q=Q.shape, K=K.shape, V=V.shape)
+    scores_shape = validate.batch_dims(Q=Q.shape, K=K.shape) + (T_, S)
     # lengths and causal masks are built per chunk; only the user's mask is given whole
-    m_full = _T.checked_mask(mask, scores_shape, Q.device)             # (..., T|1, S|1)
+    m_full = tensor.checked_mask(mask, scores_shape, Q.device)             # (..., T|1, S|1)
     if m_full is not None and m_full.dim() == 0:
         m_full = m_full.view(1)                                         # (1,): sliced per chunk
-    pad = _T.checked_padding(lengths, scores_shape, Q.device)           # (B, 1.., 1, S)
+    pad = tensor.checked_padding(lengths, scores_shape, Q.device)           # (B, 1.., 1, S)
     offset = 0 if causal_align == "upper_left" else S - T_
     stop = S   # keys at or beyond ``stop`` are ineligible for every row: never read
     if pad is not None:
@@ -99,7 +99,6 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
         stop = min(stop, max(0, T_ + offset))
     any_mask = m_full is not None or pad is not None or is_causal
 
-    inplace = not (torch.is_grad_enabled() and any(x.requires_grad for x in (Q, K, V)))
     # low precision: computed in float32 (as tensor.attention and SDPA's CPU kernels), cast back
     work = Q.dtype if Q.dtype in (torch.float32, torch.float64) else torch.float32
     dev = Q.device
@@ -131,12 +130,13 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
                 c_c = torch.arange(s0, s1, device=dev)[None, :] <= rows + offset   # (T, C)
                 keep = c_c if keep is None else keep & c_c
             seen = seen | keep.any(dim=-1, keepdim=True)                    # (..., T|1, 1)
-            s = s.masked_fill_(~keep, -math.inf) if inplace else \
-                s.masked_fill(~keep, -math.inf)                             # (..., T, C)
-        new_m = torch.maximum(run_m, s.amax(dim=-1, keepdim=True))          # (..., T, 1)
+            s = s.masked_fill_(~keep, -math.inf)                            # (..., T, C)
+        # the shift m is a constant for autograd (detached): the result does not depend on it,
+        # so the gradient is exact, and the in-place steps below leave nothing autograd saved
+        new_m = torch.maximum(run_m, s.detach().amax(dim=-1, keepdim=True))  # (..., T, 1)
         # guard: rows that have seen no eligible key yet keep m = -inf; shift them by 0 instead
         safe = torch.where(torch.isneginf(new_m), zero, new_m)              # (..., T, 1)
-        p = s.sub_(safe).exp_() if inplace else torch.exp(s - safe)         # (..., T, C)
+        p = s.sub_(safe).exp_()                                             # (..., T, C)
         acc = acc * torch.exp(run_m - safe) + torch.matmul(p, Vc)           # (..., T, D_v + 1)
         run_m = new_m
         del s, p
@@ -157,7 +157,7 @@ def streaming_attention(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, *,
             context = context.masked_fill(empty_rows, float("nan"))        # (..., T, D_v)
     context = context.to(Q.dtype)                                           # (..., T, D_v)
     if check_finite:
-        _T.check_output(context, factor, empty, lambda: empty_rows)
+        tensor.check_output(context, factor, empty, lambda: empty_rows)
     if return_logsumexp:
         lse = (run_m + torch.log(run_l)).squeeze(-1)                        # (..., T)
         return context, lse
@@ -192,12 +192,12 @@ def compare(sizes=(256, 1024, 4096, 16384), *, T: int = 64, D: int = 32,
     from ._threads import single_thread
 
     fns = {
-        "materialised": lambda q, k, v: _T.attention(q, k, v).context,
+        "materialised": lambda q, k, v: tensor.attention(q, k, v).context,
         "streaming": lambda q, k, v: streaming_attention(q, k, v, chunk_size=chunk_size),
         "sdpa": lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v,
                                                                                  scale=1.0),
     }
-    tol = _V.temperature(tol, "tol")
+    tol = validate.temperature(tol, "tol")
     out = {"sizes": list(sizes), "max_diff": [], "agrees": [], "tol": tol,
            "seconds": {k: [] for k in fns},
            "peak_bytes": {k: [] for k in fns}, "largest_numel": {k: [] for k in fns}}

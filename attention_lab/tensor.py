@@ -47,7 +47,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from . import _validate as _V
+from . import _validate as validate
 
 
 class TensorAttention(NamedTuple):
@@ -71,8 +71,8 @@ def padding_mask(lengths, S: int, device=None) -> torch.Tensor:
     Chapter, Level 2, *Masks define which keys are eligible*. Use ``[:, None, :]`` for scores
     (B, T, S), or pass ``lengths=`` to :func:`attention`, which puts them on the batch axis.
     """
-    S = _V.count(S, "S")
-    L = torch.from_numpy(_V.lengths(lengths, S)).to(device)    # (...): lengths.shape
+    S = validate.count(S, "S")
+    L = torch.from_numpy(validate.lengths(lengths, S)).to(device)    # (...): lengths.shape
     return torch.arange(S, device=device) < L[..., None]        # lengths.shape + (S,)
 
 
@@ -82,9 +82,9 @@ def causal_mask(T: int, S: int | None = None, *, align: str = "upper_left", devi
     Chapter, Level 2, *Masks define which keys are eligible*: key j is eligible for query t when
     ``j <= t + offset`` (offset 0 upper-left, ``S - T`` lower-right).
     """
-    T = _V.count(T, "T")
-    S = T if S is None else _V.count(S, "S")
-    _V.causal_align(align)
+    T = validate.count(T, "T")
+    S = T if S is None else validate.count(S, "S")
+    validate.causal_align(align)
     offset = 0 if align == "upper_left" else S - T
     return torch.ones(T, S, dtype=torch.bool, device=device).tril(diagonal=offset)  # (T, S)
 
@@ -104,22 +104,22 @@ def check_call(Q, K, V, *, scale, temperature, empty, is_causal, causal_align,
         if not x.dtype.is_floating_point:
             raise TypeError(f"{name} has dtype {x.dtype}; expected a floating dtype")
         if x.dim() < 2:
-            raise ValueError(f"{name} has shape {_V.shape_str(x.shape)}; expected (..., length, "
-                             f"width)")
+            raise ValueError(f"{name} has shape {validate.shape_str(x.shape)}; "
+                             f"expected (..., length, width)")
     if not (Q.dtype == K.dtype == V.dtype):
         raise TypeError(f"Q, K, V must share one dtype, got {Q.dtype}, {K.dtype}, {V.dtype}")
-    _V.key_set("K", K.shape)
-    _V.same_width("Q", Q.shape, "K", K.shape)
-    _V.one_value_per_key("K", K.shape, "V", V.shape)
-    _V.batch_dims(Q=Q.shape, K=K.shape, V=V.shape)
+    validate.key_set("K", K.shape)
+    validate.same_width("Q", Q.shape, "K", K.shape)
+    validate.one_value_per_key("K", K.shape, "V", V.shape)
+    validate.batch_dims(Q=Q.shape, K=K.shape, V=V.shape)
     if isinstance(scale, str) and scale == "sqrt_dk":
         scale = 1.0 / math.sqrt(Q.shape[-1])
-    factor = _V.temperature(scale, "scale") / _V.temperature(temperature, "temperature")
-    _V.empty_policy(empty)
-    _V.flag(is_causal, "is_causal")
-    _V.causal_align(causal_align, "causal_align")
-    if _V.flag(check_finite, "check_finite"):
-        _V.finite_tensors(Q=Q, K=K, V=V)
+    factor = validate.temperature(scale, "scale") / validate.temperature(temperature, "temperature")
+    validate.empty_policy(empty)
+    validate.flag(is_causal, "is_causal")
+    validate.causal_align(causal_align, "causal_align")
+    if validate.flag(check_finite, "check_finite"):
+        validate.finite_tensors(Q=Q, K=K, V=V)
     return factor
 
 
@@ -128,8 +128,8 @@ def checked_mask(mask, scores_shape, device):
     is not boolean or does not broadcast to ``scores_shape`` (..., T, S) without adding dims."""
     if mask is None:
         return None
-    m = _V.bool_mask(mask)
-    _V.mask_shape(m.shape, scores_shape)
+    m = validate.bool_mask(mask)
+    validate.mask_shape(m.shape, scores_shape)
     if not isinstance(m, torch.Tensor):
         m = torch.from_numpy(np.ascontiguousarray(m))                # (..., T|1, S|1)
     return m.to(device)                                              # (..., T|1, S|1)
@@ -141,9 +141,9 @@ def checked_padding(lengths, scores_shape, device):
     if lengths is None:
         return None
     *batch, _, S = scores_shape
-    L = torch.from_numpy(_V.lengths(lengths, S, batch_shape=batch)).to(device)  # (B[, H])
+    L = torch.from_numpy(validate.lengths(lengths, S, batch_shape=batch)).to(device)  # (B[, H])
     pad = torch.arange(S, device=device) < L[..., None]                        # (B[, H], S)
-    return pad.view(_V.lengths_view(pad.shape, len(batch)))                     # (B, 1.., 1, S)
+    return pad.view(validate.lengths_view(pad.shape, len(batch)))              # (B, 1.., 1, S)
 
 
 def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align="upper_left"):
@@ -152,15 +152,15 @@ def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align=
     Chapter, Level 2, *Masks define which keys are eligible*: ``mask & (j < lengths[b]) &
     causal`` (with ``lengths`` on the batch items, never on the heads).
     """
-    if mask is None and lengths is None and not _V.flag(is_causal, "is_causal"):
+    if mask is None and lengths is None and not validate.flag(is_causal, "is_causal"):
         return None  # every key is eligible
     T, S = Q.shape[-2], K.shape[-2]
-    scores_shape = _V.batch_dims(Q=Q.shape, K=K.shape) + (T, S)
+    scores_shape = validate.batch_dims(Q=Q.shape, K=K.shape) + (T, S)
     out = checked_mask(mask, scores_shape, Q.device)                 # (..., T|1, S|1)
     pad = checked_padding(lengths, scores_shape, Q.device)           # (B, 1.., 1, S)
     if pad is not None:
         out = pad if out is None else out & pad
-    if _V.flag(is_causal, "is_causal"):
+    if validate.flag(is_causal, "is_causal"):
         c = causal_mask(T, S, align=causal_align, device=Q.device)   # (T, S)
         out = c if out is None else out & c
     return out
@@ -185,7 +185,7 @@ def attention(Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     m = eligibility(Q, K, mask=mask, lengths=lengths, is_causal=is_causal,
                     causal_align=causal_align)                       # (..., T|1, S|1) or None
 
-    if not _V.flag(need_weights, "need_weights") and empty == "zeros":
+    if not validate.flag(need_weights, "need_weights") and empty == "zeros":
         attn_mask = m                                                # (..., T|1, S|1)
         if m is not None and m.dim() < 2:  # SDPA indexes a mask's dim -2
             attn_mask = m.view((1,) * (2 - m.dim()) + m.shape)       # (1, S) or (1, 1)

@@ -114,3 +114,13 @@ def test_attention_reference_lives_in_the_tests():
     assert not hasattr(tensor, "attention_reference")
     assert "attention_reference" not in "".join(p.read_text(encoding="utf-8")
                                                 for p in PACKAGE.rglob("*.py"))
+
+
+def test_no_module_alias_that_reads_as_a_tensor_name():
+    """V is the values and T the number of queries: the modules _validate and tensor keep their
+    names (``validate.count``, ``tensor.attention``), in the package and in the tests."""
+    alias = re.compile(r"import (?:_validate|tensor) as (?:_?V|_?T)\b|"
+                       r"import attention_lab\.(?:_validate|tensor) as \w+$", re.M)
+    for path in sorted([*PACKAGE.rglob("*.py"), *Path(__file__).parent.rglob("*.py")]):
+        found = alias.findall(path.read_text(encoding="utf-8"))
+        assert not found, f"{path.name}: {found}"

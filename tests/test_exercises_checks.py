@@ -495,6 +495,12 @@ def test_2_4_records_the_comparison_and_shows_it_on_a_pass():
     assert 'check("2.4", (softmax_temperature, temperature_comparison))' in nb
 
 
+def test_2_7_shows_the_recorded_window_comparison_on_a_pass():
+    v = evaluate(get("2.7"), A.CORRECT["2.7"])
+    assert v.status == "pass" and "Your comparison: position 5, the key the query matches best, " \
+        "gets 0.732 of the weight with global attention and 0.000 in the window" in v.message
+
+
 def test_student_exercise_notebooks_have_no_empty_markdown_cell():
     """A markdown cell that held only a model answer is left out of the student notebook (the
     comparison of exercise 5 left an empty one)."""

@@ -133,9 +133,50 @@ def test_gradients_match_materialised():
         assert torch.allclose(a, b, atol=1e-10)
 
 
+def test_gradcheck_with_broadcast_batches_masks_and_logsumexp():
+    """The in-place chunk steps and the detached running maximum give exact gradients, for the
+    context and the logsumexp, with Q's batch broadcast against K's and rows masked at first."""
+    Q, _, _ = _inputs(4, (2, 2), 3, 7, 3, 2, dtype=torch.float64)
+    _, K, V = _inputs(6, (2,), 3, 7, 3, 2, dtype=torch.float64)
+    mask = torch.rand(3, 7, generator=torch.Generator().manual_seed(1)) < 0.7
+    mask[0, :4], mask[0, 4] = False, True  # row 0 (causal: keys 0..4) sees key 4 only
+
+    def fn(q, k, v):
+        out, lse = streaming_attention(q, k, v, mask=mask, is_causal=True, chunk_size=2,
+                                       causal_align="lower_right", return_logsumexp=True)
+        return out, lse
+
+    inputs = tuple(x.clone().requires_grad_() for x in (Q, K, V))
+    assert torch.autograd.gradcheck(fn, inputs)
+
+
+def test_one_code_path_with_and_without_autograd():
+    """Each chunk step is written once: the operators run are the same whether or not the
+    inputs require gradients (no switch between in-place and out-of-place steps)."""
+    from attention_lab._compat.torch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is not torch.ops.aten.detach.default:  # autograd adds views, not steps
+                ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    Q, K, V = _inputs(8, (2,), 3, 9, 4, 2)
+    mask = torch.rand(3, 9, generator=torch.Generator().manual_seed(2)) < 0.7
+    runs = []
+    for grad in (False, True):
+        ops = []
+        q, k, v = (x.clone().requires_grad_(grad) for x in (Q, K, V))
+        with Ops():
+            streaming_attention(q, k, v, mask=mask, is_causal=True, chunk_size=4)
+        runs.append(ops)
+    assert runs[0] == runs[1]
+    assert any("masked_fill_" in op for op in runs[1]) and any("exp_" in op for op in runs[1])
+
+
 def test_never_materialises_the_score_matrix():
     """Record every tensor the computation creates: none has T*S elements or more."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from attention_lab._compat.torch import TorchDispatchMode
 
     class Largest(TorchDispatchMode):
         biggest = 0
@@ -164,7 +205,7 @@ def test_never_materialises_the_score_matrix():
 def test_skips_chunks_no_row_can_see():
     """Keys beyond every length (or above the causal diagonal) are never multiplied: record the
     key columns of every matmul's second operand."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from attention_lab._compat.torch import TorchDispatchMode
 
     widths = []
 

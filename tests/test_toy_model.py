@@ -144,17 +144,17 @@ def test_loading_is_deterministic_and_decoding_works(model):
 
 
 def test_dot_model_uses_the_package_torch_path(model, monkeypatch):
-    import attention_lab.tensor as T
+    from attention_lab import tensor
 
     calls = []
-    real = T.attention
+    real = tensor.attention
 
     def spy(*a, **k):
         calls.append(k.get("mask").shape)
         return real(*a, **k)
 
     m = toy.load(score="dot")
-    monkeypatch.setattr(T, "attention", spy)
+    monkeypatch.setattr(tensor, "attention", spy)
     assert m.reverse("abcde") == "edcba"
     assert calls
 

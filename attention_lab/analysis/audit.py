@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cost import human_bytes
+
 STATUS_MARK = {"ok": "[ok]", "info": "[--]", "warn": "[ ?]", "fail": "[!!]"}
 
 
@@ -144,14 +146,6 @@ def _fmt(x: float, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def _bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 ** 2:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024 ** 2:.1f} MiB"
-
-
 def _dtype_name(x) -> str:
     return str(getattr(x, "dtype", np.asarray(x).dtype)).replace("torch.", "")
 
@@ -187,7 +181,7 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     """
     import torch
 
-    from .. import tensor as T
+    from .. import tensor
 
     if not callable(fn):
         raise TypeError(f"fn must be an attention callable fn(Q, K, V, {mask_arg}=...), got "
@@ -198,8 +192,8 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     is_torch = isinstance(Q, torch.Tensor)
     Qt, Kt, Vt = (x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
                   for x in (Q, K, V))
-    m = T.eligibility(Qt, Kt, mask=mask, lengths=lengths, is_causal=is_causal,
-                      causal_align=causal_align)
+    m = tensor.eligibility(Qt, Kt, mask=mask, lengths=lengths, is_causal=is_causal,
+                           causal_align=causal_align)
     full_shape = torch.broadcast_shapes(Qt.shape[:-2], Kt.shape[:-2]) + (Qt.shape[-2],
                                                                          Kt.shape[-2])
     m_full = (torch.ones(full_shape, dtype=torch.bool) if m is None else m.expand(full_shape))
@@ -242,16 +236,12 @@ def _takes_keyword(fn, name: str) -> bool:
 
 def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, fill, dropout,
                 repeat, title, probe, same_kv=False) -> AuditReport:
+    """Run the call (timed, memory-tracked), then fill in the report section by section."""
     import torch
 
     from .._memory import tensor_memory
-    from ..softmax import entropy, fill_overflows, softmax
 
     rep = AuditReport(title)
-    T_, S = Q.shape[-2], K.shape[-2]
-    mask_np = m_full.numpy()
-
-    # ---- run the call, timed and memory-tracked ------------------------------------------------
     with torch.inference_mode():
         with tensor_memory() as mem:
             out = call(m_full)
@@ -261,8 +251,22 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
             call(m_full)
             times.append(time.perf_counter() - t0)
     ctx, w, sc = (_np(x) for x in _unpack(out))
+    mask_np = m_full.numpy()
+    _sources_and_shapes(rep, Q, K, V, ctx, w, declared, same_kv)
+    _score_and_normalisation(rep, w, mask_np, score, scale, temperature, dropout)
+    _eligibility(rep, call, m_full, w, _dtype_name(Q), declared, fill, probe)
+    _numbers(rep, Q, K, V, ctx, w, sc, mask_np, score, scale, temperature)
+    t_med = statistics.median(times)
+    _cost(rep, _dtype_name(Q), Q.shape[-2] * K.shape[-2], mask_np, t_med, len(times), mem)
+    rep.add("Explanation", "interventions", "not run by the audit: attention weights alone do "
+            "not show which inputs explain the output; see attention_lab.analysis.explain",
+            measured=False)
+    rep.data.update(context=ctx, weights=w, scores=sc, mask=mask_np, seconds=t_med,
+                    peak_tensor_bytes=mem.peak_bytes)
+    return rep
 
-    # ---- sources and shapes -------------------------------------------------------------------
+
+def _sources_and_shapes(rep, Q, K, V, ctx, w, declared, same_kv):
     sec = "Sources and shapes"
     for label, key, x in (("query", "query", Q), ("keys", "key", K), ("values", "value", V)):
         src = declared.get(key)
@@ -272,66 +276,69 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
     sharing = declared.get("sharing")
     if sharing is None:
         sharing = "K and V are the same tensor" if same_kv else "K and V are separate tensors"
-        rep.add(sec, "parameter sharing", sharing)
-    else:
-        rep.add(sec, "parameter sharing", sharing, measured=False)
+    rep.add(sec, "parameter sharing", sharing, measured=declared.get("sharing") is None)
     rep.add(sec, "output shapes", f"context {_shape(ctx)}, weights "
             f"{_shape(w) if w is not None else 'not returned'}")
 
-    # ---- score and normalisation --------------------------------------------------------------
+
+def _masked_mass(w, mask_np) -> float:
+    """The largest weight a row puts on masked keys."""
+    masked_w = np.where(mask_np, 0.0, np.nan_to_num(w))
+    return float(masked_w.sum(-1).max()) if masked_w.size else 0.0
+
+
+def _score_and_normalisation(rep, w, mask_np, score, scale, temperature, dropout):
+    """The declared score, and the axis the weights are normalised over (measured)."""
     sec = "Score and normalisation"
     rep.add(sec, "score function", score, measured=False)
     rep.add(sec, "scale / temperature", f"scale {_fmt(scale)}, temperature {_fmt(temperature)}",
             measured=False)
     rep.add(sec, "dropout", dropout or "not declared", measured=False)
-    has_rows = mask_np.any(-1)
     if w is None:
         rep.add(sec, "normalisation axis", "unknown: the call returns no weights", "warn")
+        return
+    has_rows = mask_np.any(-1)
+    with np.errstate(invalid="ignore"):
+        row_sums = np.nansum(w, axis=-1)
+        col_sums = np.nansum(w, axis=-2)
+    row_dev = np.abs(row_sums - 1)[has_rows]
+    col_dev = np.abs(col_sums - 1)[mask_np.any(-2)]
+    if (row_dev < 1e-3).all():
+        rep.add(sec, "normalisation axis", "-1 (keys): every row with an eligible key sums "
+                "to 1", "ok")
+    elif (col_dev < 1e-3).all() and col_dev.size > 0 and mask_np.shape[-2] > 1:
+        rep.add(sec, "normalisation axis", "-2 (queries): the weights of each KEY sum to 1 "
+                "across queries; softmax must run over the keys, axis -1", "fail",
+                "wrong_axis")
+    elif _masked_mass(w, mask_np) < 1e-6 and (row_sums[has_rows] < 1 - 1e-3).any():
+        lo = float(row_sums[has_rows].min())
+        rep.add(sec, "normalisation axis", f"rows sum to as little as {_fmt(lo)} while "
+                "masked keys get 0: the mask was applied after the softmax without "
+                "renormalising", "fail", "post_softmax_mask")
     else:
-        with np.errstate(invalid="ignore"):
-            row_sums = np.nansum(w, axis=-1)
-            col_sums = np.nansum(w, axis=-2)
-        masked_w = np.where(mask_np, 0.0, np.nan_to_num(w))
-        masked_mass = float(masked_w.sum(-1).max()) if masked_w.size else 0.0
-        has_cols = mask_np.any(-2)
-        row_dev = np.abs(row_sums - 1)[has_rows]
-        col_dev = np.abs(col_sums - 1)[has_cols]
-        rows_ok = bool((row_dev < 1e-3).all())
-        cols_ok = bool((col_dev < 1e-3).all()) and col_dev.size > 0
-        short = row_sums[has_rows] < 1 - 1e-3
-        if rows_ok:
-            rep.add(sec, "normalisation axis", "-1 (keys): every row with an eligible key sums "
-                    "to 1", "ok")
-        elif cols_ok and T_ > 1:
-            rep.add(sec, "normalisation axis", "-2 (queries): the weights of each KEY sum to 1 "
-                    "across queries; softmax must run over the keys, axis -1", "fail",
-                    "wrong_axis")
-        elif masked_mass < 1e-6 and short.any():
-            lo = float(row_sums[has_rows].min())
-            rep.add(sec, "normalisation axis", f"rows sum to as little as {_fmt(lo)} while "
-                    "masked keys get 0: the mask was applied after the softmax without "
-                    "renormalising", "fail", "post_softmax_mask")
-        else:
-            rep.add(sec, "normalisation axis", "rows do not sum to 1 over the keys", "fail",
-                    "not_normalised")
+        rep.add(sec, "normalisation axis", "rows do not sum to 1 over the keys", "fail",
+                "not_normalised")
 
-    # ---- eligibility --------------------------------------------------------------------------
+
+def _eligibility(rep, call, m_full, w, dtype, declared, fill, probe):
+    """The rules and the mask, the declared fill, the masked mass, an all-masked row (probed)."""
+    from ..softmax import fill_overflows
+
     sec = "Eligibility"
+    mask_np = m_full.numpy()
     rep.add(sec, "rules", declared.get("rules", "as given"), measured=False)
-    frac = float(mask_np.mean())
-    n_empty = int((~has_rows).sum())
     rep.add(sec, "mask", f"bool (True = eligible), broadcast to {tuple(mask_np.shape)}, "
-            f"{frac:.0%} of query-key pairs eligible, {n_empty} all-masked row(s)")
+            f"{float(mask_np.mean()):.0%} of query-key pairs eligible, "
+            f"{int((~mask_np.any(-1)).sum())} all-masked row(s)")
     if fill is None:
         rep.add(sec, "fill value", "unknown (not declared)", measured=False)
+    elif fill_overflows(fill, dtype):
+        rep.add(sec, "fill value", f"{fill!r} overflows to -inf in {dtype}: an all-masked row "
+                "becomes NaN", "fail", "fill_overflows", measured=False)
     else:
-        dt = _dtype_name(Q)
-        if fill_overflows(fill, dt):
-            rep.add(sec, "fill value", f"{fill!r} overflows to -inf in {dt}: an all-masked row "
-                    "becomes NaN", "fail", "fill_overflows", measured=False)
-        else:
-            rep.add(sec, "fill value", f"{_fmt(fill)} ({dt})", measured=False)
+        rep.add(sec, "fill value", f"{_fmt(fill)} ({dtype})", measured=False)
     if w is not None:
+        masked_mass = _masked_mass(w, mask_np)
         if masked_mass > 1e-6:
             rep.add(sec, "masked mass", f"up to {_fmt(masked_mass)} of a row's weight sits on "
                     "masked keys: the mask is not applied", "fail", "mask_not_applied")
@@ -339,43 +346,29 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
             rep.add(sec, "masked mass", "0 (masked keys get no weight)", "ok")
     rep.add(sec, "all-masked rows", _probe_empty(call, m_full, rep) if probe else
             "not probed", measured=True)
-    rep.add(sec, "positions", declared.get("positions", "not declared"), measured=False)
-    rep.add(sec, "truncation", declared.get("truncation", "not declared"), measured=False)
-    rep.add(sec, "cache", declared.get("cache", "not declared"), measured=False)
+    for name in ("positions", "truncation", "cache"):
+        rep.add(sec, name, declared.get(name, "not declared"), measured=False)
 
-    # ---- numbers ------------------------------------------------------------------------------
+
+def _numbers(rep, Q, K, V, ctx, w, sc, mask_np, score, scale, temperature):
+    """Scores against a masked softmax, entropy, non-finite values, norms, the value range."""
     sec = "Numbers"
+    has_rows = mask_np.any(-1)
     if sc is None and score in ("dot", "scaled dot"):
-        sc_ref = _np(torch.matmul(Q.double(), K.double().transpose(-2, -1))) * scale
+        sc_ref = _np(Q.double() @ K.double().transpose(-2, -1)) * scale
         sc_label = "(recomputed: Q K^T x scale)"
     else:
         sc_ref, sc_label = sc, "(returned by the call)"
     if sc_ref is not None:
-        sc_b = np.broadcast_to(sc_ref, mask_np.shape)
-        vals = sc_b[mask_np & np.isfinite(sc_b)]
-        if vals.size:
-            rep.add(sec, "score range", f"[{_fmt(vals.min())}, {_fmt(vals.max())}] over eligible "
-                    f"pairs {sc_label}")
-        if w is not None:
-            with np.errstate(all="ignore"):
-                ref = softmax(np.where(np.isfinite(sc_b), sc_b, 0.0), temperature=temperature,
-                              mask=mask_np)
-            diff = float(np.nanmax(np.abs(np.nan_to_num(w, nan=np.inf) - ref)[has_rows])) \
-                if has_rows.any() else 0.0
-            # a verdict against the dtype's tolerance, never the raw difference: that is
-            # round-off, and differs between CPUs and thread counts
-            tol = "1e-2" if _dtype_name(Q) in ("float16", "bfloat16") else "1e-4"
-            if diff > float(tol):
-                rep.add(sec, "matches masked softmax", f"no: weights differ from a key-axis "
-                        f"masked softmax of the scores by up to {_fmt(diff)}", "fail",
-                        "reference_mismatch")
-            else:
-                rep.add(sec, "matches masked softmax", f"yes, within {tol}", "ok")
+        _score_checks(rep, sec, sc_ref, sc_label, w, mask_np, temperature, _dtype_name(Q))
     if w is not None:
-        rows = w[has_rows & np.isfinite(w).all(-1)] if w.ndim else w
+        finite = has_rows & np.isfinite(w).all(-1)
+        rows = w[finite] if w.ndim else w
         if rows.size:
+            from ..softmax import entropy
+
             H = entropy(np.clip(rows, 0, None))
-            n_elig = np.maximum(mask_np[has_rows & np.isfinite(w).all(-1)].sum(-1), 1)
+            n_elig = np.maximum(mask_np[finite].sum(-1), 1)
             Hn = np.where(n_elig > 1, H / np.log(np.maximum(n_elig, 2)), 0.0)
             rep.add(sec, "entropy (nats)", f"mean {_fmt(H.mean())}, min {_fmt(H.min())}, "
                     f"max {_fmt(H.max())}; {_fmt(Hn.mean())} of uniform on average")
@@ -390,8 +383,7 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
     norms = np.linalg.norm(np.nan_to_num(ctx), axis=-1)
     rep.add(sec, "output norms", f"context L2 norm min {_fmt(norms.min())}, mean "
             f"{_fmt(norms.mean())}, max {_fmt(norms.max())}")
-    Vn = _np(V)
-    lo, hi = _value_range(Vn, mask_np)
+    lo, hi = _value_range(_np(V), mask_np)
     inside = np.isfinite(ctx) & (ctx >= lo - 1e-5) & (ctx <= hi + 1e-5)
     check = has_rows[..., None] & np.isfinite(ctx)
     if (inside | ~check).all():
@@ -402,38 +394,58 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
                 "coordinate(s) outside the eligible values' range", "fail",
                 "outside_value_range")
 
-    # ---- cost -----------------------------------------------------------------------------------
+
+def _score_checks(rep, sec, sc_ref, sc_label, w, mask_np, temperature, dtype):
+    """The eligible scores' range, and whether the weights are their masked softmax."""
+    from ..softmax import softmax
+
+    has_rows = mask_np.any(-1)
+    sc_b = np.broadcast_to(sc_ref, mask_np.shape)
+    vals = sc_b[mask_np & np.isfinite(sc_b)]
+    if vals.size:
+        rep.add(sec, "score range", f"[{_fmt(vals.min())}, {_fmt(vals.max())}] over eligible "
+                f"pairs {sc_label}")
+    if w is None:
+        return
+    with np.errstate(all="ignore"):
+        ref = softmax(np.where(np.isfinite(sc_b), sc_b, 0.0), temperature=temperature,
+                      mask=mask_np)
+    diff = float(np.nanmax(np.abs(np.nan_to_num(w, nan=np.inf) - ref)[has_rows])) \
+        if has_rows.any() else 0.0
+    # a verdict against the dtype's tolerance, never the raw difference: that is
+    # round-off, and differs between CPUs and thread counts
+    tol = "1e-2" if dtype in ("float16", "bfloat16") else "1e-4"
+    if diff > float(tol):
+        rep.add(sec, "matches masked softmax", f"no: weights differ from a key-axis "
+                f"masked softmax of the scores by up to {_fmt(diff)}", "fail",
+                "reference_mismatch")
+    else:
+        rep.add(sec, "matches masked softmax", f"yes, within {tol}", "ok")
+
+
+def _cost(rep, dtype, per_item, mask_np, t_med, n_times, mem):
+    """Latency, time per eligible pair, tensor memory, and whether T x S was materialised."""
     sec = "Cost"
-    t_med = statistics.median(times)
     # (printed as "<number> ms per ...": the notebooks' output sanitiser ignores such timings)
-    rep.add(sec, "latency", f"{t_med * 1e3:.3f} ms per call (median of {len(times)})")
+    rep.add(sec, "latency", f"{t_med * 1e3:.3f} ms per call (median of {n_times})")
     valid_pairs = max(1, int(mask_np.sum()))
     # time per pair, the inverse of a throughput (pairs per second)
     rep.add(sec, "time per pair", f"{t_med / valid_pairs * 1e6:.4f} µs per eligible query-key "
             "pair")
-    itemsize = np.dtype(_dtype_name(Q) if _dtype_name(Q) != "bfloat16" else "float16").itemsize
-    rep.add(sec, "tensor memory", f"{_bytes(mem.peak_bytes)} peak of tensors allocated by "
+    itemsize = np.dtype(dtype if dtype != "bfloat16" else "float16").itemsize
+    rep.add(sec, "tensor memory", f"{human_bytes(mem.peak_bytes)} peak of tensors allocated by "
             f"torch ops during the call; largest single tensor {mem.largest_numel:,} elements")
     n_scores = int(np.prod(mask_np.shape))
-    per_item = T_ * S
     if mem.largest_numel >= per_item:
         rep.add(sec, "materialisation", f"yes: a tensor with >= T x S = {per_item:,} elements "
                 f"was formed (all scores: {n_scores:,} elements, "
-                f"{_bytes(n_scores * itemsize)} in {_dtype_name(Q)})")
+                f"{human_bytes(n_scores * itemsize)} in {dtype})")
     elif mem.allocations:
         rep.add(sec, "materialisation", f"no: the largest tensor formed has "
                 f"{mem.largest_numel:,} < T x S = {per_item:,} elements")
     else:
         rep.add(sec, "materialisation", "unknown: the call allocated no tracked torch tensors "
                 "(numpy or a fused kernel)")
-
-    # ---- explanation -----------------------------------------------------------------------------
-    rep.add("Explanation", "interventions", "not run by the audit: attention weights alone do "
-            "not show which inputs explain the output; see attention_lab.analysis.explain",
-            measured=False)
-    rep.data.update(context=ctx, weights=w, scores=sc, mask=mask_np, seconds=t_med,
-                    peak_tensor_bytes=mem.peak_bytes)
-    return rep
 
 
 def _value_range(Vn, mask_np):

@@ -41,13 +41,18 @@ def score_matrix_elements(batch: int, target: int, source: int, heads: int = 1) 
     return int(np.prod(score_matrix_shape(batch, target, source, heads), dtype=np.int64))
 
 
-def score_matrix_bytes(batch: int, target: int, source: int, heads: int = 1,
-                       dtype: str = "float32") -> int:
-    """Bytes to store the score (or weight) matrix in ``dtype``."""
+def _dtype(dtype) -> str:
+    """The name of a dtype the cost tables know ("float32", also for torch.float32)."""
     name = str(dtype).replace("torch.", "")
     if name not in BYTES_PER_ELEMENT:
         raise ValueError(f"dtype must be one of {sorted(BYTES_PER_ELEMENT)}, got {dtype!r}")
-    return score_matrix_elements(batch, target, source, heads) * BYTES_PER_ELEMENT[name]
+    return name
+
+
+def score_matrix_bytes(batch: int, target: int, source: int, heads: int = 1,
+                       dtype: str = "float32") -> int:
+    """Bytes to store the score (or weight) matrix in ``dtype``."""
+    return score_matrix_elements(batch, target, source, heads) * BYTES_PER_ELEMENT[_dtype(dtype)]
 
 
 def attention_flops(target: int, source: int, d_k: int, d_v: int, batch: int = 1,
@@ -69,7 +74,7 @@ def multiply_adds(target: int, source: int, d_k: int, d_v: int, batch: int = 1,
     return attention_flops(target, source, d_k, d_v, batch, heads) // 2
 
 
-def _human_bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
     for unit, size in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
         if n >= size:
             return f"{n / size:,.1f} {unit}"
@@ -91,7 +96,7 @@ class AttentionCost:
             _positive(heads, "heads"))
         self.d_k = _positive(d_k, "d_k")
         self.d_v = self.d_k if d_v is None else _positive(d_v, "d_v")
-        self.dtype = str(dtype).replace("torch.", "")
+        self.dtype = _dtype(dtype)
         self.chunk = None if chunk is None else _positive(chunk, "chunk")
         self.shape = score_matrix_shape(self.batch, self.target, self.source, self.heads)
         self.elements = score_matrix_elements(self.batch, self.target, self.source, self.heads)
@@ -115,7 +120,7 @@ class AttentionCost:
             f"score matrix shape  {self.shape}  (batch, {'heads, ' if H > 1 else ''}target, "
             f"source)",
             f"elements            {B} x {H} x {T} x {S} = {self.elements:,}",
-            f"{'bytes (' + self.dtype + ')':<20}{self.bytes:,} ({_human_bytes(self.bytes)}) for the "
+            f"{'bytes (' + self.dtype + ')':<20}{self.bytes:,} ({human_bytes(self.bytes)}) for the "
             f"scores; the weights need as much again",
             f"multiply-adds       B*H * T*S*(D_k + D_v) = {B * H} x {T * S:,} x "
             f"({self.d_k} + {self.d_v}) = {self.multiply_adds:,}",
@@ -124,8 +129,8 @@ class AttentionCost:
         ]
         if self.chunk is not None:
             label = f"streaming, chunk {self.chunk}"
-            lines.append(f"{label:<19} {_human_bytes(self.streaming_bytes)} of scores at a time "
-                         f"instead of {_human_bytes(self.bytes)}")
+            lines.append(f"{label:<19} {human_bytes(self.streaming_bytes)} of scores at a time "
+                         f"instead of {human_bytes(self.bytes)}")
         return "\n".join(lines)
 
 
@@ -172,7 +177,7 @@ class CacheCost:
             f"{f'{T} steps with a cache':<29}projection + T * attention = {self.with_cache:,} "
             f"({self.ratio:.1f}x less)",
             f"the cache holds              B*H * S * (D_k + D_v) = {self.cache_elements:,} "
-            f"elements, {_human_bytes(self.cache_bytes)} in {self.dtype}",
+            f"elements, {human_bytes(self.cache_bytes)} in {self.dtype}",
         ])
 
 
@@ -197,9 +202,7 @@ def cache_cost(*, steps: int, source: int, d_model: int, d_k: int = 64, d_v: int
     dk = _positive(d_k, "d_k")
     dv = dk if d_v is None else _positive(d_v, "d_v")
     H, B = _positive(heads, "heads"), _positive(batch, "batch")
-    name = str(dtype).replace("torch.", "")
-    if name not in BYTES_PER_ELEMENT:
-        raise ValueError(f"dtype must be one of {sorted(BYTES_PER_ELEMENT)}, got {dtype!r}")
+    name = _dtype(dtype)
     projection = B * H * S * D * (dk + dv)
     attention = multiply_adds(1, S, dk, dv, B, H)
     elements = B * H * S * (dk + dv)

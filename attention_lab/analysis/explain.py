@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import _validate as V
+from .. import _validate as validate
 from .._validate import shape_str
 from ..softmax import softmax
 
@@ -58,14 +58,14 @@ class ReadoutStep:
     temperature: float = 1.0
 
     def __post_init__(self):
-        s = V.real_array(self.scores, "scores", min_ndim=1)
-        v = V.real_array(self.values, "values", min_ndim=2)
+        s = validate.real_array(self.scores, "scores", min_ndim=1)
+        v = validate.real_array(self.values, "values", min_ndim=2)
         if s.ndim != 1:
             raise ValueError(f"scores must have shape (S,), got {shape_str(s.shape)}")
         if v.ndim != 2 or v.shape[0] != s.shape[0]:
             raise ValueError(f"values must have shape (S={s.shape[0]}, D_v), got "
                              f"{shape_str(v.shape)}")
-        m = V.mask_for(self.mask, s.shape)
+        m = validate.mask_for(self.mask, s.shape)
         if not m.any():
             raise ValueError("mask has no eligible position; there is no read-out to explain")
         if not callable(self.readout):
@@ -73,7 +73,7 @@ class ReadoutStep:
         object.__setattr__(self, "scores", s)
         object.__setattr__(self, "values", v)
         object.__setattr__(self, "mask", np.array(m))
-        V.temperature(self.temperature)
+        validate.temperature(self.temperature)
 
     @property
     def weights(self) -> np.ndarray:
@@ -110,8 +110,8 @@ def kendall_tau(x, y) -> float:
     ``n0 = n(n-1)/2`` pairs. 1: same order, -1: reversed, about 0: unrelated. NaN when either
     vector is constant (no order to compare) or has fewer than 2 entries.
     """
-    a = V.real_array(x, "x", min_ndim=1).ravel()
-    b = V.real_array(y, "y", min_ndim=1).ravel()
+    a = validate.real_array(x, "x", min_ndim=1).ravel()
+    b = validate.real_array(y, "y", min_ndim=1).ravel()
     if a.shape != b.shape:
         raise ValueError(f"x and y must have the same length, got {a.size} and {b.size}")
     if a.size < 2:
@@ -148,7 +148,7 @@ def replace_value(step: ReadoutStep, control, position: int | None = None) -> In
     pos = int(np.argmax(w)) if position is None else int(position)
     if not 0 <= pos < w.size:
         raise ValueError(f"position must lie in [0, {w.size}), got {position}")
-    c = V.real_array(control, "control")
+    c = validate.real_array(control, "control")
     if c.shape != step.values.shape[1:]:
         raise ValueError(f"control must have shape {shape_str(step.values.shape[1:])} (one value), "
                          f"got {shape_str(c.shape)}")

@@ -88,6 +88,28 @@ def judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
 
 
 def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
+    if (verdict := _judge_answer_object(ex, record)) is not None:
+        return verdict
+    calls = record.get("calls", [])
+    declared = {ex.answer_names[int(i)]: v for i, v in record.get("values", {}).items()}
+    if (verdict := _refused(record)) is not None:
+        return verdict
+    spec = SPECS[ex.id].bound(declared)
+    stub_fns = _stubbed_functions(cases, calls)
+    if (verdict := _unwritten_or_undeclared(ex, cases, spec, stub_fns)) is not None:
+        return verdict
+    failures, ambiguous, outputs = _run_cases(ex, cases, calls, spec, stub_fns)
+    printed = sum(int(r.get("printed", 0)) for r in calls if isinstance(r, dict))
+    printed_note = (f"\n(Your function printed {printed} characters; the check hides them.)"
+                    if printed else "")
+    if not failures:
+        return _pass_verdict(ex, spec, cases, outputs, printed_note)
+    return _fail_verdict(cases, calls, failures, ambiguous, printed_note)
+
+
+def _judge_answer_object(ex: Exercise, record: dict) -> Verdict | None:
+    """The verdict on an answer that was not called case by case (missing, a value, a written
+    answer, not a function, ...), or None for a record of calls."""
     kind = record.get("kind")
     label = ex.answer_label
     if kind == "missing":
@@ -121,8 +143,10 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
     if kind != "calls":
         return Verdict("error", f"unexpected record for {ex.id}", "error")
 
-    calls = record.get("calls", [])
-    declared = {ex.answer_names[int(i)]: v for i, v in record.get("values", {}).items()}
+
+def _refused(record: dict) -> Verdict | None:
+    """An answer that earns no mark whatever its outputs: it called the package's reference, or
+    a function handed to another case."""
     why = uses_reference(record)
     if why:
         return Verdict("fail", why, "calls the package's own implementation")
@@ -131,13 +155,21 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
                                "another case (kept from an earlier call): it earns no mark; use "
                                "only the arguments each call receives",
                        "reused another case's function")
-    spec = SPECS[ex.id].bound(declared)
-    stub_fns = {c.fn for c, r in zip(cases, calls)
-                if r.get("raised", {}).get("type") == "NotImplementedError"
-                and not any(c2.fn == c.fn and "out" in r2 for c2, r2 in zip(cases, calls))}
+
+
+def _stubbed_functions(cases: list[Case], calls: list[dict]) -> set:
+    """The answer's functions that raised NotImplementedError and never returned an output."""
+    return {c.fn for c, r in zip(cases, calls)
+            if r.get("raised", {}).get("type") == "NotImplementedError"
+            and not any(c2.fn == c.fn and "out" in r2 for c2, r2 in zip(cases, calls))}
+
+
+def _unwritten_or_undeclared(ex: Exercise, cases: list[Case], spec, stub_fns: set):
+    """Not attempted when every function is still the stub; the spec's verdict on a declared
+    part (3.2's policy) that is missing or wrong; else None."""
     used_fns = {c.fn for c in cases}
     if used_fns and stub_fns == used_fns:
-        stubbed = ", ".join(ex.function_names) or label
+        stubbed = ", ".join(ex.function_names) or ex.answer_label
         return Verdict("not_attempted", f"`{stubbed}` still raises NotImplementedError (the stub)",
                        "not attempted")
     problem = spec.declaration_problem()
@@ -145,81 +177,91 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
         status, reason = problem
         return Verdict(status, reason, reason.split(":")[0])
 
-    def who(case: Case) -> str:
-        return "your function" if len(ex.answer_names) == 1 else f"`{ex.answer_names[case.fn]}`"
 
-    failures = []  # (status, reason, case index)
-    ambiguous: dict[int, Ambiguous] = {}  # case index: the mistakes that case cannot tell apart
-    uninformed = []  # right verdicts of a test that never called the implementation
-    outputs = []
+def _run_cases(ex: Exercise, cases: list[Case], calls: list[dict], spec, stub_fns: set):
+    """Each case's record against the check: the failures [(status, reason, case index)] (or,
+    when none, the right verdicts of a test that never called its implementation), the cases
+    whose failure fits several mistakes {case index: Ambiguous}, and the outputs."""
+    failures, uninformed, outputs = [], [], []
+    ambiguous: dict[int, Ambiguous] = {}
     for i, case in enumerate(cases):
         rec = calls[i] if i < len(calls) else None
         if rec is None:
-            if failures and failures[-1][0] == "timeout":
-                break
-            failures.append(("error", "the time budget for this check ran out before this case",
-                             i))
+            if not (failures and failures[-1][0] == "timeout"):
+                failures.append(("error", "the time budget for this check ran out before this "
+                                          "case", i))
             break
-        if rec.get("skipped") == "stub":
-            failures.append(("fail", f"`{ex.answer_names[case.fn]}` still raises "
-                                     f"NotImplementedError (the stub)", i))
-            outputs.append(None)
-            continue
         if "timeout" in rec:
             failures.append(("timeout", f"did not finish within {rec['timeout']:g} s (an endless "
                                         f"loop?)", i))
             break
-        if "raised" in rec:
-            if rec["raised"].get("type") == "NotImplementedError" and case.fn in stub_fns:
-                failures.append(("fail", f"`{ex.answer_names[case.fn]}` is not written yet (it "
-                                         f"still raises NotImplementedError)", i))
-            elif not spec.accepts_raise(case, rec["raised"]):
-                note = spec.raise_note(case, rec["raised"])
-                failures.append(("error", f"{who(case)} {_raised_text(rec['raised'])}"
-                                          + (f" ({note})" if note else ""), i))
-            outputs.append(None)
-            continue
-        out = rec.get("out")
-        outputs.append(out)
-        if rec.get("mutated"):
-            names = ", ".join(f"`{case.names[j]}`" for j in rec["mutated"] if j < len(case.names))
-            failures.append(("fail", f"{who(case)} changed its input {names} in place; copy "
-                                     f"before modifying (a caller, or the next check, would see "
-                                     f"different numbers)", i))
-            continue
+        outputs.append(rec.get("out"))  # None for a stub or a raise (decode_record)
         try:
-            spec.compare(case, out)
+            problem = _case_problem(ex, case, rec, spec, stub_fns)
         except Ambiguous as r:
             ambiguous[i] = r
-            failures.append(("fail", str(r), i))
-            continue
-        except Reject as r:
-            failures.append(("fail", str(r), i))
-            continue
-        if rec.get("called") == 0 and any(isinstance(a, Impl) for a in case.args):
-            uninformed.append(("fail", f"{who(case)} gave its verdict without calling the "
+            problem = ("fail", str(r))
+        if problem is not None:
+            failures.append((*problem, i))
+        elif "raised" not in rec and rec.get("called") == 0 and any(
+                isinstance(a, Impl) for a in case.args):
+            uninformed.append(("fail", f"{_who(ex, case)} gave its verdict without calling the "
                                        f"implementation it was given: a test must run it to "
                                        f"tell a correct one from a broken one", i))
-    failures = failures or uninformed  # a right verdict on an implementation never called
+    return failures or uninformed, ambiguous, outputs
+
+
+def _who(ex: Exercise, case: Case) -> str:
+    return "your function" if len(ex.answer_names) == 1 else f"`{ex.answer_names[case.fn]}`"
+
+
+def _case_problem(ex: Exercise, case: Case, rec: dict, spec, stub_fns: set):
+    """What is wrong with one case's record, as (status, reason), or None; a wrong output that
+    fits several mistakes raises the spec's :class:`Ambiguous`."""
+    name = ex.answer_names[case.fn]
+    if rec.get("skipped") == "stub":
+        return "fail", f"`{name}` still raises NotImplementedError (the stub)"
+    if "raised" in rec:
+        if rec["raised"].get("type") == "NotImplementedError" and case.fn in stub_fns:
+            return "fail", f"`{name}` is not written yet (it still raises NotImplementedError)"
+        if spec.accepts_raise(case, rec["raised"]):
+            return None
+        note = spec.raise_note(case, rec["raised"])
+        return "error", (f"{_who(ex, case)} {_raised_text(rec['raised'])}"
+                         + (f" ({note})" if note else ""))
+    if rec.get("mutated"):
+        names = ", ".join(f"`{case.names[j]}`" for j in rec["mutated"] if j < len(case.names))
+        return "fail", (f"{_who(ex, case)} changed its input {names} in place; copy before "
+                        f"modifying (a caller, or the next check, would see different numbers)")
+    try:
+        spec.compare(case, rec.get("out"))
+    except Ambiguous:
+        raise
+    except Reject as r:
+        return "fail", str(r)
+
+
+def _pass_verdict(ex: Exercise, spec, cases: list[Case], outputs: list, printed_note: str):
+    """Every case passes: the spec's verdict on a declared part, or a pass with its note."""
     n = len(cases)
-    printed = sum(int(r.get("printed", 0)) for r in calls if isinstance(r, dict))
-    printed_note = (f"\n(Your function printed {printed} characters; the check hides them.)"
-                    if printed else "")
-    if not failures:
-        later = spec.judge_declared()
-        if later is not None:
-            status, reason = later
-            return Verdict(status, f"{reason}\n(Your {ex.function_names[0]} passes all {n} cases.)"
-                           + printed_note, reason.split(":")[0], {"cases": n})
+    later = spec.judge_declared()
+    if later is not None:
+        status, reason = later
+        return Verdict(status, f"{reason}\n(Your {ex.function_names[0]} passes all {n} cases.)"
+                       + printed_note, reason.split(":")[0], {"cases": n})
+    try:
+        extra = spec.on_pass(cases, outputs)
+    except Exception:
         extra = ""
-        try:
-            extra = spec.on_pass(cases, outputs)
-        except Exception:
-            extra = ""
-        msg = f"all {n} cases pass (edge cases and seeded random cases)"
-        if extra:
-            msg += "\n" + extra
-        return Verdict("pass", msg + printed_note, "pass", {"cases": n})
+    msg = f"all {n} cases pass (edge cases and seeded random cases)"
+    if extra:
+        msg += "\n" + extra
+    return Verdict("pass", msg + printed_note, "pass", {"cases": n})
+
+
+def _fail_verdict(cases: list[Case], calls: list[dict], failures: list, ambiguous: dict,
+                  printed_note: str) -> Verdict:
+    """The headline failure with its case, then up to three other problems."""
     # the headline: the first failure, unless it fits several mistakes and a later one does not
     head = next((f for f in failures if f[2] not in ambiguous), failures[0])
     status, reason, i = head
@@ -230,33 +272,34 @@ def _judge(ex: Exercise, cases: list[Case], record: dict) -> Verdict:
     body = [reason, _case_text(case, rec.get("out"), show_out, label)]
     others = [f for f in failures if f is not head]
     if others:
-        def key(text):
-            return re.sub(r"[-+]?\d[\d.e+-]*", "#", text)[:60]
+        body.append(_other_problems(cases, others, reason, ambiguous))
+    return Verdict(status, "\n".join(body) + printed_note, reason.split("\n")[0],
+                   {"cases": len(cases), "failed": len(failures), "first_failure": case.note})
 
-        seen = {key(reason)}
-        fresh = []
-        for st, rs, j in others:
-            if j in ambiguous and reason in ambiguous[j].candidates:
-                continue  # a case that cannot tell the headline's mistake from another
-            if key(rs) not in seen:
-                fresh.append((rs, j))
-                seen.add(key(rs))
-        lines = []
-        for rs, j in fresh[:3]:
-            short = rs.split("\n")[0]
-            if len(short) > 240:
-                short = short[:237] + "..."
-            lines.append(f"    - {cases[j].note}: {short}")
-        same = len(others) - len(fresh[:3])
-        head = f"{len(others)} other case(s) of {n} fail too"
-        if lines:
-            body.append(f"{head}; other problems:\n" + "\n".join(lines)
-                        + (f"\n    (and {same} more case(s))" if same else ""))
-        else:
-            body.append(f"{head}, with the same problem.")
-    summary = reason.split("\n")[0]
-    return Verdict(status, "\n".join(body) + printed_note, summary,
-                   {"cases": n, "failed": len(failures), "first_failure": case.note})
+
+def _other_problems(cases: list[Case], others: list, reason: str, ambiguous: dict) -> str:
+    """The other failing cases: how many, and up to three problems unlike the headline's."""
+    def key(text):
+        return re.sub(r"[-+]?\d[\d.e+-]*", "#", text)[:60]
+
+    seen = {key(reason)}
+    fresh = []
+    for _, rs, j in others:
+        if j in ambiguous and reason in ambiguous[j].candidates:
+            continue  # a case that cannot tell the headline's mistake from another
+        if key(rs) not in seen:
+            fresh.append((rs, j))
+            seen.add(key(rs))
+    lines = []
+    for rs, j in fresh[:3]:
+        short = rs.split("\n")[0]
+        lines.append(f"    - {cases[j].note}: {short[:237] + '...' if len(short) > 240 else short}")
+    count = f"{len(others)} other case(s) of {len(cases)} fail too"
+    if not lines:
+        return f"{count}, with the same problem."
+    same = len(others) - len(fresh[:3])
+    return (f"{count}; other problems:\n" + "\n".join(lines)
+            + (f"\n    (and {same} more case(s))" if same else ""))
 
 
 #: The package's implementations the checks compare answers against. An answer that calls one

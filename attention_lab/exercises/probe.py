@@ -57,13 +57,13 @@ _PROBE_GLOBALS = globals()
 
 
 # ------------------------------------------------------------------ encoding
+#: how a record spells the non-finite floats (Python's own spelling: str(x))
+NON_FINITE = ("nan", "inf", "-inf")
+
+
 def _float(x: float):
     x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
+    return x if math.isfinite(x) else str(x)
 
 
 def _encode_array(arr: np.ndarray, budget: list[int], origin: str = "numpy"):
@@ -183,17 +183,10 @@ def _decode_array(spec) -> np.ndarray:
     if not isinstance(data, list) or len(data) != math.prod(shape):
         raise ValueError("array data does not match its shape")
     if dtype.startswith("float"):
-        vals = []
-        for x in data:
-            if isinstance(x, str):
-                if x not in ("nan", "inf", "-inf"):
-                    raise ValueError("bad float in array")
-                vals.append(float(x))
-            elif isinstance(x, (int, float)) and not isinstance(x, bool):
-                vals.append(float(x))
-            else:
-                raise ValueError("bad float in array")
-        return np.array(vals, dtype=np.float64).astype(dtype).reshape(shape)
+        if not all(x in NON_FINITE if isinstance(x, str) else
+                   isinstance(x, (int, float)) and not isinstance(x, bool) for x in data):
+            raise ValueError("bad float in array")
+        return np.array([float(x) for x in data], dtype=np.float64).astype(dtype).reshape(shape)
     if dtype == "bool":
         if not all(isinstance(x, bool) for x in data):
             raise ValueError("bad bool in array")
@@ -239,7 +232,7 @@ def decode(data, depth: int = 0, *, callables=None):
             out[pair[0]] = decode(pair[1], depth + 1, callables=callables)
         return out
     if tag == "__float__":
-        if body not in ("nan", "inf", "-inf"):
+        if body not in NON_FINITE:
             raise ValueError("malformed float")
         return float(body)
     if tag == "__bigint__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 from . import probe as _probe
@@ -38,21 +39,13 @@ _SESSION: dict[str, Result] = {}
 _HINTS_SHOWN: dict[str, int] = {}
 
 
-def _execution_count():
+def _ipython():
+    """The running IPython shell, or None."""
     try:
         from IPython import get_ipython
     except Exception:
         return None
-    ip = get_ipython()
-    return getattr(ip, "execution_count", None) if ip is not None else None
-
-
-def _in_ipython() -> bool:
-    try:
-        from IPython import get_ipython
-    except Exception:
-        return False
-    return get_ipython() is not None
+    return get_ipython()
 
 
 class _Shown:
@@ -71,7 +64,7 @@ class _Shown:
         return self.text()
 
     def _ipython_display_(self):
-        count = _execution_count()
+        count = getattr(_ipython(), "execution_count", None)
         if self._shown_in is not None and self._shown_in == count:
             return
         self._shown_in = count
@@ -80,7 +73,7 @@ class _Shown:
         display({"text/plain": self.text(), "text/html": self.html()}, raw=True)
 
     def show(self) -> None:
-        if _in_ipython():
+        if _ipython() is not None:
             self._ipython_display_()
         else:
             print(self.text())
@@ -287,10 +280,7 @@ class StatusTable(_Shown):
         self.rows = rows
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for _, st in self.rows:
-            out[st] = out.get(st, 0) + 1
-        return out
+        return dict(Counter(st for _, st in self.rows))
 
     def text(self) -> str:
         if not self.rows:

@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 from .. import _validate
-from .. import tensor as T
+from .. import tensor
 from .._threads import one_thread
 from . import data
 
@@ -221,7 +221,7 @@ class ReversalModel(nn.Module):
         q = self.W_q(h)                                                          # (B, T, attn)
         if self.config.score == "dot":
             scores = torch.matmul(q, keys.transpose(-2, -1))                     # (B, T, S)
-            res = T.attention(q, keys, values, mask=mask, temperature=temperature)
+            res = tensor.attention(q, keys, values, mask=mask, temperature=temperature)
             return res.weights, res.context, scores
         hidden = torch.tanh(q[:, :, None, :] + keys[:, None, :, :])              # (B, T, S, attn)
         scores = self.v(hidden).squeeze(-1)                                      # (B, T, S)
@@ -419,7 +419,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor, temperature: float 
     """Softmax over the last axis with the package's conventions: ``mask`` True = eligible, fill
     ``torch.finfo(dtype).min`` before the softmax, exact zeros after it (so an all-masked row is
     all zeros, with zero gradient, never NaN)."""
-    filled = (scores / temperature).masked_fill(~mask, T.mask_fill(scores.dtype))
+    filled = (scores / temperature).masked_fill(~mask, tensor.mask_fill(scores.dtype))
     return torch.softmax(filled, dim=-1).masked_fill(~mask, 0.0)
 
 

@@ -70,6 +70,8 @@ def test_unsupported_and_oversized_outputs_are_described_not_stored():
     {"__ndarray__": {"dtype": "float64", "shape": [2], "data": [1.0]}},
     {"__ndarray__": {"dtype": "float64", "shape": [-1], "data": []}},
     {"__ndarray__": {"dtype": "float64", "shape": [1], "data": ["1e400"]}},
+    {"__ndarray__": {"dtype": "float64", "shape": [1], "data": [True]}},
+    {"__ndarray__": {"dtype": "float32", "shape": [1], "data": [[1.0]]}},
     {"__ndarray__": {"dtype": "bool", "shape": [1], "data": [1]}},
     {"__ndarray__": {"dtype": "int64", "shape": [1], "data": [1.5]}},
     {"__seq__": "set", "items": []}, {"__bigint__": "12a"}, {"__impl__": "A"},

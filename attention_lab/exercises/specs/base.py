@@ -352,6 +352,19 @@ class Spec:
         comparison); None when it is right or there is none."""
         return None
 
+    def declared_dict(self, name: str, keys, todo: str, fields: str):
+        """``(the declared dict name, None)`` when it has exactly ``keys``, else ``(None,
+        ("fail", why))``: still `...` (``todo``: what to record) or not such a dict (``fields``:
+        its keys)."""
+        comp = self.declared.get(name)
+        if comp is Ellipsis or comp is None:
+            return None, ("fail", f"{name} is still `...`: {todo}")
+        if not isinstance(comp, dict) or sorted(comp) != sorted(keys):
+            return None, ("fail", f"{name} is {describe_type(comp)}"
+                          + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
+                          + f"; write a dict with the keys {fields}")
+        return comp, None
+
     def accepts_raise(self, case: Case, raised: dict) -> bool:
         """Whether raising ``raised`` (type, message) is the right answer to ``case``."""
         return False
@@ -364,7 +377,13 @@ class Spec:
         return []
 
     def random(self, rng: np.random.Generator) -> list[Case]:
-        return []
+        """``n_random`` seeded cases, one per :meth:`random_case` call (in order: one stream)."""
+        cases = (self.random_case(rng, i) for i in range(self.n_random))
+        return [c for c in cases if c is not None]
+
+    def random_case(self, rng: np.random.Generator, i: int) -> Case | None:
+        """Random case ``i``; None for a check without random cases."""
+        return None
 
     def compare(self, case: Case, out) -> None:  # raises Reject
         raise NotImplementedError
@@ -378,11 +397,19 @@ class Spec:
         return self.fixed() + drawn
 
     def on_pass(self, cases, outputs) -> str:
+        """A note for a pass ('' for none). Called only once every case passed and
+        :meth:`judge_declared` accepted the declared parts; if it raises, the pass has no note."""
         return ""
 
 
 def rand(rng, *shape, scale=1.0):
     return np.round(rng.normal(size=shape) * scale, 3)
+
+
+def scores_shape(rng, i: int) -> tuple[int, ...]:
+    """The shape of random case ``i``'s scores: a vector (S,) for even i, else rows (T, S)."""
+    return (int(rng.integers(2, 7)),) if i % 2 == 0 else (int(rng.integers(2, 4)),
+                                                          int(rng.integers(2, 6)))
 
 
 def dirichlet(rng, n):

@@ -116,13 +116,10 @@ class ContextVector(Spec):
                  (np.zeros(3), hv), ("weights", "values")),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            S, D = int(rng.integers(2, 8)), int(rng.integers(1, 6))
-            out.append(Case(f"random: S={S} values of width D_v={D}",
-                            (dirichlet(rng, S), rand(rng, S, D)), ("weights", "values")))
-        return out
+    def random_case(self, rng, i):
+        S, D = int(rng.integers(2, 8)), int(rng.integers(1, 6))
+        return Case(f"random: S={S} values of width D_v={D}",
+                    (dirichlet(rng, S), rand(rng, S, D)), ("weights", "values"))
 
     def compare(self, case, out):
         w, V = case.args

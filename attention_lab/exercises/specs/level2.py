@@ -17,7 +17,7 @@ from ...scores import dot_scores
 from ...softmax import softmax
 from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, as_tuple, check_weights, close,
                    describe_type, diagnose, diagnosis, expect_shape, fmt, numeric, rand,
-                   softmax_axis, to_array, value_mismatch)
+                   scores_shape, softmax_axis, to_array, value_mismatch)
 
 _RX = running_example()
 
@@ -45,13 +45,10 @@ class DotScores(Spec):
                  ("query", "keys")),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            S, D = int(rng.integers(1, 8)), int(rng.integers(1, 7))
-            out.append(Case(f"random: S={S} keys of width D_k={D}", (rand(rng, D), rand(rng, S, D)),
-                            ("query", "keys")))
-        return out
+    def random_case(self, rng, i):
+        S, D = int(rng.integers(1, 8)), int(rng.integers(1, 7))
+        return Case(f"random: S={S} keys of width D_k={D}", (rand(rng, D), rand(rng, S, D)),
+                    ("query", "keys"))
 
     def compare(self, case, out):
         q, K = case.args
@@ -130,15 +127,12 @@ class Temperature(Spec):
     KEYS = ("largest_weight", "same_order")
 
     def judge_declared(self):
-        comp = self.declared.get("temperature_comparison")
-        if comp is Ellipsis or comp is None:
-            return "fail", ("temperature_comparison is still `...`: record your comparison of "
-                            "the temperatures 0.5, 1 and 2 in it")
-        if not isinstance(comp, dict) or sorted(comp) != sorted(self.KEYS):
-            return "fail", (f"temperature_comparison is {describe_type(comp)}"
-                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
-                            + "; write a dict with the keys 'largest_weight' (three numbers) "
-                              "and 'same_order' (True or False)")
+        comp, fail = self.declared_dict(
+            "temperature_comparison", self.KEYS,
+            "record your comparison of the temperatures 0.5, 1 and 2 in it",
+            "'largest_weight' (three numbers) and 'same_order' (True or False)")
+        if fail:
+            return fail
         if comp["largest_weight"] is Ellipsis or comp["same_order"] is Ellipsis:
             missing = [k for k in self.KEYS if comp[k] is Ellipsis]
             return "fail", f"temperature_comparison: {', '.join(missing)} is still `...`"
@@ -174,13 +168,8 @@ class Temperature(Spec):
         return None
 
     def on_pass(self, cases, outputs):
-        comp = self.declared.get("temperature_comparison")
-        if not isinstance(comp, dict) or "largest_weight" not in comp:
-            return ""
-        try:
-            shown = fmt(np.asarray(comp["largest_weight"], dtype=np.float64))
-        except (TypeError, ValueError):
-            return ""
+        shown = fmt(np.asarray(self.declared["temperature_comparison"]["largest_weight"],
+                               dtype=np.float64))
         return (f"Your comparison: the largest weight is {shown} at the temperatures 0.5, 1 and 2, "
                 f"and the order of the positions stays the same.")
 
@@ -202,15 +191,11 @@ class Temperature(Spec):
                  ("scores", "temperature")),
         ]
 
-    def random(self, rng):
-        out = []
-        for i in range(self.n_random):
-            shape = (int(rng.integers(2, 7)),) if i % 2 == 0 else (int(rng.integers(2, 4)),
-                                                                   int(rng.integers(2, 6)))
-            tau = float(np.round(rng.uniform(0.2, 5.0), 2))
-            out.append(Case(f"random: scores of shape {shape} at temperature {tau}",
-                            (rand(rng, *shape), tau), ("scores", "temperature")))
-        return out
+    def random_case(self, rng, i):
+        shape = scores_shape(rng, i)
+        tau = float(np.round(rng.uniform(0.2, 5.0), 2))
+        return Case(f"random: scores of shape {shape} at temperature {tau}",
+                    (rand(rng, *shape), tau), ("scores", "temperature"))
 
     def compare(self, case, out):
         s, tau = case.args
@@ -251,13 +236,10 @@ class PaddingMask(Spec):
                  ("lengths", "S")),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            B, S = int(rng.integers(1, 5)), int(rng.integers(1, 9))
-            out.append(Case(f"random: {B} lengths, S={S}",
-                            (rng.integers(0, S + 1, size=B), S), ("lengths", "S")))
-        return out
+    def random_case(self, rng, i):
+        B, S = int(rng.integers(1, 5)), int(rng.integers(1, 9))
+        return Case(f"random: {B} lengths, S={S}",
+                    (rng.integers(0, S + 1, size=B), S), ("lengths", "S"))
 
     def compare(self, case, out):
         L, S = case.args
@@ -370,15 +352,12 @@ class MaskedSoftmax(Spec):
         ] + [Case(IMPL_NOTES[code], (Impl(code),), ("masked_softmax",), 1) for code in
              MASKING_TEST_EXPECT]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            T, S = int(rng.integers(1, 4)), int(rng.integers(2, 7))
-            m = rng.random((T, S)) < 0.6
-            m[np.arange(T), rng.integers(0, S, size=T)] = True
-            out.append(Case(f"random: scores ({T}, {S}) with a random mask",
-                            (rand(rng, T, S, scale=2), m), self.NAMES))
-        return out
+    def random_case(self, rng, i):
+        T, S = int(rng.integers(1, 4)), int(rng.integers(2, 7))
+        m = rng.random((T, S)) < 0.6
+        m[np.arange(T), rng.integers(0, S, size=T)] = True
+        return Case(f"random: scores ({T}, {S}) with a random mask",
+                    (rand(rng, T, S, scale=2), m), self.NAMES)
 
     def compare(self, case, out):
         if case.fn == 1:
@@ -430,15 +409,12 @@ class LocalWindow(Spec):
                  "so zero weights and a zero context", (q, K, V, 9, 1), n),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            S, Dk, Dv = int(rng.integers(6, 10)), int(rng.integers(2, 5)), int(rng.integers(2, 6))
-            c, h = int(rng.integers(1, S + 1)), int(rng.integers(0, 4))
-            out.append(Case(f"random: S={S}, D_k={Dk}, D_v={Dv}, centre {c}, half-width {h}",
-                            (rand(rng, Dk), rand(rng, S, Dk), rand(rng, S, Dv), c, h),
-                            self.NAMES))
-        return out
+    def random_case(self, rng, i):
+        S, Dk, Dv = int(rng.integers(6, 10)), int(rng.integers(2, 5)), int(rng.integers(2, 6))
+        c, h = int(rng.integers(1, S + 1)), int(rng.integers(0, 4))
+        return Case(f"random: S={S}, D_k={Dk}, D_v={Dv}, centre {c}, half-width {h}",
+                    (rand(rng, Dk), rand(rng, S, Dk), rand(rng, S, Dv), c, h),
+                    self.NAMES)
 
     @staticmethod
     def window(c, h, S, *, first=1, strict=False):
@@ -500,14 +476,12 @@ class LocalWindow(Spec):
         return ref
 
     def judge_declared(self):
-        comp = self.declared.get("window_comparison")
-        if comp is Ellipsis or comp is None:
-            return "fail", ("window_comparison is still `...`: record the weight on position 5 "
-                            "with global attention and in the window around position 1")
-        if not isinstance(comp, dict) or sorted(comp) != sorted(self.COMPARED):
-            return "fail", (f"window_comparison is {describe_type(comp)}"
-                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
-                            + "; write a dict with the keys 'global' and 'local' (one number each)")
+        comp, fail = self.declared_dict(
+            "window_comparison", self.COMPARED, "record the weight on position 5 with global "
+            "attention and in the window around position 1", "'global' and 'local' (one number "
+            "each)")
+        if fail:
+            return fail
         ref = self._reference()
         for key, (where, _) in self.COMPARED.items():
             x = comp[key]
@@ -523,13 +497,8 @@ class LocalWindow(Spec):
         return None
 
     def on_pass(self, cases, outputs):
-        comp = self.declared.get("window_comparison")
-        if not isinstance(comp, dict) or not {"global", "local"} <= set(comp):
-            return ""
-        try:
-            g, loc = float(comp["global"]), float(comp["local"])
-        except (TypeError, ValueError):
-            return ""
+        comp = self.declared["window_comparison"]
+        g, loc = float(comp["global"]), float(comp["local"])
         return (f"Your comparison: position 5, the key the query matches best, gets {g:.3f} of "
                 f"the weight with global attention and {loc:.3f} in the window around position "
                 f"1: a window that does not hold the relevant position cannot retrieve it.")

@@ -16,8 +16,8 @@ from ...masks import padding_mask
 from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
 from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
-                   describe_type, diagnose, expect_shape, fmt, numeric, rand, softmax_axis,
-                   to_array, value_mismatch)
+                   describe_type, diagnose, expect_shape, fmt, numeric, rand, scores_shape,
+                   softmax_axis, to_array, value_mismatch)
 from .level2 import FAR_BELOW, judge_test_answer, masked_softmax_mistakes, softmax64
 
 _RX = running_example()
@@ -40,6 +40,20 @@ def _weights_of(comp: dict, key: str, name: str, what: str):
     return arr, None
 
 
+def _weights_and_context(case, out, ref_w, ref_c, mistakes, context_shape: str) -> None:
+    """An answer's ``(weights, context)``: the weights first (a wrong array of the right shape is
+    named by the mistake it matches, see :func:`diagnose`), then the context."""
+    w, c = as_tuple(out, 2, "(weights, context)")
+    warr = numeric(to_array(w, "your weights"), "your weights")
+    try:
+        check_weights(warr, ref_w, what="your weights")
+    except Reject as r:
+        if warr.shape == ref_w.shape and warr.dtype.kind == "f":
+            raise Reject(diagnose(case, warr, mistakes, ref=ref_w) or str(r)) from None
+        raise
+    check_values(c, ref_c, "your context", context_shape)
+
+
 # ---------------------------------------------------------------- 3.1 stable softmax
 class StableSoftmax(Spec):
     """``stable_softmax(scores)`` on fixed and random cases; then the declared
@@ -52,15 +66,11 @@ class StableSoftmax(Spec):
 
     def judge_declared(self):
         name = "softmax_comparison"
-        comp = self.declared.get(name)
-        if comp is Ellipsis or comp is None:
-            return "fail", (f"{name} is still `...`: record the weights of the naive formula and "
-                            f"of your stable_softmax for the scores [1e4, 1e4 - 1, 0]")
-        if not isinstance(comp, dict) or sorted(comp) != sorted(self.KEYS):
-            return "fail", (f"{name} is {describe_type(comp)}"
-                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
-                            + "; write a dict with the keys 'naive' and 'stable' (three weights "
-                              "each)")
+        comp, fail = self.declared_dict(
+            name, self.KEYS, "record the weights of the naive formula and of your stable_softmax "
+            "for the scores [1e4, 1e4 - 1, 0]", "'naive' and 'stable' (three weights each)")
+        if fail:
+            return fail
         with np.errstate(over="ignore", invalid="ignore"):
             naive_ref = naive_softmax(self.LARGE)
         stable_ref = softmax(self.LARGE)
@@ -114,15 +124,11 @@ class StableSoftmax(Spec):
                  (np.array([0.0, -np.inf, 1.0]),), ("scores",)),
         ]
 
-    def random(self, rng):
-        out = []
-        for i in range(self.n_random):
-            shape = (int(rng.integers(2, 7)),) if i % 2 == 0 else (int(rng.integers(2, 4)),
-                                                                   int(rng.integers(2, 6)))
-            scale = float(10 ** rng.uniform(0, 3))
-            out.append(Case(f"random: scores of shape {shape}, spread about {scale:.0f}",
-                            (np.round(rng.normal(size=shape) * scale, 2),), ("scores",)))
-        return out
+    def random_case(self, rng, i):
+        shape = scores_shape(rng, i)
+        scale = float(10 ** rng.uniform(0, 3))
+        return Case(f"random: scores of shape {shape}, spread about {scale:.0f}",
+                    (np.round(rng.normal(size=shape) * scale, 2),), ("scores",))
 
     NOTES = {"+": "exp(1e4) overflows to inf and inf/inf is NaN; subtract each row's maximum "
                   "before exponentiating",
@@ -157,11 +163,8 @@ class StableSoftmax(Spec):
             raise
 
     def on_pass(self, cases, outputs):
-        comp = self.declared.get("softmax_comparison")
-        try:
-            naive, stable = (np.asarray(comp[k], dtype=np.float64) for k in self.KEYS)
-        except (TypeError, ValueError, KeyError):
-            return ""
+        comp = self.declared["softmax_comparison"]
+        naive, stable = (np.asarray(comp[k], dtype=np.float64) for k in self.KEYS)
         return (f"Your comparison: for the scores [1e4, 1e4 - 1, 0] the naive formula gives "
                 f"{_vec(naive)} and your stable softmax {_vec(stable)}: exp(1e4) overflows to inf "
                 f"and inf / inf is NaN, while after subtracting the maximum the largest term is "
@@ -225,17 +228,14 @@ class SafeMaskedSoftmax(Spec):
         ] + [Case(IMPL_NOTES[code], (Impl(code),), ("masked_softmax",), 2)
              for code in ("G", "H", "I", "N", "J")]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            T, S = int(rng.integers(2, 5)), int(rng.integers(2, 7))
-            m = rng.random((T, S)) < 0.5
-            m[int(rng.integers(0, T))] = False
-            dt = [np.float64, np.float32][int(rng.integers(0, 2))]
-            out.append(Case(f"random: {np.dtype(dt).name} scores ({T}, {S}), at least one "
-                            f"all-masked row", (rand(rng, T, S, scale=3).astype(dt), m),
-                            self.NAMES, 1))
-        return out
+    def random_case(self, rng, i):
+        T, S = int(rng.integers(2, 5)), int(rng.integers(2, 7))
+        m = rng.random((T, S)) < 0.5
+        m[int(rng.integers(0, T))] = False
+        dt = [np.float64, np.float32][int(rng.integers(0, 2))]
+        return Case(f"random: {np.dtype(dt).name} scores ({T}, {S}), at least one "
+                    f"all-masked row", (rand(rng, T, S, scale=3).astype(dt), m),
+                    self.NAMES, 1)
 
     @staticmethod
     def _has_empty_row(case) -> bool:
@@ -335,14 +335,11 @@ class DotBilinear(Spec):
 
     def judge_declared(self):
         name = "score_comparison"
-        comp = self.declared.get(name)
-        if comp is Ellipsis or comp is None:
-            return "fail", (f"{name} is still `...`: record the shape of each function's scores "
-                            f"for the two queries Q2 against the five keys")
-        if not isinstance(comp, dict) or sorted(comp) != ["bilinear", "dot"]:
-            return "fail", (f"{name} is {describe_type(comp)}"
-                            + (f" with the keys {sorted(comp)}" if isinstance(comp, dict) else "")
-                            + "; write a dict with the keys 'dot' and 'bilinear' (one shape each)")
+        comp, fail = self.declared_dict(
+            name, ("bilinear", "dot"), "record the shape of each function's scores for the two "
+            "queries Q2 against the five keys", "'dot' and 'bilinear' (one shape each)")
+        if fail:
+            return fail
         T, S = self.SHAPE
         for key in ("dot", "bilinear"):
             x = comp[key]
@@ -431,13 +428,8 @@ class DotBilinear(Spec):
         check_values(c, context, f"{name}'s context", "(T, D_v)")
 
     def on_pass(self, cases, outputs):
-        comp = self.declared.get("score_comparison")
-        if not isinstance(comp, dict) or not {"dot", "bilinear"} <= set(comp):
-            return ""
-        try:
-            dot, bil = (tuple(int(n) for n in comp[k]) for k in ("dot", "bilinear"))
-        except (TypeError, ValueError):
-            return ""
+        comp = self.declared["score_comparison"]
+        dot, bil = (tuple(int(n) for n in comp[k]) for k in ("dot", "bilinear"))
         return (f"Your comparison: for 2 queries against 5 keys the dot scores have shape {dot} "
                 f"and the bilinear scores {bil}: one score per query and key, (T, S), for both; "
                 f"W changes the values of the scores, not their shape, and lets the query width "
@@ -471,51 +463,37 @@ class Additive(Spec):
                  (r(3), r(5, 4), r(5, 2), r(6, 3), r(6, 4), r(6)), self.NAMES),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            S, Dq, Dk, Dv, A = (int(x) for x in rng.integers(1, 7, size=5))
-            out.append(Case(f"random: S={S}, D_q={Dq}, D_k={Dk}, D_v={Dv}, A={A}",
-                            (rand(rng, Dq), rand(rng, S, Dk), rand(rng, S, Dv), rand(rng, A, Dq),
-                             rand(rng, A, Dk), rand(rng, A)), self.NAMES))
-        return out
+    def random_case(self, rng, i):
+        S, Dq, Dk, Dv, A = (int(x) for x in rng.integers(1, 7, size=5))
+        return Case(f"random: S={S}, D_q={Dq}, D_k={Dk}, D_v={Dv}, A={A}",
+                    (rand(rng, Dq), rand(rng, S, Dk), rand(rng, S, Dv), rand(rng, A, Dq),
+                     rand(rng, A, Dk), rand(rng, A)), self.NAMES)
 
     def compare(self, case, out):
         q, K, V, Wq, Wk, v = case.args
-        e = additive_scores(q, K, Wq, Wk, v)
-        ref_w = softmax64(e)
-        ref_c = ref_w @ V
-        w, c = as_tuple(out, 2, "(weights, context)")
-        warr = numeric(to_array(w, "your weights"), "your weights")
-        try:
-            check_weights(warr, ref_w, what="your weights")
-        except Reject as r:
-            if warr.shape == ref_w.shape and warr.dtype.kind == "f":
-                square_k, square_q = Wk.shape[0] == Wk.shape[1], Wq.shape[0] == Wq.shape[1]
-                why = diagnose(case, warr, [
-                    (lambda c: softmax64(np.tanh(K @ Wq.T + Wk @ q) @ v)
-                     if Wq.shape == Wk.shape and q.shape[0] == K.shape[1] else None,
-                     "your scores match the two matrices swapped: the query goes through W_q "
-                     "(width D_q) and each key through W_k (width D_k)"),
-                    (lambda c: softmax64(np.tanh(K @ Wk + Wq @ q) @ v) if square_k else None,
-                     f"your scores match keys @ W_k, with W_k not transposed: W_k is (A, D_k), so "
-                     f"the projected keys are keys @ W_k.T, shape (S, A){TRANSPOSE_NOTE}"),
-                    (lambda c: softmax64(np.tanh(K @ Wk.T + q @ Wq) @ v) if square_q else None,
-                     f"your scores match q @ W_q, which multiplies by W_q transposed: W_q is "
-                     f"(A, D_q), so the projected query is W_q @ q, shape (A,){TRANSPOSE_NOTE}"),
-                    (lambda c: softmax64(np.tanh(K @ Wk + q @ Wq) @ v)
-                     if square_k and square_q else None,
-                     f"your scores match keys @ W_k and q @ W_q: both matrices are used "
-                     f"transposed; the projections are keys @ W_k.T (S, A) and W_q @ q (A,)"
-                     f"{TRANSPOSE_NOTE}"),
-                    (lambda c: softmax64((K @ Wk.T + Wq @ q) @ v),
-                     "your scores leave out the tanh: e_i = v . tanh(W_q q + W_k k_i)"),
-                    (lambda c: softmax64(np.tanh((K @ Wk.T + Wq @ q) @ v)),
-                     "you applied tanh after the dot product with v; it comes before"),
-                ], ref=ref_w)
-                raise Reject(why or str(r)) from None
-            raise
-        check_values(c, ref_c, "your context", "one entry per value coordinate, D_v")
+        ref_w = softmax64(additive_scores(q, K, Wq, Wk, v))
+        square_k, square_q = Wk.shape[0] == Wk.shape[1], Wq.shape[0] == Wq.shape[1]
+        _weights_and_context(case, out, ref_w, ref_w @ V, [
+            (lambda c: softmax64(np.tanh(K @ Wq.T + Wk @ q) @ v)
+             if Wq.shape == Wk.shape and q.shape[0] == K.shape[1] else None,
+             "your scores match the two matrices swapped: the query goes through W_q "
+             "(width D_q) and each key through W_k (width D_k)"),
+            (lambda c: softmax64(np.tanh(K @ Wk + Wq @ q) @ v) if square_k else None,
+             f"your scores match keys @ W_k, with W_k not transposed: W_k is (A, D_k), so "
+             f"the projected keys are keys @ W_k.T, shape (S, A){TRANSPOSE_NOTE}"),
+            (lambda c: softmax64(np.tanh(K @ Wk.T + q @ Wq) @ v) if square_q else None,
+             f"your scores match q @ W_q, which multiplies by W_q transposed: W_q is "
+             f"(A, D_q), so the projected query is W_q @ q, shape (A,){TRANSPOSE_NOTE}"),
+            (lambda c: softmax64(np.tanh(K @ Wk + q @ Wq) @ v)
+             if square_k and square_q else None,
+             f"your scores match keys @ W_k and q @ W_q: both matrices are used "
+             f"transposed; the projections are keys @ W_k.T (S, A) and W_q @ q (A,)"
+             f"{TRANSPOSE_NOTE}"),
+            (lambda c: softmax64((K @ Wk.T + Wq @ q) @ v),
+             "your scores leave out the tanh: e_i = v . tanh(W_q q + W_k k_i)"),
+            (lambda c: softmax64(np.tanh((K @ Wk.T + Wq @ q) @ v)),
+             "you applied tanh after the dot product with v; it comes before"),
+        ], "one entry per value coordinate, D_v")
 
     def raise_note(self, case, raised):
         """A matrix product of mismatched shapes: which shapes the projections need."""
@@ -552,41 +530,29 @@ class Batched(Spec):
             Case("one key (S=1): every weight is 1", (r(3, 2, 2), r(3, 1, 2), r(3, 1, 3)), n),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            B, T, S, Dk, Dv = (int(x) for x in rng.integers(1, 6, size=5))
-            out.append(Case(f"random: B={B}, T={T}, S={S}, D_k={Dk}, D_v={Dv}",
-                            (rand(rng, B, T, Dk), rand(rng, B, S, Dk), rand(rng, B, S, Dv)),
-                            ("Q", "K", "V")))
-        return out
+    def random_case(self, rng, i):
+        B, T, S, Dk, Dv = (int(x) for x in rng.integers(1, 6, size=5))
+        return Case(f"random: B={B}, T={T}, S={S}, D_k={Dk}, D_v={Dv}",
+                    (rand(rng, B, T, Dk), rand(rng, B, S, Dk), rand(rng, B, S, Dv)),
+                    ("Q", "K", "V"))
 
     def compare(self, case, out):
         Q, K, V = case.args
         ref = attend(Q, K, V)
-        scores, ref_w, ref_c = ref.scores, ref.weights, ref.context
-        w, c = as_tuple(out, 2, "(weights, context)")
-        warr = numeric(to_array(w, "your weights"), "your weights")
-        try:
-            check_weights(warr, ref_w, what="your weights")
-        except Reject as r:
-            if warr.shape == ref_w.shape and warr.dtype.kind == "f":
-                why = diagnose(case, warr, [
-                    (lambda c: softmax_axis(scores, 1),
-                     "your softmax runs over the target axis (axis 1): each source position's "
-                     "weights sum to 1 across the queries instead of each query's weights across "
-                     "the sources (axis -1)"),
-                    (lambda c: softmax_axis(scores, 0),
-                     "your softmax runs over the batch axis (axis 0): examples in the batch "
-                     "compete with each other; use axis -1"),
-                    (lambda c: softmax_axis(scores / math.sqrt(Q.shape[-1]), -1),
-                     "your scores are divided by sqrt(D_k) (the scaled dot product of most "
-                     "attention code, e.g. PyTorch's scaled_dot_product_attention); this "
-                     "exercise asks for the chapter's unscaled dot product"),
-                ], ref=ref_w)
-                raise Reject(why or str(r)) from None
-            raise
-        check_values(c, ref_c, "your context", "(B, T, D_v)")
+        scores = ref.scores
+        _weights_and_context(case, out, ref.weights, ref.context, [
+            (lambda c: softmax_axis(scores, 1),
+             "your softmax runs over the target axis (axis 1): each source position's "
+             "weights sum to 1 across the queries instead of each query's weights across "
+             "the sources (axis -1)"),
+            (lambda c: softmax_axis(scores, 0),
+             "your softmax runs over the batch axis (axis 0): examples in the batch "
+             "compete with each other; use axis -1"),
+            (lambda c: softmax_axis(scores / math.sqrt(Q.shape[-1]), -1),
+             "your scores are divided by sqrt(D_k) (the scaled dot product of most "
+             "attention code, e.g. PyTorch's scaled_dot_product_attention); this "
+             "exercise asks for the chapter's unscaled dot product"),
+        ], "(B, T, D_v)")
 
 
 SPECS = {"3.1": StableSoftmax(), "3.2": SafeMaskedSoftmax(), "3.3": DotBilinear(),

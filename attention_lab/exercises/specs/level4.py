@@ -34,13 +34,10 @@ class ScoreSize(Spec):
                  self.N),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            B, T, S, H = (int(x) for x in rng.integers(1, 40, size=4))
-            out.append(Case(f"random: batch {B}, target {T}, source {S}, {H} heads",
-                            (B, T, S, H), self.N))
-        return out
+    def random_case(self, rng, i):
+        B, T, S, H = (int(x) for x in rng.integers(1, 40, size=4))
+        return Case(f"random: batch {B}, target {T}, source {S}, {H} heads",
+                    (B, T, S, H), self.N)
 
     def compare(self, case, out):
         B, T, S, H = case.args
@@ -92,12 +89,9 @@ class MultiplyAdds(Spec):
             Case("T=7, S=3, D_k=2, D_v=9", (7, 3, 2, 9), self.N),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            T, S, Dk, Dv = (int(x) for x in rng.integers(1, 100, size=4))
-            out.append(Case(f"random: T={T}, S={S}, D_k={Dk}, D_v={Dv}", (T, S, Dk, Dv), self.N))
-        return out
+    def random_case(self, rng, i):
+        T, S, Dk, Dv = (int(x) for x in rng.integers(1, 100, size=4))
+        return Case(f"random: T={T}, S={S}, D_k={Dk}, D_v={Dv}", (T, S, Dk, Dv), self.N)
 
     def compare(self, case, out):
         T, S, Dk, Dv = case.args
@@ -173,14 +167,11 @@ class Intervention(Spec):
                   np.ones(4), _readout(rng, 4)), self.N),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            S, Dv = int(rng.integers(2, 8)), int(rng.integers(2, 5))
-            out.append(Case(f"random: S={S}, D_v={Dv}",
-                            (rand(rng, S, scale=2), rand(rng, S, Dv), rand(rng, Dv),
-                             _readout(rng, Dv)), self.N))
-        return out
+    def random_case(self, rng, i):
+        S, Dv = int(rng.integers(2, 8)), int(rng.integers(2, 5))
+        return Case(f"random: S={S}, D_v={Dv}",
+                    (rand(rng, S, scale=2), rand(rng, S, Dv), rand(rng, Dv),
+                     _readout(rng, Dv)), self.N)
 
     def compare(self, case, out):
         s, V, ctl, ro = case.args
@@ -262,16 +253,13 @@ class Entropy(Spec):
             Case("a single key (S=1)", (np.array([1.0]),), ("weights",)),
         ]
 
-    def random(self, rng):
-        out = []
-        for _ in range(self.n_random):
-            T, S = int(rng.integers(2, 5)), int(rng.integers(2, 9))
-            w = rng.dirichlet(np.ones(S), size=T)
-            w[0, 0] = 0.0
-            w[0] /= w[0].sum()
-            out.append(Case(f"random: {T} weight rows over S={S} keys, one zero weight",
-                            (w,), ("weights",)))
-        return out
+    def random_case(self, rng, i):
+        T, S = int(rng.integers(2, 5)), int(rng.integers(2, 9))
+        w = rng.dirichlet(np.ones(S), size=T)
+        w[0, 0] = 0.0
+        w[0] /= w[0].sum()
+        return Case(f"random: {T} weight rows over S={S} keys, one zero weight",
+                    (w,), ("weights",))
 
     def compare(self, case, out):
         (w,) = case.args
