@@ -214,7 +214,7 @@ def _make_client_classes():
 
     import zmq
     from jupyter_client.asynchronous import AsyncKernelClient
-    from jupyter_client.kernelspec import KernelSpec
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
@@ -224,8 +224,11 @@ def _make_client_classes():
         those are filtered out by the kernel's socket and never reach the grader."""
 
         def connect_iopub(self, identity=None):
-            sock = jc_compat.connected_socket(self, "iopub", identity=identity)
+            """jupyter_client's IOPub socket, its subscription to every topic swapped for one to
+            the kernel's own (before any cell runs: nothing of the student's is sent yet)."""
+            sock = super().connect_iopub(identity=identity)
             sock.setsockopt(zmq.SUBSCRIBE, b"kernel.")
+            sock.setsockopt(zmq.UNSUBSCRIBE, b"")
             return sock
 
         async def wait_for_ready(self, timeout=None):
@@ -246,13 +249,22 @@ def _make_client_classes():
                             await self.iopub_channel.get_msg(timeout=0.2)
                         except Empty:
                             pass
-                        else:
-                            jc_compat.kernel_info_received(self, msg)
+                        else:  # the kernel's protocol version, as jupyter_client's wait takes it
+                            major = int(msg["content"]["protocol_version"].split(".")[0])
+                            self.session.adapt_version = major
                             return
-                if not await jc_compat.is_alive(self):
+                if not await self.is_alive():
                     raise RuntimeError("Kernel died before replying to kernel_info")
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
+    class GradingKernelSpecs(KernelSpecManager):
+        """The one kernel spec of the grader's kernels: the command is the manager's
+        (:meth:`SandboxKernelManager.format_kernel_cmd`), interrupts are messages."""
+
+        def get_kernel_spec(self, kernel_name):
+            return KernelSpec(argv=[], display_name="grading", language="python",
+                              interrupt_mode="message")
 
     class SandboxKernelManager(jc_compat.Launched, AsyncKernelManager):
         """Starts ``python -m ipykernel_launcher`` through the job's sandbox; interrupts with a
@@ -265,8 +277,7 @@ def _make_client_classes():
             sandbox = kernel.job.sandbox
             self.transport, self.ip = sandbox.transport, sandbox.kernel_ip
             self.client_factory = self.kernel_client_class
-            jc_compat.set_kernel_spec(self, KernelSpec(argv=[], display_name="grading",
-                                                       language="python", interrupt_mode="message"))
+            self.kernel_spec_manager = GradingKernelSpecs()
             return self
 
         def format_kernel_cmd(self, extra_arguments=None):
@@ -280,7 +291,7 @@ def _make_client_classes():
             # from now on, the grader's side of the channels: where the sandbox says
             ports = [self.shell_port, self.iopub_port, self.stdin_port, self.control_port,
                      self.hb_port]
-            self.ip = self.kernel.job.sandbox.started(jc_compat.kernel_pid(self), ports)
+            self.ip = self.kernel.job.sandbox.started(self.provisioner.pid, ports)
 
         def client(self, **kwargs):
             return super().client(context=self.context, **kwargs)
