@@ -7,7 +7,8 @@ stored outputs hold no answers: see :mod:`attention_lab.predict`), the four stud
 notebooks (each carrying its assignment id, without stored outputs), the package (needed to run
 them, to check answers and to submit), ``requirements.txt``/``pyproject.toml`` to install it, and
 a short README for students (``templates/release_README.md``). Never the solutions, the lecture
-demo, the tests or the benchmarks. The JupyterHub set-up (``jupyterhub_config.py``) hands out the
+demo, the tests, the benchmarks, the authoring tools or the grader's namespace sandbox
+(:data:`NOT_IN_STUDENT_COPY`). The JupyterHub set-up (``jupyterhub_config.py``) hands out the
 same bundle through :func:`student_copy`, built once per version of the sources.
 
 Before writing, ``release`` checks that the student notebooks are the ones the authoring tool
@@ -46,6 +47,12 @@ FILES = [*PINS, "pyproject.toml"]
 NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "nbgrader", "sphinx",
                     "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme",
                     "sphinx-mathjax-offline"}
+#: what of the package a student never runs, left out of the bundle: the grader's namespace
+#: sandbox (``submit`` in the bundle confines its kernel with the hard limits only, as the grader
+#: does where bubblewrap is missing), the lecture demo and the authoring tools
+NOT_IN_STUDENT_COPY = ("grading/namespaces.py", "grading/kernel_view.py", "demo/",
+                       "exercises/authoring.py", "nbtools.py", "grading/release.py",
+                       "grading/export/", "docs.py", "_bench.py")
 #: ``release --for``: the student bundle, or an export for a platform (:mod:`.export`)
 TARGETS = ("bundle", "nbgrader", "gradescope")
 #: pins only a JupyterHub image needs (its environment.yml keeps them): not in the
@@ -168,7 +175,8 @@ def sources() -> list[tuple[Path, str]]:
     for path in sorted(package.rglob("*")):
         rel = path.relative_to(package)
         if path.is_file() and path.suffix != ".pyc" and not any(
-                part.startswith(".") or part == "__pycache__" for part in rel.parts):
+                part.startswith(".") or part == "__pycache__" for part in rel.parts) \
+                and not rel.as_posix().startswith(NOT_IN_STUDENT_COPY):
             rows.append((path, f"attention_lab/{rel.as_posix()}"))
     rows.append((ROOT / "pyproject.toml", "pyproject.toml"))
     return rows
