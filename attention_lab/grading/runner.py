@@ -37,6 +37,7 @@ grader's own work on a job runs in the job's thread, and its CPU time is bounded
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -402,20 +403,14 @@ class _Kernel:
         """Stop the kernel and every process of the job; never raises. The sandbox kills first
         (and waits for the processes to exit): the kernel manager, which polls every 0.1 s,
         then finds its process gone at once."""
-        try:
+        with contextlib.suppress(Exception):
             if self.client.kc is not None:
                 self.client.kc.stop_channels()
-        except Exception:
-            pass
         self.job.sandbox.kill()
-        try:
+        with contextlib.suppress(Exception):
             await asyncio.wait_for(self.km.shutdown_kernel(now=True), timeout=10)
-        except Exception:
-            pass
-        try:
+        with contextlib.suppress(Exception):
             await self.km.cleanup_resources()
-        except Exception:
-            pass
         self.client.kc = None
         self.channel.drain()
         self.channel.close()
@@ -445,8 +440,7 @@ class _Job:
         self.started = time.monotonic()
         self.deadline = self.started + limits.timeout
         self.cells = list(nb.cells)
-        self.ids = [ex.id for ex in exercises]
-        self.pending = list(self.ids)  # exercises with no record yet
+        self.pending = [ex.id for ex in exercises]  # exercises with no record yet
         self.skip: set[int] = set()  # cells not to run (again)
         self.events: dict[tuple[int, str], CellEvent] = {}
         self.blamed: set[str] = set()  # exercises whose answer stopped a kernel
@@ -485,8 +479,7 @@ class _Job:
         for attempt in range(1, self.limits.max_attempts + 1):
             if not self.pending or self.result.too_large or self.sandbox.cancelled:
                 break
-            if time.monotonic() >= self.deadline:
-                self.result.timed_out = True
+            if self.time_left(0) is None:
                 break
             self.result.attempts = attempt
             kernel = _Kernel(self, attempt)
