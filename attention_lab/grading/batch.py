@@ -201,29 +201,26 @@ class Batch:
     def _grade(self, index: int, sub: Submission) -> SubmissionGrade:
         rel, digest = sub.rel, sub.sha256
         exercises = exercises_of(sub)
-        ids = [ex.id for ex in exercises]
+
+        def not_run(status: str, message: str, each: str = "", summary: str = ""):
+            """A submission that is not run: every exercise gets the same grade."""
+            g = SubmissionGrade(rel, digest, status, message)
+            g.exercises = _all(each or status, message, [ex.id for ex in exercises], summary)
+            return g
+
         if sub.held is not None:
-            g = SubmissionGrade(rel, digest, "no_notebook", sub.problem)
-            g.exercises = _all("no_notebook", g.message, ids)
-            return g
+            return not_run("no_notebook", sub.problem)
         if sub.data is None:
-            status = "too_large" if sub.too_large else "unreadable"
-            g = SubmissionGrade(rel, digest, status, sub.problem or "could not be read")
-            g.exercises = _all(status, g.message, ids)
-            return g
+            return not_run("too_large" if sub.too_large else "unreadable",
+                           sub.problem or "could not be read")
         try:
             nb, notes = parse_submission(sub.path.name, sub.data)
         except Unreadable as exc:
-            status = "too_large" if isinstance(exc, TooLarge) else "unreadable"
-            g = SubmissionGrade(rel, digest, status, str(exc))
-            g.exercises = _all(status, str(exc), ids)
-            return g
-        code = [c for c in nb.cells if c.get("cell_type") == "code" and c.get("source", "").strip()]
-        if not code:
-            g = SubmissionGrade(rel, digest, "graded", "; ".join(
-                notes + ["the notebook has no code cells"]))
-            g.exercises = _all("not_attempted", "the notebook has no code cells", ids,
-                               "not attempted")
+            return not_run("too_large" if isinstance(exc, TooLarge) else "unreadable", str(exc))
+        if not any(c.get("cell_type") == "code" and c.get("source", "").strip() for c in nb.cells):
+            g = not_run("graded", "the notebook has no code cells", "not_attempted",
+                        "not attempted")
+            g.message = "; ".join(notes + [g.message])
             return g
         run, sandbox_keys = self._run(index, nb, exercises)
         grades, status, message = verdicts_from_run(run, self.cases, nb, exercises)

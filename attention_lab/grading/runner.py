@@ -243,20 +243,15 @@ def _make_client_classes():
             deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
             while True:
                 self.kernel_info()
-                try:
+                with contextlib.suppress(Empty):
                     msg = await self.shell_channel.get_msg(timeout=1)
-                except Empty:
-                    pass
-                else:
                     if msg["msg_type"] == "kernel_info_reply":
-                        try:  # IOPub is connected once the request's status arrives on it
-                            await self.iopub_channel.get_msg(timeout=0.2)
-                        except Empty:
-                            pass
-                        else:  # the kernel's protocol version, as jupyter_client's wait takes it
-                            major = int(msg["content"]["protocol_version"].split(".")[0])
-                            self.session.adapt_version = major
-                            return
+                        # IOPub is connected once the request's status arrives on it
+                        await self.iopub_channel.get_msg(timeout=0.2)
+                        # the kernel's protocol version, as jupyter_client's wait takes it
+                        self.session.adapt_version = int(
+                            msg["content"]["protocol_version"].split(".")[0])
+                        return
                 if not await self.is_alive():
                     raise RuntimeError("Kernel died before replying to kernel_info")
                 if time.monotonic() > deadline:

@@ -32,11 +32,6 @@ from .runner import Limits, defined_names, skip_slow_optional_imports
 from .sandbox import ScratchRoot
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
 
-LABEL = {"pass": "pass", "fail": "fail", "error": "error", "timeout": "timeout",
-         "not_attempted": "not attempted", "needs_instructor": "needs instructor",
-         "unreadable": "unreadable", "too_large": "too large"}
-
-
 def relevant_ids(nb) -> list[str]:
     """The exercises this notebook works on: those it checks or whose answer it defines."""
     source = "\n".join(str(c.get("source", "")) for c in nb.cells if c.get("cell_type") == "code")
@@ -196,7 +191,7 @@ def print_results(grade, nb, student: str | None, out: Path) -> None:
     print(f"\n{'id':<4} {'exercise':<{width}}  status")
     for i in ids:
         g = grade.exercises[i]
-        line = f"{i:<4} {EXERCISES[i].title:<{width}}  {LABEL.get(g.status, g.status)}"
+        line = f"{i:<4} {EXERCISES[i].title:<{width}}  {g.status.replace('_', ' ')}"
         if g.status in ("fail", "error", "timeout"):
             line += f": {(g.summary or g.message).splitlines()[0][:90]}"
         print(line)
