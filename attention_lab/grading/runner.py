@@ -54,8 +54,8 @@ from .._compat import zmq as zmq_compat
 from .channel import Channel, KernelLog
 from .sandbox import JobFolders, Sandbox, for_job
 
-HERE = Path(__file__).resolve().parent
-HARNESS_MODULE_SOURCE = (HERE.parent / "exercises" / "probe.py").read_text(encoding="utf-8")
+HARNESS_MODULE_SOURCE = (Path(__file__).resolve().parents[1] / "exercises" / "probe.py"
+                         ).read_text(encoding="utf-8")
 MAX_MESSAGE_BYTES = 2 ** 20  # ZeroMQ drops a connection on which a larger frame arrives
 QUEUE_MESSAGES = 64  # messages ZeroMQ holds for the grader before it drops new ones
 IOPUB_SECONDS = 0  # nbclient does not wait for a cell's outputs after its reply: none are kept
@@ -64,7 +64,7 @@ EXITING = "attention-lab grader: the kernel is exiting"
 #: in a cell do not stop the kernel at once: ipykernel sets ``exit_now`` and stops its loop 0.1 s
 #: later. The check raises then.
 ALIVE_CHECK_CELL = (f"if getattr(get_ipython(), 'exit_now', False):\n"
-              f"    raise SystemExit({EXITING!r})")
+                    f"    raise SystemExit({EXITING!r})")
 #: What a step says comes next: the next step, a new kernel, or the end of the job.
 NEXT, RESTART, STOP = "next", "restart", "stop"
 
@@ -105,10 +105,7 @@ class CellEvent:
     def describe(self) -> str:
         what = {"error": f"raised {self.name}", "timeout": "did not finish in time",
                 "crash": "crashed the kernel"}[self.kind]
-        text = f"cell {self.index} {what}"
-        if self.message:
-            text += f": {self.message}"
-        return text
+        return f"cell {self.index} {what}" + (f": {self.message}" if self.message else "")
 
 
 @dataclass
