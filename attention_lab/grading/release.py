@@ -165,9 +165,10 @@ def check_sources() -> None:
                                f"attention_lab.exercises.authoring build --execute)")
 
 
-def sources() -> list[tuple[Path, str]]:
-    """(file of the checkout, its path in the bundle) for every file the bundle copies; the
-    README and ``requirements.txt`` are written from ``templates/`` and the checkout's pins."""
+def sources(omit=NOT_IN_STUDENT_COPY) -> list[tuple[Path, str]]:
+    """(file of the checkout, its path in the bundle) for every file the bundle copies, the
+    package without ``omit``; the README and ``requirements.txt`` are written from
+    ``templates/`` and the checkout's pins."""
     rows = [(ROOT / "notebooks" / f"{n}.ipynb", f"notebooks/{n}.ipynb") for n in LEVELS]
     rows += [(ROOT / "notebooks" / "exercises" / f"{stem}.ipynb",
               f"notebooks/exercises/{stem}.ipynb") for stem in NOTEBOOKS.values()]
@@ -176,7 +177,7 @@ def sources() -> list[tuple[Path, str]]:
         rel = path.relative_to(package)
         if path.is_file() and path.suffix != ".pyc" and not any(
                 part.startswith(".") or part == "__pycache__" for part in rel.parts) \
-                and not rel.as_posix().startswith(NOT_IN_STUDENT_COPY):
+                and not rel.as_posix().startswith(tuple(omit)):
             rows.append((path, f"attention_lab/{rel.as_posix()}"))
     rows.append((ROOT / "pyproject.toml", "pyproject.toml"))
     return rows
@@ -194,13 +195,13 @@ def without_outputs(src: Path, dest: Path) -> None:
     nbformat.write(nb, dest)
 
 
-def build(dest: Path) -> None:
-    """Write the bundle into the empty folder ``dest``."""
+def build(dest: Path, omit=NOT_IN_STUDENT_COPY) -> None:
+    """Write the bundle into the empty folder ``dest`` (the package without ``omit``)."""
     import jinja2
 
     import attention_lab
 
-    for src, rel in sources():
+    for src, rel in sources(omit):
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel.startswith("notebooks/exercises/"):
@@ -221,8 +222,9 @@ def build(dest: Path) -> None:
     (dest / "README.md").write_text(readme, encoding="utf-8")
 
 
-def release(out: Path) -> list[Path]:
-    """Build the bundle into ``out`` (absent or empty); the files written."""
+def release(out: Path, omit=NOT_IN_STUDENT_COPY) -> list[Path]:
+    """Build the bundle into ``out`` (absent or empty); the files written. ``omit=()``: with the
+    whole package (the Gradescope autograder's copy, which grades)."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReleaseError(f"{out} exists and is not an empty folder; give a new folder")
@@ -235,7 +237,7 @@ def release(out: Path) -> list[Path]:
         raise ReleaseError(f"cannot write into {parent}: {exc.strerror}") from None
     try:
         bundle = scratch / "bundle"
-        build(bundle)
+        build(bundle, omit)
         found = leaks(bundle, answer_blocks())
         if found:
             raise ReleaseError(f"a solution would be in the bundle ({found[0]}); nothing written")

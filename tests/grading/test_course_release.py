@@ -122,8 +122,8 @@ def test_no_answer_code_of_the_solution_notebooks_is_anywhere_in_the_bundle(bund
 def test_the_guard_refuses_a_bundle_with_a_solution_in_it(tmp_path, monkeypatch, capsys):
     build = release.build
 
-    def careless(dest):
-        build(dest)
+    def careless(dest, omit):
+        build(dest, omit)
         shutil.copy(EXERCISES / "solutions" / "02_mechanics_exercises_solutions.ipynb",
                     dest / "notebooks" / "exercises" / "extra.ipynb")
 
