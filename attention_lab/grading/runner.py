@@ -41,6 +41,7 @@ import contextlib
 import logging
 import os
 import re
+import secrets
 import subprocess
 import sys
 import threading
@@ -49,7 +50,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._compat import jupyter_client as jc_compat
-from .._compat import nbclient as nbclient_compat
 from .._compat import zmq as zmq_compat
 from .channel import Channel, KernelLog
 from .sandbox import JobFolders, Sandbox, for_job
@@ -349,7 +349,11 @@ class _Kernel:
         self.alive_check_index, self.harness_index = len(job.cells), len(job.cells) + 1
         self.harness_sent = False  # the harness module is compiled by the first harness cell
         self.last_asked: str | None = None  # the exercise whose answer was asked for last
-        self.client = Client(self.nb, km=self.km, allow_errors=True, interrupt_on_timeout=False,
+        # a cell out of time: nbclient interrupts it and hands back this error as its reply (its
+        # pollers of the cell end with it); the name is unknown to the kernel, so no cell fakes it
+        self.timed_out = f"attention-lab-grader-timeout-{secrets.token_hex(8)}"
+        self.client = Client(self.nb, km=self.km, allow_errors=True, interrupt_on_timeout=True,
+                             error_on_timeout={"ename": self.timed_out, "evalue": ""},
                              startup_timeout=int(job.limits.startup_timeout),
                              kernel_name="python3", record_timing=False,
                              store_widget_state=False, iopub_timeout=IOPUB_SECONDS,
@@ -386,9 +390,12 @@ class _Kernel:
         self.log.attach(loop)
 
     async def execute(self, index: int) -> tuple[str, str] | None:
-        """Run cell ``index``; its error ``(name, message)``, or ``None``."""
+        """Run cell ``index``; its error ``(name, message)``, or ``None``. :class:`_TimedOut`
+        once it ran out of time (interrupted); nbclient's ``DeadKernelError`` if the kernel died."""
         self.error = None
         await self.client.async_execute_cell(self.nb.cells[index], index)
+        if self.error and self.error[0] == self.timed_out:
+            raise _TimedOut
         return self.error
 
     async def shutdown(self) -> None:
@@ -563,15 +570,14 @@ class _Job:
     async def run_cell(self, kernel: _Kernel, idx: int) -> str:
         """One student cell: its error recorded; a time-out interrupts it, a dead kernel asks
         for a new one (cell by cell from then on, if the culprit is not known)."""
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+        from nbclient.exceptions import DeadKernelError
 
         kernel.timeout = self.time_left(self.limits.cell_timeout)
         if kernel.timeout is None:
             return STOP
         try:
             error = await kernel.execute(idx)
-        except CellTimeoutError:
-            await _cancel_stale_pollers()
+        except _TimedOut:
             self.skip.add(idx)
             if time.monotonic() >= self.deadline:
                 self.result.timed_out = True
@@ -580,9 +586,8 @@ class _Job:
                 return STOP
             self.record(CellEvent(idx, "timeout", "", f"stopped after {kernel.timeout:.0f} s "
                                                       f"(the per-cell limit)"))
-            return NEXT if await self.recover(kernel) else RESTART
+            return NEXT if await self.still_answers(kernel) else RESTART
         except DeadKernelError:
-            await _cancel_stale_pollers()
             if self.cell_by_cell:  # the previous cell was checked: this one ended the kernel
                 self.crashed(idx, "the kernel process died")
             else:  # maybe this cell, maybe an earlier one: find out on the next kernel
@@ -633,7 +638,7 @@ class _Job:
         """One harness cell, for the first group of ``queue``: NEXT, RESTART (the kernel stopped,
         or hangs) or STOP (the job's time is up). A group that timed out is put back without
         the answer that hung, for the answers that had not run yet."""
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+        from nbclient.exceptions import DeadKernelError
 
         group, channel = queue.pop(0), kernel.channel
         kernel.timeout = self.time_left(self.limits.check_seconds + 5)
@@ -648,8 +653,7 @@ class _Job:
         channel.begin(group, self.limits.call_seconds, self.limits.check_seconds)
         try:
             error = await kernel.execute(kernel.harness_index)
-        except CellTimeoutError:
-            await _cancel_stale_pollers()
+        except _TimedOut:
             if time.monotonic() >= self.deadline:
                 self.result.timed_out = True
                 return STOP
@@ -657,14 +661,13 @@ class _Job:
                                                          if ex.id not in channel.records]:
                 self.result.interrupted[ex_id] = "timeout"
                 self.pending.remove(ex_id)
-            if not await self.recover(kernel):
+            if not await self.still_answers(kernel):
                 return RESTART
             later = [ex for ex in group if ex.id in self.pending and ex.id not in channel.records]
             if later:
                 queue.insert(0, later)
             return NEXT
         except DeadKernelError:
-            await _cancel_stale_pollers()
             self.kernel_stopped(kernel, self.running(kernel, group))
             return RESTART
         channel.drain()
@@ -711,21 +714,13 @@ class _Job:
         self.pending.clear()
 
     # ---------------------------------------------------------------- 5. recover
-    async def recover(self, kernel: _Kernel) -> bool:
-        """After a cell timed out: interrupt it, then check that the kernel still answers."""
-        try:
-            await kernel.km.interrupt_kernel()
-        except Exception:
-            return False
-        return await self.still_answers(kernel)
-
     async def still_answers(self, kernel: _Kernel) -> bool:
-        """Whether the kernel runs the alive check within 3 s (and is not exiting)."""
+        """Whether the kernel runs the alive check within 3 s (and is not exiting): after a cell
+        that timed out (nbclient interrupted it), or after each cell, cell by cell."""
         kernel.timeout = 3
         try:
             return not _exiting(await kernel.execute(kernel.alive_check_index))
-        except Exception:  # a time-out or a dead kernel, for nbclient
-            await _cancel_stale_pollers()
+        except Exception:  # it timed out, the kernel died, or it could not be interrupted
             return False
 
     def finish(self) -> None:
@@ -741,18 +736,12 @@ class _Job:
         result.grader_seconds = time.thread_time() - self.cpu0
 
 
+class _TimedOut(Exception):
+    """A cell ran out of its time; nbclient interrupted it."""
+
+
 def _exiting(error: tuple[str, str] | None) -> bool:
     return bool(error) and EXITING in error[1]
-
-
-async def _cancel_stale_pollers() -> None:
-    """nbclient leaves the output poller of a timed-out cell running (CellTimeoutError is a
-    control signal); it would steal the next cell's messages. Cancel it and its liveness poller."""
-    stale = nbclient_compat.cell_pollers()
-    for t in stale:
-        t.cancel()
-    if stale:
-        await asyncio.gather(*stale, return_exceptions=True)
 
 
 def _run_coroutine(coro) -> None:
