@@ -295,7 +295,7 @@ def _make_client_classes():
         def cleanup_ipc_files(self):
             """Nothing to clean: the sockets are in the kernel's scratch, gone with it."""
 
-    class QuietClient(NotebookClient):
+    class OutputlessClient(NotebookClient):
         """Keeps no outputs (a cell's error comes from its execute reply)."""
 
         def output(self, outs, msg, display_id, cell_index):
@@ -304,11 +304,12 @@ def _make_client_classes():
         def clear_output(self, outs, msg, cell_index):
             return None
 
-    return SandboxKernelManager, QuietClient
+    return SandboxKernelManager, OutputlessClient
 
 
-_QUIET = logging.getLogger("attention_lab.grading.kernel")
-_QUIET.setLevel("CRITICAL")  # nbclient logs time-outs and dead kernels; the runner records them
+#: nbclient's log: it logs time-outs and dead kernels, which the runner records itself
+_NBCLIENT_LOG = logging.getLogger("attention_lab.grading.kernel")
+_NBCLIENT_LOG.setLevel("CRITICAL")
 
 
 def _zmq_context():
@@ -357,7 +358,8 @@ class _Kernel:
                              startup_timeout=int(job.limits.startup_timeout),
                              kernel_name="python3", record_timing=False,
                              store_widget_state=False, iopub_timeout=IOPUB_SECONDS,
-                             resources={"metadata": {"path": str(folders.work)}}, log=_QUIET)
+                             resources={"metadata": {"path": str(folders.work)}},
+                             log=_NBCLIENT_LOG)
         self.timeout = job.limits.cell_timeout
         self.client.timeout_func = lambda cell: self.timeout
         # exit()/quit() make ipykernel stop its loop 0.1 s *after* the cell, so whether the next
@@ -657,8 +659,9 @@ class _Job:
             if time.monotonic() >= self.deadline:
                 self.result.timed_out = True
                 return STOP
-            for ex_id in self.running(kernel, group) or [ex.id for ex in group
-                                                         if ex.id not in channel.records]:
+            hung = self.answer_running(kernel, group) or [ex.id for ex in group
+                                                          if ex.id not in channel.records]
+            for ex_id in hung:
                 self.result.interrupted[ex_id] = "timeout"
                 self.pending.remove(ex_id)
             if not await self.still_answers(kernel):
@@ -668,7 +671,7 @@ class _Job:
                 queue.insert(0, later)
             return NEXT
         except DeadKernelError:
-            self.kernel_stopped(kernel, self.running(kernel, group))
+            self.kernel_stopped(kernel, self.answer_running(kernel, group))
             return RESTART
         channel.drain()
         if _exiting(error):  # a cell or the previous answer asked the kernel to exit
@@ -680,7 +683,7 @@ class _Job:
         kernel.last_asked = ([i for i in channel.started if i in ids] or [group[-1].id])[-1]
         return NEXT
 
-    def running(self, kernel: _Kernel, group: list) -> list[str]:
+    def answer_running(self, kernel: _Kernel, group: list) -> list[str]:
         """The exercise of ``group`` whose answer was running when its cell stopped (asked
         about, not recorded), as a list of at most one id."""
         current = kernel.channel.current
