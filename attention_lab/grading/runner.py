@@ -20,8 +20,8 @@ One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in nam
    (:mod:`.channel`): it asks for each answer by name and for one case at a time, in the run's
    order, runs the functions a case hands over in its own process, and keeps the records (one
    cell per exercise whose answer the notebook defines, one cell for all the others);
-5. **recover**: a cell that times out is interrupted and the kernel asked whether it still
-   answers (the alive check); a kernel that died (``os._exit``, a crash) or hangs is killed (the
+5. **recover**: a cell that times out is interrupted (by nbclient: ``interrupt_on_timeout``)
+   and the kernel asked whether it still answers (the alive check); a kernel that died (``os._exit``, a crash) or hangs is killed (the
    sandbox stops every process of the job) and a new one started, skipping the cells that killed
    it, and the harness continues with the exercises not yet recorded (at most ``max_attempts``
    kernels).
