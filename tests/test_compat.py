@@ -322,7 +322,7 @@ def test_the_check_finds_a_private_name_of_a_dependency(tmp_path, monkeypatch):
 ADAPTERS = {  # adapter module -> the distribution it checks
     "ipympl": "ipympl", "matplotlib": "matplotlib", "voila": "voila",
     "jupyter_server": "jupyter_server", "jupyter_client": "jupyter_client",
-    "nbclient": "nbclient", "tornado": "tornado", "torch": "torch", "zmq": "pyzmq",
+    "tornado": "tornado", "torch": "torch", "zmq": "pyzmq",
 }
 
 

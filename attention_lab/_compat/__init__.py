@@ -1,7 +1,7 @@
 """Adapters: the only modules that use a dependency's private names.
 
 Each module here wraps one dependency (``ipympl``, ``matplotlib``, ``voila``, ``jupyter_server``,
-``jupyter_client``, ``nbclient``, ``zmq``, ``tornado``, ``torch``), says which versions it was
+``jupyter_client``, ``zmq``, ``tornado``, ``torch``), says which versions it was
 tested with and checks them when it is imported (:func:`require`). Everywhere else the package
 uses public APIs only (``tests/test_compat.py`` reads the package and the benchmarks for private
 names of dependencies).

@@ -15,7 +15,7 @@ outwards:
   sandbox a job gets; bubblewrap namespaces, job cgroups and hard limits; the package as a graded
   kernel sees it);
 * :mod:`.runner`: one notebook in sandboxed kernels, in named steps (prepare, start, run cells,
-  probe, recover);
+  ask for the answers, recover);
 * :mod:`.submissions`: the folder and its files, read without following links, bounded;
 * :mod:`.batch`: the ``grade`` command: discovery, parsing, the batch, judging against the
   references of :mod:`attention_lab.exercises`, the report (:mod:`.report`, the grades;

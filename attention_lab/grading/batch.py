@@ -67,9 +67,15 @@ from .submissions import (SUFFIXES, Submission, TooLarge, Unreadable, discover, 
 
 
 # ====================================================================== judging
-def _all(status: str, message: str, ids=IDS) -> dict:
-    return {i: ExerciseGrade(status, message, None if status == "needs_instructor" else 0,
-                             message) for i in ids}
+def _grade(status: str, message: str, summary: str, answer=None) -> ExerciseGrade:
+    """An exercise's grade: scored 1 for a pass, None for a written answer (scored by hand),
+    else 0."""
+    score = None if status == "needs_instructor" else int(status == "pass")
+    return ExerciseGrade(status, message, score, summary, answer)
+
+
+def _all(status: str, message: str, ids=IDS, summary: str = "") -> dict:
+    return {i: _grade(status, message, summary or message) for i in ids}
 
 
 def exercises_of(sub: Submission) -> list:
@@ -78,12 +84,65 @@ def exercises_of(sub: Submission) -> list:
     return a.exercises if a else list(EXERCISES.values())
 
 
+def _judged(ex, raw, cases: list, cell_events: list, earlier: list) -> ExerciseGrade:
+    """The grade of a recorded answer: its verdict, told apart when the answer is missing
+    because a cell that defines it (``cell_events``), or one before it (``earlier``, its
+    time-outs), failed."""
+    try:
+        rec = decode_record(raw)
+    except BadRecord as exc:
+        return _grade("error", f"the grader could not read the outputs recorded for this answer "
+                               f"({exc}); the notebook may have interfered with the grader",
+                      "unreadable outputs")
+    v: Verdict = judge(ex, cases, rec)
+    status, message = v.status, v.message
+    own = [e for e in cell_events if e.kind == "timeout"]
+    defines = f"; that cell defines `{ex.answer_label}`, so the answer could not be checked"
+    if status == "not_attempted" and (own or earlier):
+        # the answer was never defined and a cell ran out of time: its own cell, or an earlier
+        # one (which may define it in a way the grader does not read, as with exec, or whose
+        # names it needs): a time-out, never "not attempted"
+        status = "timeout"
+        message = (own[0].describe() + defines if own else
+                   f"{earlier[0].describe()}; `{ex.answer_label}` was not defined after it, so "
+                   f"the answer could not be checked")
+    elif status == "not_attempted" and cell_events:
+        ev = cell_events[0]  # a ReferenceNotAvailable (kernel_view.py) gets no marks either
+        status = "fail" if ev.name == "ReferenceNotAvailable" else "error"
+        message = ev.describe() + defines
+    elif cell_events and status != "pass":
+        message += "\n(Note: " + "; ".join(e.describe() for e in cell_events[:2]) + ")"
+    return _grade(status, message, v.summary,
+                  v.details.get("answer") if ex.kind == "written" else None)
+
+
+def _unrecorded(ex, run, timeouts: list) -> ExerciseGrade:
+    """The grade of an answer the run has no record of, and why."""
+    if ex.id in run.interrupted and run.interrupted[ex.id] == "crash":
+        return _grade("error", f"the kernel died while your answer `{ex.answer_label}` was "
+                               f"running (os._exit, a crash in compiled code, or memory)",
+                      "kernel died in the answer")
+    if ex.id in run.interrupted:
+        return _grade("timeout", f"your answer `{ex.answer_label}` did not return, even after "
+                                 f"being interrupted", "timeout")
+    if run.too_large:
+        return _grade("too_large", run.too_large, "too large")
+    if run.timed_out:
+        where = f" ({timeouts[-1].describe()})" if timeouts else ""
+        return _grade("timeout", f"the notebook did not finish within the whole-notebook time "
+                                 f"limit{where}", "timeout")
+    if run.error:
+        return _grade("error", run.error, "error")
+    return _grade("error", f"the grader could not collect this answer "
+                           f"({run.harness_errors.get(ex.id, 'no record')}); the notebook may "
+                           f"have interfered with the grader", "not collected")
+
+
 def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, str]:
     """Per-exercise grades (of ``exercises``, default all), the submission status and its
     message, from a runner result."""
     exercises = list(EXERCISES.values()) if exercises is None else exercises
-    grades: dict = {}
-    by_cell = {}
+    by_cell: dict[str, list] = {}  # exercise id -> the events of the cells defining its answer
     timeouts = [ev for ev in run.events if ev.kind == "timeout"]
     for ev in run.events:
         src = str(nb.cells[ev.index].get("source", "")) if ev.index < len(nb.cells) else ""
@@ -91,71 +150,13 @@ def verdicts_from_run(run, cases: dict, nb, exercises=None) -> tuple[dict, str, 
         for ex in exercises:
             if defined & set(ex.answer_names):
                 by_cell.setdefault(ex.id, []).append(ev)
+    grades = {}
     for ex in exercises:
-        cell_events = by_cell.get(ex.id, [])
-        if ex.id in run.records:
-            try:
-                rec = decode_record(run.records[ex.id])
-            except BadRecord as exc:
-                grades[ex.id] = ExerciseGrade(
-                    "error", f"the grader could not read the outputs recorded for this answer "
-                             f"({exc}); the notebook may have interfered with the grader", 0,
-                    "unreadable outputs")
-                continue
-            v: Verdict = judge(ex, cases[ex.id], rec)
-            status, message = v.status, v.message
-            first = cell_events[0].index if cell_events else len(nb.cells)
-            earlier = [e for e in timeouts if e.index < first]
-            own = [e for e in cell_events if e.kind == "timeout"]
-            if status == "not_attempted" and (own or earlier):
-                # the answer was never defined and a cell ran out of time: its own cell, or an
-                # earlier one (which may define it in a way the grader does not read, as with
-                # exec, or whose names it needs): a time-out, never "not attempted"
-                ev = (own or earlier)[0]
-                status = "timeout"
-                message = (f"{ev.describe()}; that cell defines `{ex.answer_label}`, so the "
-                           f"answer could not be checked" if own else
-                           f"{ev.describe()}; `{ex.answer_label}` was not defined after it, so "
-                           f"the answer could not be checked")
-            elif status == "not_attempted" and cell_events:
-                ev = cell_events[0]
-                status = "error"
-                message = (f"{ev.describe()}; that cell defines `{ex.answer_label}`, so the "
-                           f"answer could not be checked")
-                if ev.name == "ReferenceNotAvailable":  # kernel_view.py: no marks for it
-                    status = "fail"
-            elif cell_events and status != "pass":
-                message += "\n(Note: " + "; ".join(e.describe() for e in cell_events[:2]) + ")"
-            answer = v.details.get("answer") if ex.kind == "written" else None
-            grades[ex.id] = ExerciseGrade(status, message,
-                                          None if status == "needs_instructor" else
-                                          (1 if status == "pass" else 0),
-                                          v.summary, answer)
-        elif ex.id in run.interrupted:
-            kind = run.interrupted[ex.id]
-            if kind == "crash":
-                grades[ex.id] = ExerciseGrade("error", f"the kernel died while your answer "
-                                                       f"`{ex.answer_label}` was running (os._exit,"
-                                                       f" a crash in compiled code, or memory)", 0,
-                                              "kernel died in the answer")
-            else:
-                grades[ex.id] = ExerciseGrade("timeout", f"your answer `{ex.answer_label}` did "
-                                                         f"not return, even after being "
-                                                         f"interrupted", 0, "timeout")
-        elif run.too_large:
-            grades[ex.id] = ExerciseGrade("too_large", run.too_large, 0, "too large")
-        elif run.timed_out:
-            where = f" ({timeouts[-1].describe()})" if timeouts else ""
-            grades[ex.id] = ExerciseGrade("timeout", f"the notebook did not finish within the "
-                                                     f"whole-notebook time limit{where}", 0,
-                                          "timeout")
-        elif run.error:
-            grades[ex.id] = ExerciseGrade("error", run.error, 0, "error")
-        else:
-            why = run.harness_errors.get(ex.id, "no record")
-            grades[ex.id] = ExerciseGrade("error", "the grader could not collect this answer "
-                                                   f"({why}); the notebook may have interfered "
-                                                   f"with the grader", 0, "not collected")
+        events = by_cell.get(ex.id, [])
+        first = events[0].index if events else len(nb.cells)
+        grades[ex.id] = (_judged(ex, run.records[ex.id], cases[ex.id], events,
+                                 [e for e in timeouts if e.index < first])
+                         if ex.id in run.records else _unrecorded(ex, run, timeouts))
     if run.too_large:
         return grades, "too_large", run.too_large
     if run.error:
@@ -200,29 +201,26 @@ class Batch:
     def _grade(self, index: int, sub: Submission) -> SubmissionGrade:
         rel, digest = sub.rel, sub.sha256
         exercises = exercises_of(sub)
-        ids = [ex.id for ex in exercises]
+
+        def not_run(status: str, message: str, each: str = "", summary: str = ""):
+            """A submission that is not run: every exercise gets the same grade."""
+            g = SubmissionGrade(rel, digest, status, message)
+            g.exercises = _all(each or status, message, [ex.id for ex in exercises], summary)
+            return g
+
         if sub.held is not None:
-            g = SubmissionGrade(rel, digest, "no_notebook", sub.problem)
-            g.exercises = _all("no_notebook", g.message, ids)
-            return g
+            return not_run("no_notebook", sub.problem)
         if sub.data is None:
-            status = "too_large" if sub.too_large else "unreadable"
-            g = SubmissionGrade(rel, digest, status, sub.problem or "could not be read")
-            g.exercises = _all(status, g.message, ids)
-            return g
+            return not_run("too_large" if sub.too_large else "unreadable",
+                           sub.problem or "could not be read")
         try:
             nb, notes = parse_submission(sub.path.name, sub.data)
         except Unreadable as exc:
-            status = "too_large" if isinstance(exc, TooLarge) else "unreadable"
-            g = SubmissionGrade(rel, digest, status, str(exc))
-            g.exercises = _all(status, str(exc), ids)
-            return g
-        code = [c for c in nb.cells if c.get("cell_type") == "code" and c.get("source", "").strip()]
-        if not code:
-            g = SubmissionGrade(rel, digest, "graded", "; ".join(
-                notes + ["the notebook has no code cells"]))
-            g.exercises = {i: ExerciseGrade("not_attempted", "the notebook has no code cells", 0,
-                                            "not attempted") for i in ids}
+            return not_run("too_large" if isinstance(exc, TooLarge) else "unreadable", str(exc))
+        if not any(c.get("cell_type") == "code" and c.get("source", "").strip() for c in nb.cells):
+            g = not_run("graded", "the notebook has no code cells", "not_attempted",
+                        "not attempted")
+            g.message = "; ".join(notes + [g.message])
             return g
         run, sandbox_keys = self._run(index, nb, exercises)
         grades, status, message = verdicts_from_run(run, self.cases, nb, exercises)

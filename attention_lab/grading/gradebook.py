@@ -27,16 +27,12 @@ from .report import Report
 
 
 def table(report: Report) -> list[list]:
-    counted = report.counted()
-    present = [a for a in ASSIGNMENTS.values() if any(s.assignment == a.id for s in counted)]
+    present, by_student, _ = _people(report)
     header = ["student"]
     for a in present:
         header += [f"{a.id} auto"] + ([f"{a.id} written"] if a.written_points else []) \
             + [f"{a.id} total", f"{a.id} max"]
     header += ["total", "max", "pending"]
-    by_student: dict[str, dict] = {}
-    for s in counted:
-        by_student.setdefault(s.student, {})[s.assignment] = s
     course_max = sum(a.points for a in present)
     out = [header]
     for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
@@ -89,8 +85,7 @@ def canvas_table(report: Report) -> list[list]:
     for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
         lms_id, name = who.get(student, ("", ""))
         out.append([name or student, lms_id, "", student, "",
-                    *(points_text(by_student[student][a.id].points)
-                      if a.id in by_student[student] else "" for a in present)])
+                    *_points(by_student[student], present)])
     return out
 
 
@@ -102,9 +97,13 @@ def moodle_table(report: Report) -> list[list]:
     out = [["Username", "Full name", *(f"{a.title} ({a.id})" for a in present)]]
     for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
         out.append([student, who.get(student, ("", ""))[1] or student,
-                    *(points_text(by_student[student][a.id].points)
-                      if a.id in by_student[student] else "" for a in present)])
+                    *_points(by_student[student], present)])
     return out
+
+
+def _points(grades: dict, present: list) -> list:
+    """A student's points per assignment of ``present`` (blank where none counts)."""
+    return [points_text(grades[a.id].points) if a.id in grades else "" for a in present]
 
 
 def write_lms_gradebooks(report: Report, out: Path) -> Path:

@@ -32,6 +32,7 @@ falls back to ``RLIMIT_NPROC`` (effective for a non-root grader only).
 from __future__ import annotations
 
 import compileall
+import contextlib
 import functools
 import json
 import os
@@ -289,20 +290,15 @@ def _read_pids(folder: Path) -> list[int]:
 
 
 def _rmdir(folder: Path) -> bool:
-    try:
+    """Remove ``folder``; whether it is gone."""
+    with contextlib.suppress(OSError):
         folder.rmdir()
-        return True
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
+    return not folder.exists()
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def remove_stale_cgroups() -> list[Path]:
@@ -379,7 +375,7 @@ class NamespaceSandbox(Sandbox):
         args += ["--remount-ro", "/", "--chdir", f"{JOB}/work", "--unsetenv", "JPY_PARENT_PID",
                  "--info-fd", "{info_fd}", "--"]
         host_conn = str(connection_file)
-        kernel = [a for a in kernel_cmd]
+        kernel = list(kernel_cmd)
         if len(kernel) > 2 and kernel[1:3] == ["-m", "ipykernel_launcher"]:
             kernel[1:3] = ["-S", "-c", KERNEL_MAIN.format(path=kernel_path())]
         kernel = [self.path(connection_file) if a == host_conn else a for a in kernel]
@@ -485,20 +481,16 @@ class NamespaceSandbox(Sandbox):
     def _watch(self, pid: int) -> None:
         """Hold a pidfd of ``pid``: it signals that process or nothing, even once the pid is
         reused."""
-        try:
+        with contextlib.suppress(OSError):  # already gone
             self._pidfds.append(os.pidfd_open(pid))
-        except OSError:  # already gone
-            pass
 
     def kill(self) -> None:
         """SIGKILL each namespace's first process (the kernel then kills every other process of
         that namespace) and each launcher (bubblewrap's outer process); wait until they are gone."""
         fds, self._pidfds = self._pidfds, []
         for fd in fds:
-            try:
+            with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(fd, signal.SIGKILL)
-            except OSError:
-                pass
         deadline = time.monotonic() + 5
         for fd in fds:  # a pidfd is readable once its process has exited
             select.select([fd], [], [], max(0.0, deadline - time.monotonic()))

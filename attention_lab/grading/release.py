@@ -7,7 +7,8 @@ stored outputs hold no answers: see :mod:`attention_lab.predict`), the four stud
 notebooks (each carrying its assignment id, without stored outputs), the package (needed to run
 them, to check answers and to submit), ``requirements.txt``/``pyproject.toml`` to install it, and
 a short README for students (``templates/release_README.md``). Never the solutions, the lecture
-demo, the tests or the benchmarks. The JupyterHub set-up (``jupyterhub_config.py``) hands out the
+demo, the tests, the benchmarks, the authoring tools or the grader's namespace sandbox
+(:data:`NOT_IN_STUDENT_COPY`). The JupyterHub set-up (``jupyterhub_config.py``) hands out the
 same bundle through :func:`student_copy`, built once per version of the sources.
 
 Before writing, ``release`` checks that the student notebooks are the ones the authoring tool
@@ -46,6 +47,12 @@ FILES = [*PINS, "pyproject.toml"]
 NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "nbgrader", "sphinx",
                     "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme",
                     "sphinx-mathjax-offline"}
+#: what of the package a student never runs, left out of the bundle: the grader's namespace
+#: sandbox (``submit`` in the bundle confines its kernel with the hard limits only, as the grader
+#: does where bubblewrap is missing), the lecture demo and the authoring tools
+NOT_IN_STUDENT_COPY = ("grading/namespaces.py", "grading/kernel_view.py", "demo/",
+                       "exercises/authoring.py", "nbtools.py", "grading/release.py",
+                       "grading/export/", "docs.py", "_bench.py")
 #: ``release --for``: the student bundle, or an export for a platform (:mod:`.export`)
 TARGETS = ("bundle", "nbgrader", "gradescope")
 #: pins only a JupyterHub image needs (its environment.yml keeps them): not in the
@@ -158,9 +165,10 @@ def check_sources() -> None:
                                f"attention_lab.exercises.authoring build --execute)")
 
 
-def sources() -> list[tuple[Path, str]]:
-    """(file of the checkout, its path in the bundle) for every file the bundle copies; the
-    README and ``requirements.txt`` are written from ``templates/`` and the checkout's pins."""
+def sources(omit=NOT_IN_STUDENT_COPY) -> list[tuple[Path, str]]:
+    """(file of the checkout, its path in the bundle) for every file the bundle copies, the
+    package without ``omit``; the README and ``requirements.txt`` are written from
+    ``templates/`` and the checkout's pins."""
     rows = [(ROOT / "notebooks" / f"{n}.ipynb", f"notebooks/{n}.ipynb") for n in LEVELS]
     rows += [(ROOT / "notebooks" / "exercises" / f"{stem}.ipynb",
               f"notebooks/exercises/{stem}.ipynb") for stem in NOTEBOOKS.values()]
@@ -168,7 +176,8 @@ def sources() -> list[tuple[Path, str]]:
     for path in sorted(package.rglob("*")):
         rel = path.relative_to(package)
         if path.is_file() and path.suffix != ".pyc" and not any(
-                part.startswith(".") or part == "__pycache__" for part in rel.parts):
+                part.startswith(".") or part == "__pycache__" for part in rel.parts) \
+                and not rel.as_posix().startswith(tuple(omit)):
             rows.append((path, f"attention_lab/{rel.as_posix()}"))
     rows.append((ROOT / "pyproject.toml", "pyproject.toml"))
     return rows
@@ -186,13 +195,13 @@ def without_outputs(src: Path, dest: Path) -> None:
     nbformat.write(nb, dest)
 
 
-def build(dest: Path) -> None:
-    """Write the bundle into the empty folder ``dest``."""
+def build(dest: Path, omit=NOT_IN_STUDENT_COPY) -> None:
+    """Write the bundle into the empty folder ``dest`` (the package without ``omit``)."""
     import jinja2
 
     import attention_lab
 
-    for src, rel in sources():
+    for src, rel in sources(omit):
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if rel.startswith("notebooks/exercises/"):
@@ -213,8 +222,9 @@ def build(dest: Path) -> None:
     (dest / "README.md").write_text(readme, encoding="utf-8")
 
 
-def release(out: Path) -> list[Path]:
-    """Build the bundle into ``out`` (absent or empty); the files written."""
+def release(out: Path, omit=NOT_IN_STUDENT_COPY) -> list[Path]:
+    """Build the bundle into ``out`` (absent or empty); the files written. ``omit=()``: with the
+    whole package (the Gradescope autograder's copy, which grades)."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ReleaseError(f"{out} exists and is not an empty folder; give a new folder")
@@ -227,7 +237,7 @@ def release(out: Path) -> list[Path]:
         raise ReleaseError(f"cannot write into {parent}: {exc.strerror}") from None
     try:
         bundle = scratch / "bundle"
-        build(bundle)
+        build(bundle, omit)
         found = leaks(bundle, answer_blocks())
         if found:
             raise ReleaseError(f"a solution would be in the bundle ({found[0]}); nothing written")

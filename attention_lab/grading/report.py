@@ -285,41 +285,29 @@ def summary_table(report: Report) -> str:
 
 def course_warnings(report: Report) -> list[str]:
     """What an instructor must look at before the gradebook goes to the LMS."""
-    out = []
-
-    def some(subs, limit=5):
-        return ", ".join(shown(s.file) for s in subs[:limit]) + (" ..." if len(subs) > limit
-                                                                  else "")
-
-    empty = [s for s in report.submissions if s.status == "no_notebook"]
-    if empty:
-        out.append(f"WARNING: {len(empty)} upload(s) hold no notebook (a row each, status "
-                   f"no_notebook; the rest was graded): {some(empty)}")
-    twins = [s for s in report.submissions if s.meta.get("near_duplicates")]
-    if twins:
-        out.append(f"WARNING: {len(twins)} submission(s) have a student id that nearly equals "
-                   f"another (case, spaces or Unicode; kept apart, never merged): {some(twins)}")
-    late_ = [s for s in report.counted() if s.meta.get("late")]
-    if late_:
-        out.append(f"note: {len(late_)} counted submission(s) are late "
-                   f"({late_[0].meta.get('late_policy', '')}): {some(late_)}")
-    unknown = [s for s in report.submissions
-               if s.status not in ("unreadable", "too_large", "no_notebook")
-               and not s.assignment]
-    if unknown:
-        out.append(f"WARNING: the assignment of {len(unknown)} submission(s) is unknown (graded "
-                   f"against every check, left out of the gradebook; grade them with "
-                   f"--assignment ID): {some(unknown)}")
-    by_name = [s for s in report.submissions if s.meta.get("student_source") == "file name"]
-    if by_name:
-        out.append(f"note: {len(by_name)} submission(s) carry no student id and are not in a "
-                   f"student folder; their file name is used as the id: {some(by_name)}")
-    clash = [s for s in report.submissions if "its folder says" in s.meta.get("student_note", "")]
-    if clash:
-        out.append(f"WARNING: {len(clash)} notebook(s) claim another student than their folder "
-                   f"(the folder counts): {some(clash)}")
-    old = [s for s in report.submissions if s.meta.get("superseded_by")]
-    if old:
-        out.append(f"note: {len(old)} earlier submission(s) superseded by a later one of the same "
-                   f"student and assignment (graded, not counted): {some(old)}")
-    return out
+    subs = report.submissions
+    checks = [
+        ([s for s in subs if s.status == "no_notebook"],
+         "WARNING: {n} upload(s) hold no notebook (a row each, status no_notebook; the rest was "
+         "graded)"),
+        ([s for s in subs if s.meta.get("near_duplicates")],
+         "WARNING: {n} submission(s) have a student id that nearly equals another (case, spaces "
+         "or Unicode; kept apart, never merged)"),
+        ([s for s in report.counted() if s.meta.get("late")],
+         "note: {n} counted submission(s) are late ({policy})"),
+        ([s for s in subs if s.status not in ("unreadable", "too_large", "no_notebook")
+          and not s.assignment],
+         "WARNING: the assignment of {n} submission(s) is unknown (graded against every check, "
+         "left out of the gradebook; grade them with --assignment ID)"),
+        ([s for s in subs if s.meta.get("student_source") == "file name"],
+         "note: {n} submission(s) carry no student id and are not in a student folder; their "
+         "file name is used as the id"),
+        ([s for s in subs if "its folder says" in s.meta.get("student_note", "")],
+         "WARNING: {n} notebook(s) claim another student than their folder (the folder counts)"),
+        ([s for s in subs if s.meta.get("superseded_by")],
+         "note: {n} earlier submission(s) superseded by a later one of the same student and "
+         "assignment (graded, not counted)"),
+    ]
+    return [text.format(n=len(found), policy=found[0].meta.get("late_policy", "")) + ": "
+            + ", ".join(shown(s.file) for s in found[:5]) + (" ..." if len(found) > 5 else "")
+            for found, text in checks if found]

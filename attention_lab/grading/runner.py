@@ -15,15 +15,16 @@ One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in nam
    wait for them (printed text and displays are not even sent to it: it subscribes only to the
    kernel's own IOPub topics, which it needs to see the kernel start), ZeroMQ refuses any frame
    above ``MAX_MESSAGE_BYTES`` and queues at most ``QUEUE_MESSAGES`` messages;
-4. **probe**: the grader's harness cells: the source of :mod:`attention_lab.exercises.probe`,
-   executed in a fresh namespace, answers the grader over the channel (:mod:`.channel`): the
-   grader asks for each answer by name and for one case at a time, in the run's order, runs the
-   functions a case hands over in its own process, and keeps the records (one cell per exercise whose answer the
-   notebook defines, one cell for all the others);
-5. **recover**: a cell that times out is interrupted and the kernel asked whether it still
-   answers; a kernel that died (``os._exit``, a crash) or hangs is killed (the sandbox stops
-   every process of the job) and a new one started, skipping the cells that killed it, and the
-   harness continues with the exercises not yet recorded (at most ``max_attempts`` kernels).
+4. **ask for the answers**: the grader's harness cells (the source of
+   :mod:`attention_lab.exercises.probe`, in a fresh namespace) answer the grader over the channel
+   (:mod:`.channel`): it asks for each answer by name and for one case at a time, in the run's
+   order, runs the functions a case hands over in its own process, and keeps the records (one
+   cell per exercise whose answer the notebook defines, one cell for all the others);
+5. **recover**: a cell that times out is interrupted (by nbclient: ``interrupt_on_timeout``)
+   and the kernel asked whether it still answers (the alive check); a kernel that died (``os._exit``, a crash) or hangs is killed (the
+   sandbox stops every process of the job) and a new one started, skipping the cells that killed
+   it, and the harness continues with the exercises not yet recorded (at most ``max_attempts``
+   kernels).
 
 Nothing computed in the kernel is trusted except those raw outputs, and those only as outputs: a
 record passes only if its outputs match the reference on this run's inputs, which the grader
@@ -36,9 +37,11 @@ grader's own work on a job runs in the job's thread, and its CPU time is bounded
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
+import secrets
 import subprocess
 import sys
 import threading
@@ -47,21 +50,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._compat import jupyter_client as jc_compat
-from .._compat import nbclient as nbclient_compat
 from .._compat import zmq as zmq_compat
 from .channel import Channel, KernelLog
 from .sandbox import JobFolders, Sandbox, for_job
 
-HERE = Path(__file__).resolve().parent
-PROBE_SOURCE = (HERE.parent / "exercises" / "probe.py").read_text(encoding="utf-8")
+HARNESS_MODULE_SOURCE = (Path(__file__).resolve().parents[1] / "exercises" / "probe.py"
+                         ).read_text(encoding="utf-8")
 MAX_MESSAGE_BYTES = 2 ** 20  # ZeroMQ drops a connection on which a larger frame arrives
 QUEUE_MESSAGES = 64  # messages ZeroMQ holds for the grader before it drops new ones
 IOPUB_SECONDS = 0  # nbclient does not wait for a cell's outputs after its reply: none are kept
 EXITING = "attention-lab grader: the kernel is exiting"
-#: Liveness probe. exit(), quit() or kernel.do_shutdown() in a cell do not stop the kernel at
-#: once: ipykernel sets ``exit_now`` and stops its loop 0.1 s later. The probe catches that.
-PROBE_CELL = (f"if getattr(get_ipython(), 'exit_now', False):\n"
-              f"    raise SystemExit({EXITING!r})")
+#: The alive check: a kernel that runs it still answers. exit(), quit() or kernel.do_shutdown()
+#: in a cell do not stop the kernel at once: ipykernel sets ``exit_now`` and stops its loop 0.1 s
+#: later. The check raises then.
+ALIVE_CHECK_CELL = (f"if getattr(get_ipython(), 'exit_now', False):\n"
+                    f"    raise SystemExit({EXITING!r})")
 #: What a step says comes next: the next step, a new kernel, or the end of the job.
 NEXT, RESTART, STOP = "next", "restart", "stop"
 
@@ -102,15 +105,12 @@ class CellEvent:
     def describe(self) -> str:
         what = {"error": f"raised {self.name}", "timeout": "did not finish in time",
                 "crash": "crashed the kernel"}[self.kind]
-        text = f"cell {self.index} {what}"
-        if self.message:
-            text += f": {self.message}"
-        return text
+        return f"cell {self.index} {what}" + (f": {self.message}" if self.message else "")
 
 
 @dataclass
 class RunResult:
-    records: dict = field(default_factory=dict)  # id -> raw (JSON-level) probe record
+    records: dict = field(default_factory=dict)  # id -> raw (JSON-level) answer record
     interrupted: dict = field(default_factory=dict)  # id -> "crash" | "timeout"
     events: list = field(default_factory=list)
     timed_out: bool = False
@@ -136,14 +136,15 @@ def skip_slow_optional_imports() -> None:
         sys.modules["rfc3987_syntax"] = None  # an ImportError for jsonschema's optional import
 
 
-def _harness_source(config: dict, first: bool) -> str:
-    """The harness cell. The first one of a kernel compiles the probe's source into a private
-    module (the grader's own text, not the package a notebook may have patched); the following
-    ones reuse it. Nothing here is secret or trusted: the grader keeps the cases, asks for them
-    over the channel one at a time, and judges the outputs in its own process."""
-    source = PROBE_SOURCE if first else None
+def _harness_source(config: dict, compile_module: bool) -> str:
+    """The harness cell. The first one of a kernel (``compile_module``) compiles the source of
+    :mod:`attention_lab.exercises.probe` into a private module (the grader's own text, not the
+    package a notebook may have patched); the following ones reuse it. Nothing here is secret or
+    trusted: the grader keeps the cases, asks for them over the channel one at a time, and judges
+    the outputs in its own process."""
+    source = HARNESS_MODULE_SOURCE if compile_module else None
     return (
-        PROBE_CELL + "\n"
+        ALIVE_CHECK_CELL + "\n"
         "def __attention_lab_grader(user_ns, config, source):\n"
         "    import sys, types\n"
         "    name = '__attention_lab_grader_probe__'\n"
@@ -214,7 +215,7 @@ def _make_client_classes():
 
     import zmq
     from jupyter_client.asynchronous import AsyncKernelClient
-    from jupyter_client.kernelspec import KernelSpec
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
 
@@ -224,8 +225,11 @@ def _make_client_classes():
         those are filtered out by the kernel's socket and never reach the grader."""
 
         def connect_iopub(self, identity=None):
-            sock = jc_compat.connected_socket(self, "iopub", identity=identity)
+            """jupyter_client's IOPub socket, its subscription to every topic swapped for one to
+            the kernel's own (before any cell runs: nothing of the student's is sent yet)."""
+            sock = super().connect_iopub(identity=identity)
             sock.setsockopt(zmq.SUBSCRIBE, b"kernel.")
+            sock.setsockopt(zmq.UNSUBSCRIBE, b"")
             return sock
 
         async def wait_for_ready(self, timeout=None):
@@ -236,23 +240,27 @@ def _make_client_classes():
             deadline = time.monotonic() + (float("inf") if timeout is None else timeout)
             while True:
                 self.kernel_info()
-                try:
+                with contextlib.suppress(Empty):
                     msg = await self.shell_channel.get_msg(timeout=1)
-                except Empty:
-                    pass
-                else:
                     if msg["msg_type"] == "kernel_info_reply":
-                        try:  # IOPub is connected once the request's status arrives on it
-                            await self.iopub_channel.get_msg(timeout=0.2)
-                        except Empty:
-                            pass
-                        else:
-                            jc_compat.kernel_info_received(self, msg)
-                            return
-                if not await jc_compat.is_alive(self):
+                        # IOPub is connected once the request's status arrives on it
+                        await self.iopub_channel.get_msg(timeout=0.2)
+                        # the kernel's protocol version, as jupyter_client's wait takes it
+                        self.session.adapt_version = int(
+                            msg["content"]["protocol_version"].split(".")[0])
+                        return
+                if not await self.is_alive():
                     raise RuntimeError("Kernel died before replying to kernel_info")
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
+    class GradingKernelSpecs(KernelSpecManager):
+        """The one kernel spec of the grader's kernels: the command is the manager's
+        (:meth:`SandboxKernelManager.format_kernel_cmd`), interrupts are messages."""
+
+        def get_kernel_spec(self, kernel_name):
+            return KernelSpec(argv=[], display_name="grading", language="python",
+                              interrupt_mode="message")
 
     class SandboxKernelManager(jc_compat.Launched, AsyncKernelManager):
         """Starts ``python -m ipykernel_launcher`` through the job's sandbox; interrupts with a
@@ -265,8 +273,7 @@ def _make_client_classes():
             sandbox = kernel.job.sandbox
             self.transport, self.ip = sandbox.transport, sandbox.kernel_ip
             self.client_factory = self.kernel_client_class
-            jc_compat.set_kernel_spec(self, KernelSpec(argv=[], display_name="grading",
-                                                       language="python", interrupt_mode="message"))
+            self.kernel_spec_manager = GradingKernelSpecs()
             return self
 
         def format_kernel_cmd(self, extra_arguments=None):
@@ -280,7 +287,7 @@ def _make_client_classes():
             # from now on, the grader's side of the channels: where the sandbox says
             ports = [self.shell_port, self.iopub_port, self.stdin_port, self.control_port,
                      self.hb_port]
-            self.ip = self.kernel.job.sandbox.started(jc_compat.kernel_pid(self), ports)
+            self.ip = self.kernel.job.sandbox.started(self.provisioner.pid, ports)
 
         def client(self, **kwargs):
             return super().client(context=self.context, **kwargs)
@@ -288,7 +295,7 @@ def _make_client_classes():
         def cleanup_ipc_files(self):
             """Nothing to clean: the sockets are in the kernel's scratch, gone with it."""
 
-    class QuietClient(NotebookClient):
+    class OutputlessClient(NotebookClient):
         """Keeps no outputs (a cell's error comes from its execute reply)."""
 
         def output(self, outs, msg, display_id, cell_index):
@@ -297,11 +304,12 @@ def _make_client_classes():
         def clear_output(self, outs, msg, cell_index):
             return None
 
-    return SandboxKernelManager, QuietClient
+    return SandboxKernelManager, OutputlessClient
 
 
-_QUIET = logging.getLogger("attention_lab.grading.kernel")
-_QUIET.setLevel("CRITICAL")  # nbclient logs time-outs and dead kernels; the runner records them
+#: nbclient's log: it logs time-outs and dead kernels, which the runner records itself
+_NBCLIENT_LOG = logging.getLogger("attention_lab.grading.kernel")
+_NBCLIENT_LOG.setLevel("CRITICAL")
 
 
 def _zmq_context():
@@ -320,9 +328,9 @@ def _zmq_context():
 class _Kernel:
     """One kernel of a job (attempt number ``attempt``): its files, manager and client.
 
-    Its notebook is the student's cells plus two of the grader's: the liveness probe
-    (``probe_index``) and the harness (``harness_index``). ``timeout`` is the limit of the next
-    cell executed. ``channel`` and ``log`` are the two sockets it inherits (:mod:`.channel`).
+    Its notebook is the student's cells plus two of the grader's: the alive check
+    (``alive_check_index``) and the harness (``harness_index``). ``timeout`` is the limit of the
+    next cell executed. ``channel`` and ``log`` are the two sockets it inherits (:mod:`.channel`).
     """
 
     def __init__(self, job: "_Job", attempt: int):
@@ -338,13 +346,20 @@ class _Kernel:
                      context=self.context).configure(self)
         self.nb = nbformat.v4.new_notebook()
         self.nb.cells = [nbformat.from_dict(dict(c)) for c in job.cells] + [
-            nbformat.v4.new_code_cell(PROBE_CELL), nbformat.v4.new_code_cell("")]
-        self.probe_index, self.harness_index = len(job.cells), len(job.cells) + 1
-        self.client = Client(self.nb, km=self.km, allow_errors=True, interrupt_on_timeout=False,
+            nbformat.v4.new_code_cell(ALIVE_CHECK_CELL), nbformat.v4.new_code_cell("")]
+        self.alive_check_index, self.harness_index = len(job.cells), len(job.cells) + 1
+        self.harness_sent = False  # the harness module is compiled by the first harness cell
+        self.last_asked: str | None = None  # the exercise whose answer was asked for last
+        # a cell out of time: nbclient interrupts it and hands back this error as its reply (its
+        # pollers of the cell end with it); the name is unknown to the kernel, so no cell fakes it
+        self.timed_out = f"attention-lab-grader-timeout-{secrets.token_hex(8)}"
+        self.client = Client(self.nb, km=self.km, allow_errors=True, interrupt_on_timeout=True,
+                             error_on_timeout={"ename": self.timed_out, "evalue": ""},
                              startup_timeout=int(job.limits.startup_timeout),
                              kernel_name="python3", record_timing=False,
                              store_widget_state=False, iopub_timeout=IOPUB_SECONDS,
-                             resources={"metadata": {"path": str(folders.work)}}, log=_QUIET)
+                             resources={"metadata": {"path": str(folders.work)}},
+                             log=_NBCLIENT_LOG)
         self.timeout = job.limits.cell_timeout
         self.client.timeout_func = lambda cell: self.timeout
         # exit()/quit() make ipykernel stop its loop 0.1 s *after* the cell, so whether the next
@@ -377,29 +392,26 @@ class _Kernel:
         self.log.attach(loop)
 
     async def execute(self, index: int) -> tuple[str, str] | None:
-        """Run cell ``index``; its error ``(name, message)``, or ``None``."""
+        """Run cell ``index``; its error ``(name, message)``, or ``None``. :class:`_TimedOut`
+        once it ran out of time (interrupted); nbclient's ``DeadKernelError`` if the kernel died."""
         self.error = None
         await self.client.async_execute_cell(self.nb.cells[index], index)
+        if self.error and self.error[0] == self.timed_out:
+            raise _TimedOut
         return self.error
 
     async def shutdown(self) -> None:
         """Stop the kernel and every process of the job; never raises. The sandbox kills first
         (and waits for the processes to exit): the kernel manager, which polls every 0.1 s,
         then finds its process gone at once."""
-        try:
+        with contextlib.suppress(Exception):
             if self.client.kc is not None:
                 self.client.kc.stop_channels()
-        except Exception:
-            pass
         self.job.sandbox.kill()
-        try:
+        with contextlib.suppress(Exception):
             await asyncio.wait_for(self.km.shutdown_kernel(now=True), timeout=10)
-        except Exception:
-            pass
-        try:
+        with contextlib.suppress(Exception):
             await self.km.cleanup_resources()
-        except Exception:
-            pass
         self.client.kc = None
         self.channel.drain()
         self.channel.close()
@@ -429,20 +441,19 @@ class _Job:
         self.started = time.monotonic()
         self.deadline = self.started + limits.timeout
         self.cells = list(nb.cells)
-        self.ids = [ex.id for ex in exercises]
-        self.pending = list(self.ids)  # exercises with no record yet
+        self.pending = [ex.id for ex in exercises]  # exercises with no record yet
         self.skip: set[int] = set()  # cells not to run (again)
         self.events: dict[tuple[int, str], CellEvent] = {}
         self.blamed: set[str] = set()  # exercises whose answer stopped a kernel
-        # Careful mode (after a kernel died at a moment that does not pin down the culprit, e.g.
+        # Cell by cell (after a kernel died at a moment that does not pin down the culprit, e.g.
         # a cell that calls exit() makes the kernel stop *after* it finished): every student
-        # cell is followed by a liveness probe, so the cell that ends the kernel is found exactly.
-        self.careful = False
+        # cell is followed by the alive check, so the cell that ends the kernel is found exactly.
+        self.cell_by_cell = False
         self.start_failures = 0
 
     async def run(self) -> None:
-        """Prepare, then per kernel: start, run cells, probe; a step that fails asks for a new
-        kernel (recovering what it can) or ends the job. Meanwhile :meth:`watch` keeps the
+        """Prepare, then per kernel: start, run cells, ask for the answers; a step that fails asks
+        for a new kernel (recovering what it can) or ends the job. Meanwhile :meth:`watch` keeps the
         grader's own CPU time on the job within ``Limits.grader_seconds``."""
         self.prepare()
         self.client_classes = _make_client_classes()
@@ -469,8 +480,7 @@ class _Job:
         for attempt in range(1, self.limits.max_attempts + 1):
             if not self.pending or self.result.too_large or self.sandbox.cancelled:
                 break
-            if time.monotonic() >= self.deadline:
-                self.result.timed_out = True
+            if self.time_left(0) is None:
                 break
             self.result.attempts = attempt
             kernel = _Kernel(self, attempt)
@@ -479,7 +489,7 @@ class _Job:
                 if step == NEXT:
                     step = await self.run_cells(kernel)
                 if step == NEXT:
-                    step = await self.probe(kernel)
+                    step = await self.ask_answers(kernel)
             finally:
                 await kernel.shutdown()
             if step == STOP:
@@ -536,56 +546,66 @@ class _Job:
     def record(self, ev: CellEvent) -> None:
         self.events.setdefault((ev.index, ev.kind), ev)
 
+    def crashed(self, idx: int, why: str) -> None:
+        """Cell ``idx`` ended the kernel: recorded, and not run again."""
+        self.skip.add(idx)
+        self.record(CellEvent(idx, "crash", "", why))
+
+    def time_left(self, limit: float) -> float | None:
+        """The time the next cell may take (at most ``limit``); None once the job's is up."""
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            self.result.timed_out = True
+            return None
+        return max(0.5, min(limit, remaining))
+
     async def run_cells(self, kernel: _Kernel) -> str:
         """The student's code cells in order (not the skipped ones), each within the cell limit."""
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
         for idx, cell in enumerate(self.cells):
-            if cell.get("cell_type") != "code" or idx in self.skip or not str(
+            if cell.get("cell_type") == "code" and idx not in self.skip and str(
                     cell.get("source", "")).strip():
-                continue
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                self.result.timed_out = True
-                return STOP
-            kernel.timeout = max(0.5, min(self.limits.cell_timeout, remaining))
-            try:
-                error = await kernel.execute(idx)
-                if error:
-                    self.record(CellEvent(idx, "error", error[0], error[1][:300]))
-                if idx in kernel.asked_exit:
-                    self.skip.add(idx)
-                    self.record(CellEvent(idx, "crash", "", "the cell called exit(): the kernel "
-                                                            "stops after it"))
-                    return RESTART
-                if self.careful and not await self.recover(kernel, interrupt=False):
-                    self.skip.add(idx)
-                    self.record(CellEvent(idx, "crash", "", "the kernel stopped or stopped "
-                                                            "answering right after this cell"))
-                    return RESTART
-            except CellTimeoutError:
-                await _cancel_stale_pollers()
-                self.skip.add(idx)
-                if time.monotonic() >= self.deadline:
-                    self.result.timed_out = True
-                    self.record(CellEvent(idx, "timeout", "", f"the whole-notebook limit of "
-                                                              f"{self.limits.timeout:g} s ran out"))
-                    return STOP
-                self.record(CellEvent(idx, "timeout", "", f"stopped after {kernel.timeout:.0f} s "
-                                                          f"(the per-cell limit)"))
-                if not await self.recover(kernel):
-                    return RESTART
-            except DeadKernelError:
-                await _cancel_stale_pollers()
-                if self.careful:  # the previous cell was probed: this one ended the kernel
-                    self.skip.add(idx)
-                    self.record(CellEvent(idx, "crash", "", "the kernel process died"))
-                else:  # maybe this cell, maybe an earlier one: find out on the next kernel
-                    self.careful = True
-                return RESTART
+                step = await self.run_cell(kernel, idx)
+                if step != NEXT:
+                    return step
         return NEXT
 
-    # ---------------------------------------------------------------- 4. probe
+    async def run_cell(self, kernel: _Kernel, idx: int) -> str:
+        """One student cell: its error recorded; a time-out interrupts it, a dead kernel asks
+        for a new one (cell by cell from then on, if the culprit is not known)."""
+        from nbclient.exceptions import DeadKernelError
+
+        kernel.timeout = self.time_left(self.limits.cell_timeout)
+        if kernel.timeout is None:
+            return STOP
+        try:
+            error = await kernel.execute(idx)
+        except _TimedOut:
+            self.skip.add(idx)
+            if time.monotonic() >= self.deadline:
+                self.result.timed_out = True
+                self.record(CellEvent(idx, "timeout", "", f"the whole-notebook limit of "
+                                                          f"{self.limits.timeout:g} s ran out"))
+                return STOP
+            self.record(CellEvent(idx, "timeout", "", f"stopped after {kernel.timeout:.0f} s "
+                                                      f"(the per-cell limit)"))
+            return NEXT if await self.still_answers(kernel) else RESTART
+        except DeadKernelError:
+            if self.cell_by_cell:  # the previous cell was checked: this one ended the kernel
+                self.crashed(idx, "the kernel process died")
+            else:  # maybe this cell, maybe an earlier one: find out on the next kernel
+                self.cell_by_cell = True
+            return RESTART
+        if error:
+            self.record(CellEvent(idx, "error", error[0], error[1][:300]))
+        if idx in kernel.asked_exit:
+            self.crashed(idx, "the cell called exit(): the kernel stops after it")
+            return RESTART
+        if self.cell_by_cell and not await self.still_answers(kernel):
+            self.crashed(idx, "the kernel stopped or stopped answering right after this cell")
+            return RESTART
+        return NEXT
+
+    # ---------------------------------------------------------------- 4. ask for the answers
     def harness_groups(self) -> list[list]:
         """The pending exercises in harness cells: one cell per exercise whose answer the notebook
         defines (its own time limit; a kernel that dies in it is pinned on it), then one cell for
@@ -598,102 +618,90 @@ class _Job:
         rest = [ex for ex in pending if ex not in own]
         return [[ex] for ex in own] + ([rest] if rest else [])
 
-    async def probe(self, kernel: _Kernel) -> str:
+    async def ask_answers(self, kernel: _Kernel) -> str:
         """The grader's harness, one cell per group of exercises (:meth:`harness_groups`), each
         with its own time limit, talking to the grader over the kernel's channel; then the
         records the channel kept are collected."""
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
         failed: dict[str, str] = {}  # id -> the error the harness cell raised
-        first, previous, step = True, None, STOP
-        queue = self.harness_groups()
-        channel = kernel.channel
-        while queue and not channel.problem:
-            group = queue.pop(0)
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                self.result.timed_out = True
-                break
-            config = {"channel": channel.kernel_number,
-                      "exercises": [{"id": ex.id, "kind": ex.kind,
-                                     "names": list(ex.answer_names)} for ex in group]}
-            kernel.nb.cells[kernel.harness_index].source = _harness_source(config, first)
-            first = False
-            channel.begin(group, self.limits.call_seconds, self.limits.check_seconds)
-            kernel.timeout = max(0.5, min(remaining, self.limits.check_seconds + 5))
-            try:
-                error = await kernel.execute(kernel.harness_index)
-                channel.drain()
-                if _exiting(error):  # a cell or the previous answer asked the kernel to exit
-                    if previous is not None:
-                        self.blame(previous)
-                    else:
-                        self.careful = True
-                    step = RESTART
-                    break
-                if error:
-                    for ex in group:
-                        failed[ex.id] = f"{error[0]}: {error[1]}"[:300]
-            except CellTimeoutError:
-                await _cancel_stale_pollers()
-                if time.monotonic() >= self.deadline:
-                    self.result.timed_out = True
-                    break
-                hung = self.running(kernel, group) or [ex.id for ex in group
-                                                       if ex.id not in channel.records]
-                for ex_id in hung:
-                    self.result.interrupted[ex_id] = "timeout"
-                    self.pending.remove(ex_id)
-                if not await self.recover(kernel):
-                    step = RESTART
-                    break
-                later = [ex for ex in group if ex.id in self.pending
-                         and ex.id not in channel.records]
-                if later:  # the group's answers that had not run yet: in a cell of their own
-                    queue.insert(0, later)
-                continue
-            except DeadKernelError:
-                await _cancel_stale_pollers()
-                culprit = self.running(kernel, group)
-                if culprit:  # the answer was running
-                    self.blame(culprit[0])
-                elif previous is not None:  # the previous answer stopped the kernel late
-                    self.blame(previous)
-                else:  # before any answer ran: one of the student's cells did it
-                    self.careful = True
-                step = RESTART
-                break
-            ids = {ex.id for ex in group}
-            previous = ([i for i in channel.started if i in ids] or [group[-1].id])[-1]
+        queue, step = self.harness_groups(), NEXT
+        while queue and step == NEXT and not kernel.channel.problem:
+            step = await self.ask_group(kernel, queue, failed)
         self.collect(kernel)
-        if channel.problem:  # nothing more is read from this notebook's kernels
-            self.result.channel_problem = channel.problem
-            for i in list(self.pending):
-                self.result.harness_errors[i] = channel.problem
-                self.pending.remove(i)
-            return STOP
-        if self.result.timed_out:
-            return STOP
-        if step == RESTART:
+        if kernel.channel.problem:  # nothing more is read from this notebook's kernels
+            self.result.channel_problem = kernel.channel.problem
+            self.unrecorded(lambda i: kernel.channel.problem)
+        elif step == RESTART and not self.result.timed_out:
             return RESTART
-        for i in list(self.pending):  # the harness cell ran but recorded nothing
-            self.result.harness_errors[i] = failed.get(i, "no result was recorded")
-            self.pending.remove(i)
+        elif not self.result.timed_out:  # the harness cell ran but recorded nothing
+            self.unrecorded(lambda i: failed.get(i, "no result was recorded"))
         return STOP
 
-    def running(self, kernel: _Kernel, group: list) -> list[str]:
+    async def ask_group(self, kernel: _Kernel, queue: list[list], failed: dict) -> str:
+        """One harness cell, for the first group of ``queue``: NEXT, RESTART (the kernel stopped,
+        or hangs) or STOP (the job's time is up). A group that timed out is put back without
+        the answer that hung, for the answers that had not run yet."""
+        from nbclient.exceptions import DeadKernelError
+
+        group, channel = queue.pop(0), kernel.channel
+        kernel.timeout = self.time_left(self.limits.check_seconds + 5)
+        if kernel.timeout is None:
+            return STOP
+        config = {"channel": channel.kernel_number,
+                  "exercises": [{"id": ex.id, "kind": ex.kind, "names": list(ex.answer_names)}
+                                for ex in group]}
+        kernel.nb.cells[kernel.harness_index].source = _harness_source(
+            config, compile_module=not kernel.harness_sent)
+        kernel.harness_sent = True
+        channel.begin(group, self.limits.call_seconds, self.limits.check_seconds)
+        try:
+            error = await kernel.execute(kernel.harness_index)
+        except _TimedOut:
+            if time.monotonic() >= self.deadline:
+                self.result.timed_out = True
+                return STOP
+            hung = self.answer_running(kernel, group) or [ex.id for ex in group
+                                                          if ex.id not in channel.records]
+            for ex_id in hung:
+                self.result.interrupted[ex_id] = "timeout"
+                self.pending.remove(ex_id)
+            if not await self.still_answers(kernel):
+                return RESTART
+            later = [ex for ex in group if ex.id in self.pending and ex.id not in channel.records]
+            if later:
+                queue.insert(0, later)
+            return NEXT
+        except DeadKernelError:
+            self.kernel_stopped(kernel, self.answer_running(kernel, group))
+            return RESTART
+        channel.drain()
+        if _exiting(error):  # a cell or the previous answer asked the kernel to exit
+            self.kernel_stopped(kernel, [])
+            return RESTART
+        if error:
+            failed.update((ex.id, f"{error[0]}: {error[1]}"[:300]) for ex in group)
+        ids = {ex.id for ex in group}
+        kernel.last_asked = ([i for i in channel.started if i in ids] or [group[-1].id])[-1]
+        return NEXT
+
+    def answer_running(self, kernel: _Kernel, group: list) -> list[str]:
         """The exercise of ``group`` whose answer was running when its cell stopped (asked
         about, not recorded), as a list of at most one id."""
         current = kernel.channel.current
         ok = current in {ex.id for ex in group} and current not in kernel.channel.records
         return [current] if ok else []
 
-    def blame(self, exercise_id: str) -> None:
-        """The answer of ``exercise_id`` stopped the kernel: no record of it counts."""
-        self.result.interrupted[exercise_id] = "crash"
-        self.blamed.add(exercise_id)
-        if exercise_id in self.pending:
-            self.pending.remove(exercise_id)
+    def kernel_stopped(self, kernel: _Kernel, running: list[str]) -> None:
+        """The kernel stopped during the harness: the answer running did it, else the answer
+        asked for before (it stopped the kernel late), else one of the student's cells (the next
+        kernel runs them cell by cell to find it)."""
+        culprit = running[0] if running else kernel.last_asked
+        if culprit is None:
+            self.cell_by_cell = True
+            return
+        self.result.interrupted[culprit] = "crash"  # no record of it counts
+        self.blamed.add(culprit)
+        if culprit in self.pending:
+            self.pending.remove(culprit)
 
     def collect(self, kernel: _Kernel) -> None:
         """Keep the records this kernel's channel received (not the blamed answers')."""
@@ -702,53 +710,41 @@ class _Job:
                 self.result.records[i] = rec
                 self.pending.remove(i)
 
-    # ---------------------------------------------------------------- 5. recover
-    async def recover(self, kernel: _Kernel, interrupt: bool = True) -> bool:
-        """After a cell timed out: interrupt, then check that the kernel answers within 3 s.
-        With ``interrupt=False``: only the liveness check (careful mode)."""
-        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    def unrecorded(self, why) -> None:
+        """The exercises still pending get no record; ``why(id)`` says why."""
+        for i in self.pending:
+            self.result.harness_errors[i] = why(i)
+        self.pending.clear()
 
-        if interrupt:
-            try:
-                await kernel.km.interrupt_kernel()
-            except Exception:
-                return False
+    # ---------------------------------------------------------------- 5. recover
+    async def still_answers(self, kernel: _Kernel) -> bool:
+        """Whether the kernel runs the alive check within 3 s (and is not exiting): after a cell
+        that timed out (nbclient interrupted it), or after each cell, cell by cell."""
         kernel.timeout = 3
         try:
-            return not _exiting(await kernel.execute(kernel.probe_index))
-        except (CellTimeoutError, DeadKernelError):
-            await _cancel_stale_pollers()
-            return False
-        except Exception:
+            return not _exiting(await kernel.execute(kernel.alive_check_index))
+        except Exception:  # it timed out, the kernel died, or it could not be interrupted
             return False
 
     def finish(self) -> None:
         """What is still pending was never run: say why; the events in cell order."""
         result = self.result
         if result.too_large:
-            for i in self.pending:
-                result.harness_errors[i] = result.too_large
-        elif self.pending and not result.timed_out and not result.error:
-            for i in self.pending:
-                result.harness_errors[i] = (f"not run: the kernel died or hung {result.attempts} "
-                                            f"times, the limit")
+            self.unrecorded(lambda i: result.too_large)
+        elif not result.timed_out and not result.error:
+            self.unrecorded(lambda i: f"not run: the kernel died or hung {result.attempts} times, "
+                                      f"the limit")
         result.events = sorted(self.events.values(), key=lambda e: (e.index, e.kind))
         result.seconds = time.monotonic() - self.started
         result.grader_seconds = time.thread_time() - self.cpu0
 
 
+class _TimedOut(Exception):
+    """A cell ran out of its time; nbclient interrupted it."""
+
+
 def _exiting(error: tuple[str, str] | None) -> bool:
     return bool(error) and EXITING in error[1]
-
-
-async def _cancel_stale_pollers() -> None:
-    """nbclient leaves the output poller of a timed-out cell running (CellTimeoutError is a
-    control signal); it would steal the next cell's messages. Cancel it and its liveness poller."""
-    stale = nbclient_compat.cell_pollers()
-    for t in stale:
-        t.cancel()
-    if stale:
-        await asyncio.gather(*stale, return_exceptions=True)
 
 
 def _run_coroutine(coro) -> None:

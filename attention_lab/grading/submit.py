@@ -32,11 +32,6 @@ from .runner import Limits, defined_names, skip_slow_optional_imports
 from .sandbox import ScratchRoot
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
 
-LABEL = {"pass": "pass", "fail": "fail", "error": "error", "timeout": "timeout",
-         "not_attempted": "not attempted", "needs_instructor": "needs instructor",
-         "unreadable": "unreadable", "too_large": "too large"}
-
-
 def relevant_ids(nb) -> list[str]:
     """The exercises this notebook works on: those it checks or whose answer it defines."""
     source = "\n".join(str(c.get("source", "")) for c in nb.cells if c.get("cell_type") == "code")
@@ -96,8 +91,11 @@ def resolve_student(given: str | None, metadata, ask=None) -> tuple[str | None, 
     return None, ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    skip_slow_optional_imports()
+class Refused(Exception):
+    """Why ``submit`` cannot go on: one line, ``submit: error: ...``, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m attention_lab submit",
         description="Run an exercise notebook in a fresh kernel, check every exercise, and write "
@@ -110,88 +108,90 @@ def main(argv: list[str] | None = None) -> int:
                              "so that later submissions need not repeat it (asked for once when "
                              "missing and run in a terminal)")
     _cli.add_time_limits(parser)
-    args, code = _cli.parse(parser, argv)
-    if args is None:
-        return code
-    path = Path(args.notebook)
-    problem = None
+    return parser
+
+
+def read_notebook(path: Path) -> tuple[bytes, object]:
+    """The notebook file's bytes and the notebook, or :class:`Refused` saying what is wrong."""
     if not path.exists():
-        problem = f"{path} does not exist" + (
+        raise Refused(f"{path} does not exist" + (
             f" (did you mean {path.with_suffix('.ipynb')}?)"
-            if path.suffix != ".ipynb" and path.with_suffix(".ipynb").exists() else "")
-    elif path.is_dir():
-        problem = f"{path} is a folder; give the notebook file (.ipynb)"
-    elif path.suffix != ".ipynb":
-        problem = f"{path} is not a notebook (.ipynb)" + (
-            "; submit the .ipynb, not its .py text twin" if path.suffix == ".py" else "")
-    if problem is None:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            problem = f"{path} cannot be read: {exc.strerror}"
-    if problem is None:
-        try:
-            nb, _ = parse_submission(path.name, data)
-        except Unreadable as exc:
-            problem = f"{path} cannot be submitted: {exc}"
-    if problem:
-        return _cli.fail("submit", problem)
-    interactive = sys.stdin is not None and sys.stdin.isatty()
+            if path.suffix != ".ipynb" and path.with_suffix(".ipynb").exists() else ""))
+    if path.is_dir():
+        raise Refused(f"{path} is a folder; give the notebook file (.ipynb)")
+    if path.suffix != ".ipynb":
+        raise Refused(f"{path} is not a notebook (.ipynb)" + (
+            "; submit the .ipynb, not its .py text twin" if path.suffix == ".py" else ""))
     try:
-        student, source = resolve_student(args.student, nb.metadata,
-                                          ask_student if interactive else None)
-    except ValueError as exc:
-        return _cli.fail("submit", f"--student: {exc}")
-    out = Path(args.out) if args.out else path.with_name(path.stem + ".submission.json")
-    if args.out and (args.out.endswith(("/", os.sep)) or out.is_dir()):
+        data = path.read_bytes()
+    except OSError as exc:
+        raise Refused(f"{path} cannot be read: {exc.strerror}") from None
+    try:
+        return data, parse_submission(path.name, data)[0]
+    except Unreadable as exc:
+        raise Refused(f"{path} cannot be submitted: {exc}") from None
+
+
+def output_path(path: Path, given: str | None) -> Path:
+    """Where the submission file goes: ``--out`` (a file, or a folder to create), else next to
+    the notebook; :class:`Refused` when it cannot be written there."""
+    out = Path(given) if given else path.with_name(path.stem + ".submission.json")
+    if given and (given.endswith(("/", os.sep)) or out.is_dir()):
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            return _cli.fail("submit", f"cannot create the folder {out}: {exc.strerror}")
+            raise Refused(f"cannot create the folder {out}: {exc.strerror}") from None
         out = out / (path.stem + ".submission.json")
     if not out.parent.is_dir():
-        return _cli.fail("submit", f"the folder {out.parent} does not exist")
+        raise Refused(f"the folder {out.parent} does not exist")
     if not os.access(out.parent, os.W_OK):
-        return _cli.fail("submit", f"cannot write {out} (folder not writable); use --out")
-    text = data.decode("utf-8")
-    if student is not None and source != "the notebook":
-        text = with_student(text, student)
-        data = text.encode("utf-8")
-        try:  # for the next time; the submission file carries the id in any case
-            tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-            print(f"student id {student!r} recorded in {path.name} (if the notebook is open in "
-                  f"JupyterLab, reload it before saving again)")
-        except OSError as exc:
-            print(f"note: could not store the student id in {path} ({exc.strerror}); it is in "
-                  f"the submission file")
-    elif student is None:
-        print("note: no student id recorded; your instructor will tell you whether to give one "
-              "(python -m attention_lab submit NOTEBOOK --student ID)")
+        raise Refused(f"cannot write {out} (folder not writable); use --out")
+    return out
+
+
+def store_student(path: Path, text: str, student: str) -> str:
+    """The notebook's text with ``student`` in it, written back for the next time (the
+    submission file carries the id in any case)."""
+    text = with_student(text, student)
+    try:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+        print(f"student id {student!r} recorded in {path.name} (if the notebook is open in "
+              f"JupyterLab, reload it before saving again)")
+    except OSError as exc:
+        print(f"note: could not store the student id in {path} ({exc.strerror}); it is in "
+              f"the submission file")
+    return text
+
+
+def run_checks(path: Path, data: bytes, limits: Limits):
+    """The notebook graded as the grader grades it, in a scratch folder of its own."""
     print(f"running {path.name} in a fresh kernel (this takes a few seconds) ...", flush=True)
-    limits = Limits.for_cells(args.cell_timeout, args.timeout)
     with ScratchRoot() as scratch:
         batch = Batch(limits, secrets.randbelow(2 ** 31), scratch.path)
         sub = Submission(path, path.name, data, hashlib.sha256(data).hexdigest())
         identify([sub])
-        grade = batch.grade(0, sub)
-    if grade.status == "unreadable":  # pragma: no cover - parse_submission succeeded above
-        return _cli.fail("submit", grade.message)
-    submission = build_submission(path.name, text, grade)
+        return batch.grade(0, sub)
+
+
+def write_submission(out: Path, submission: dict) -> None:
     tmp = out.with_name(out.name + ".tmp")
     try:
         tmp.write_text(json.dumps(submission, indent=1, ensure_ascii=False) + "\n",
                        encoding="utf-8")
         os.replace(tmp, out)
     except OSError as exc:
-        return _cli.fail("submit", f"cannot write {out}: {exc.strerror}")
+        raise Refused(f"cannot write {out}: {exc.strerror}") from None
+
+
+def print_results(grade, nb, student: str | None, out: Path) -> None:
     ids = list(grade.exercises) if grade.meta.get("assignment") else relevant_ids(nb)
     width = max(len(EXERCISES[i].title) for i in ids)
     print(f"\n{'id':<4} {'exercise':<{width}}  status")
     for i in ids:
         g = grade.exercises[i]
-        line = f"{i:<4} {EXERCISES[i].title:<{width}}  {LABEL.get(g.status, g.status)}"
+        line = f"{i:<4} {EXERCISES[i].title:<{width}}  {g.status.replace('_', ' ')}"
         if g.status in ("fail", "error", "timeout"):
             line += f": {(g.summary or g.message).splitlines()[0][:90]}"
         print(line)
@@ -209,6 +209,37 @@ def main(argv: list[str] | None = None) -> int:
               f"{grade.meta['assignment_source']})")
     print(f"\nHand in this file: {out.resolve()}")
     print("(upload it as it is; the grader re-runs your notebook and checks every answer again)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Read the notebook, settle who submits and where the file goes, run the checks, write the
+    submission file, print the results."""
+    skip_slow_optional_imports()
+    args, code = _cli.parse(build_parser(), argv)
+    if args is None:
+        return code
+    path = Path(args.notebook)
+    try:
+        data, nb = read_notebook(path)
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+        try:
+            student, source = resolve_student(args.student, nb.metadata,
+                                              ask_student if interactive else None)
+        except ValueError as exc:
+            raise Refused(f"--student: {exc}") from None
+        out = output_path(path, args.out)
+        text = data.decode("utf-8")
+        if student is not None and source != "the notebook":
+            text = store_student(path, text, student)
+            data = text.encode("utf-8")
+        elif student is None:
+            print("note: no student id recorded; your instructor will tell you whether to give "
+                  "one (python -m attention_lab submit NOTEBOOK --student ID)")
+        grade = run_checks(path, data, Limits.for_cells(args.cell_timeout, args.timeout))
+        write_submission(out, build_submission(path.name, text, grade))
+    except Refused as exc:
+        return _cli.fail("submit", str(exc))
+    print_results(grade, nb, student, out)
     return 0
 
 

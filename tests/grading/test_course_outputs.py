@@ -398,3 +398,28 @@ def test_every_new_option_has_help(main, options, capsys):
     text = " ".join(capsys.readouterr().out.split())
     for option in options:
         assert option in text, (option, text)
+
+
+def test_the_course_warnings_name_each_kind_of_submission_to_look_at():
+    """One line per kind, with the count and the files (five at most, then ...)."""
+    from types import SimpleNamespace
+
+    from attention_lab.grading.report import course_warnings
+
+    def sub(file, status="graded", assignment="02", **meta):
+        return SimpleNamespace(file=file, status=status, assignment=assignment, meta=meta)
+
+    subs = [sub("empty", "no_notebook", None), sub("twin", near_duplicates=["x"]),
+            sub("late", late=True, late_policy="flag"), sub("what", assignment=None),
+            sub("named", student_source="file name"),
+            sub("clash", student_note="its folder says bob"), sub("old", superseded_by="new")]
+    subs += [sub(f"more{i}", "no_notebook", None) for i in range(5)]
+    report = SimpleNamespace(submissions=subs, counted=lambda: subs)
+    lines = course_warnings(report)
+    assert len(lines) == 7
+    assert lines[0].startswith("WARNING: 6 upload(s) hold no notebook") and lines[0].endswith(
+        ": empty, more0, more1, more2, more3 ...")
+    assert lines[2] == "note: 1 counted submission(s) are late (flag): late"
+    assert [ln.rsplit(": ", 1)[1] for ln in lines[1:]] == ["twin", "late", "what", "named",
+                                                             "clash", "old"]
+    assert course_warnings(SimpleNamespace(submissions=[], counted=lambda: [])) == []

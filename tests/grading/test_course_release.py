@@ -69,6 +69,43 @@ def test_the_bundle_holds_what_students_need(bundle):
     assert "{{" not in readme and "{%" not in readme
 
 
+def test_the_bundle_leaves_out_the_graders_sandbox_the_demo_and_the_authoring_tools(bundle,
+                                                                                  tmp_path):
+    """The bundle's package has none of the modules a student never runs, and works without
+    them: an exercise checks, and ``submit`` grades a notebook (hard limits, no namespaces)."""
+    import subprocess
+    import sys
+
+    package = bundle / "attention_lab"
+    assert {"grading/namespaces.py", "demo/", "exercises/authoring.py", "nbtools.py",
+            "grading/release.py"} <= set(release.NOT_IN_STUDENT_COPY)
+    for rel in release.NOT_IN_STUDENT_COPY:
+        assert not (package / rel).exists(), rel
+    assert (package / "grading" / "sandbox.py").exists() and not (package / "demo").exists()
+    script = (
+        "import sys, attention_lab\n"
+        "assert attention_lab.__file__.startswith(sys.argv[1]), attention_lab.__file__\n"
+        "from attention_lab.exercises import check\n"
+        "print(check('2.1', lambda query, keys: keys @ query, show=False).status)\n"
+        "print(check('2.1', lambda query, keys: query, show=False).status)\n"
+        "from attention_lab.grading import sandbox\n"
+        "print(sandbox.isolation_problem())\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(bundle), "HOME": str(bundle)}
+    out = subprocess.run([sys.executable, "-c", script, str(package)], capture_output=True,
+                         text=True, env=env, cwd=bundle, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "pass", "fail", "this copy of the lab (the student bundle) has no namespace sandbox"]
+    work = tmp_path / "02_mechanics_exercises.ipynb"
+    shutil.copy(bundle / "notebooks" / "exercises" / work.name, work)
+    out = subprocess.run([sys.executable, "-m", "attention_lab", "submit", str(work),
+                          "--student", "ada"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=600)
+    assert out.returncode == 0, out.stderr
+    results = json.loads(work.with_suffix(".submission.json").read_text())["results"]
+    assert results["2.1"]["status"] == "not_attempted"
+
+
 def test_no_answer_code_of_the_solution_notebooks_is_anywhere_in_the_bundle(bundle):
     answers = answer_lines()
     assert len(answers) > 150  # the check has teeth: code lines and model answers
@@ -85,8 +122,8 @@ def test_no_answer_code_of_the_solution_notebooks_is_anywhere_in_the_bundle(bund
 def test_the_guard_refuses_a_bundle_with_a_solution_in_it(tmp_path, monkeypatch, capsys):
     build = release.build
 
-    def careless(dest):
-        build(dest)
+    def careless(dest, omit):
+        build(dest, omit)
         shutil.copy(EXERCISES / "solutions" / "02_mechanics_exercises_solutions.ipynb",
                     dest / "notebooks" / "exercises" / "extra.ipynb")
 

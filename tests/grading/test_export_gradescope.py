@@ -106,6 +106,8 @@ def test_the_zip_has_setup_and_run_autograder_at_its_root_and_no_solution(autogr
     assert {"setup.sh", "run_autograder"} <= set(names)
     assert modes["run_autograder"] & stat.S_IXUSR and modes["setup.sh"] & stat.S_IXUSR
     assert not [n for n in names if "solution" in n.lower()]
+    assert {"lab/attention_lab/grading/namespaces.py",  # the autograder grades: its sandbox
+            "lab/attention_lab/grading/export/gradescope.py"} <= set(names)
     assert not gradescope_leaks(work / "try" / "source")
     # torch's CPU build, the version requirements.txt pins, before the other requirements
     pin = next(ln for ln in (_routes.ROOT / "requirements.txt").read_text().splitlines()

@@ -426,6 +426,10 @@ def test_submit_errors(tmp_path, capsys):
     assert "not valid JSON" in capsys.readouterr().err
     assert submit.main([str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+    nb = tmp_path / "a.ipynb"
+    assert submit.output_path(nb, f"{tmp_path}/new/") == tmp_path / "new" / "a.submission.json"
+    with pytest.raises(submit.Refused, match="does not exist"):
+        submit.output_path(nb, str(tmp_path / "none" / "a.json"))
 
 
 @pytest.mark.parametrize("raw", [

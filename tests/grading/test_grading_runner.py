@@ -244,6 +244,46 @@ def test_a_kernel_is_ready_once_it_answers_without_waiting_for_silence():
     assert len(kc._shell_channel.sent) == 1  # one kernel_info request
 
 
+def test_the_graders_iopub_socket_receives_only_the_kernels_own_topics():
+    """Printed text (``stream.*``) and displays never reach the grader: its IOPub socket
+    subscribes to ``kernel.*`` only (jupyter_client's subscription to everything is dropped)."""
+    import asyncio
+    import concurrent.futures
+
+    import zmq
+    import zmq.asyncio
+
+    from attention_lab.grading.runner import _make_client_classes
+
+    KM, _ = _make_client_classes()
+
+    async def receive() -> list:
+        ctx = zmq.asyncio.Context()
+        pub = ctx.socket(zmq.PUB)
+        port = pub.bind_to_random_port("tcp://127.0.0.1")
+        sub = KM.kernel_client_class(ip="127.0.0.1", iopub_port=port, context=ctx).connect_iopub()
+        try:
+            for _ in range(200):  # until the subscription has reached the publisher
+                await pub.send_multipart([b"kernel.k.status", b"up"])
+                if await sub.poll(10):
+                    break
+            await pub.send_multipart([b"stream.stdout", b"printed"])
+            await pub.send_multipart([b"display_data", b"shown"])
+            await pub.send_multipart([b"kernel.k.status", b"last"])
+            seen = []
+            while await sub.poll(500):
+                seen.append((await sub.recv_multipart())[1])
+            return seen
+        finally:
+            sub.close(0)
+            pub.close(0)
+            ctx.term()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        seen = pool.submit(asyncio.run, receive()).result()
+    assert [m for m in seen if m != b"up"] == [b"last"]
+
+
 @linux
 def test_every_kernel_context_is_terminated_after_its_job(tmp_path):
     """The ZeroMQ context of each kernel ends in a thread of its own (its term takes ~0.1 s the

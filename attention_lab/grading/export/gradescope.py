@@ -8,8 +8,9 @@ The zip holds, at its root, what Gradescope's autograder specification asks for:
 * ``run_autograder``: grades what the student uploaded to ``ROOT/submission`` and writes
   ``ROOT/results/results.json``. ``ROOT`` is ``/autograder`` unless
   ``ATTENTION_LAB_AUTOGRADER_ROOT`` says otherwise (so it can be tried on a laptop);
-* ``lab/``: the student bundle of ``python -m attention_lab release`` (the package, the
-  notebooks; never the solutions) and ``lab/autograder.json`` (the time limits).
+* ``lab/``: the student bundle of ``python -m attention_lab release`` with the whole package
+  (the grader's sandbox too; never the solutions) and ``lab/autograder.json`` (the time
+  limits).
 
 ``run_autograder`` runs :func:`main` from ``lab/``, which runs the lab's grader (``python -m
 attention_lab grade``: sandboxed kernels, the checks, the limits) on the submission and turns
@@ -90,7 +91,7 @@ def build(out: Path, *, cell_timeout: float = 60.0, timeout: float = 600.0) -> l
         raise ExportError("requirements.txt pins no torch version (torch==X)")
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            release.release(Path(tmp) / "lab")
+            release.release(Path(tmp) / "lab", omit=())  # the grader's sandbox included
         except release.ReleaseError as exc:
             raise ExportError(str(exc)) from None
         files = {"setup.sh": SETUP.format(torch=torch), "run_autograder": RUN,
