@@ -172,8 +172,6 @@ def voila_command(notebook: Path, host: str, port: int, token: str, theme: str, 
         f"--VoilaConfiguration.multi_kernel_manager_class="
         f"attention_lab.demo.server.DemoKernelManager",
         f"--DemoKernelManager.preheat_slots={preheat_slots}",
-        "--VoilaConfiguration.kernel_spec_manager_class="
-        "attention_lab.demo.server.DemoKernelSpecManager",
         f"--DemoVoila.max_viewers={max_viewers}",
     ]
     if pool > 0:

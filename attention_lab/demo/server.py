@@ -1,10 +1,10 @@
 """The demo's Voila server for a lecture hall: preheated kernels, a viewer limit, culling.
 
 ``python -m attention_lab demo`` runs ``python -m attention_lab.demo.server NOTEBOOK [options]``
-(:func:`attention_lab.demo.launch.voila_command` builds Voila's options). It is Voila with nine
+(:func:`attention_lab.demo.launch.voila_command` builds Voila's options). It is Voila with eight
 additions, each for a measured need (``python -m benchmarks.run demo``, README):
 
-- **Warm-ups one at a time, in order** (:class:`DemoKernelManager`). Voila's preheated pool
+- **Preheating one kernel at a time, in order** (:class:`DemoKernelManager`). Voila's preheated pool
   (``--preheat_kernel=True --pool_size=P``) starts all P kernels at once and refills one for every
   viewer that takes one. A kernel's preheating (start, imports, building the explorers, rendering their
   figures) costs 2-5 s of CPU; P of them at once finish together, late, and a refill wave after a
@@ -34,9 +34,6 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
   makes it read a huge offset count and the whole server hangs (found with this project's load
   client; the cause and the versions: :data:`attention_lab._compat.voila.WEBSOCKET_READS_V1_ONLY`).
   Browsers speak v1; other clients are refused with HTTP 400 on those versions of Voila.
-- **Lean kernels** (:class:`DemoKernelSpecManager`, :mod:`attention_lab.demo.kernel`): without
-  ipykernel's debugger and input history, which no Voila viewer can use, a kernel starts with
-  0.1-0.3 s less CPU and 9 MiB less memory.
 - **The page's files from memory** (:mod:`attention_lab.demo.static`): each of the 102 files a
   page loads is read once and replayed, gzip-compressed for browsers (5.5 MB -> 1.6 MB per
   page); Voila's CPU per file 1.16 -> 0.94 ms (kept-alive connections, as a browser's).
@@ -45,9 +42,11 @@ additions, each for a measured need (``python -m benchmarks.run demo``, README):
   files (``python -m benchmarks.bench_demo --n 30 --configs hall``, one run each): Voila's CPU
   per arriving viewer 214 -> 176 ms, page ready p95 3.7 -> 2.2 s.
 
-The load benchmark turns each of the seven additions above but the websocket check off in turn
-(``ATTENTION_LAB_DEMO_WITHOUT``, :func:`switched_off`; ``python -m benchmarks.bench_demo
---configs hall ablation``): the rows of each addition against the server without it.
+The load benchmark turns each addition above but culling (jupyter_server's own) and the websocket
+check off in turn (``ATTENTION_LAB_DEMO_WITHOUT``, :func:`switched_off`;
+``python -m benchmarks.bench_demo --configs hall ablation``): each one's rows against the server
+without it (docs/maintainers/decisions.md). Lean kernels (ipykernel without its debugger and input
+history) went that way: 8 % less memory per kernel, under the 10 % an addition must buy.
 
 Everything else (templates, tokens, the pool itself) is Voila's, configured on the command line.
 What of Voila, jupyter_server and jupyter_client is not public API is named in
@@ -68,7 +67,6 @@ import time
 from collections import deque
 
 import jinja2
-from jupyter_client.kernelspec import NATIVE_KERNEL_NAME, KernelSpecManager
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
 from tornado import web
 from traitlets import Float, Int
@@ -86,7 +84,7 @@ KERNEL_ID = re.compile(r'"kernelId":\s*"([0-9a-f-]{36})"')
 VIEWERS = "attention_lab_viewers"
 #: the additions an ablation may switch off, by the names ``ATTENTION_LAB_DEMO_WITHOUT`` takes
 ADDITIONS = ("preheat-in-turn", "quiet-refills", "viewer-limit", "compiled-templates",
-             "static-from-memory", "light-activity-watch", "lean-kernel")
+             "static-from-memory", "light-activity-watch")
 WITHOUT_ENV = "ATTENTION_LAB_DEMO_WITHOUT"
 
 
@@ -209,10 +207,13 @@ class DemoKernelManager(AsyncMappingKernelManager):
 
         voila_compat.prepare_pool_item_with(self, quiet_first)
 
+    def slot_count(self) -> int:
+        """Kernels that may preheat at once (all of them in the ablation without this)."""
+        return 10**6 if switched_off("preheat-in-turn") else max(1, self.preheat_slots)
+
     async def start_kernel(self, **kwargs):
         if self._slots is None:
-            slots = 10**6 if switched_off("preheat-in-turn") else max(1, self.preheat_slots)
-            self._slots = asyncio.Semaphore(slots)
+            self._slots = asyncio.Semaphore(self.slot_count())
         for_pool = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
         await self._slots.acquire()
         started = time.monotonic()
@@ -304,19 +305,6 @@ class DemoKernelManager(AsyncMappingKernelManager):
                 times = sorted(self.preheat_seconds) or [float("nan")]
                 tell_instructor(f"{self.preheated} preheated kernel(s) ready for viewers "
                                 f"({times[len(times) // 2]:.1f} s of preheating each, median)")
-
-
-class DemoKernelSpecManager(KernelSpecManager):
-    """Python kernels as :mod:`attention_lab.demo.kernel` (no debugger, no input history), in this
-    server's Python; other kernels as their specs say."""
-
-    def get_kernel_spec(self, kernel_name):
-        spec = super().get_kernel_spec(kernel_name)
-        if (kernel_name == NATIVE_KERNEL_NAME and "ipykernel_launcher" in spec.argv
-                and not switched_off("lean-kernel")):
-            spec.argv = [sys.executable, "-m", "attention_lab.demo.kernel",
-                         "-f", "{connection_file}"]
-        return spec
 
 
 class GatedVoilaHandler(voila_compat.PageHandler):

@@ -2,7 +2,7 @@
 culled between its page and the page's connection), its refill (not while a viewer moves
 sliders), the viewer limit and its page, the trained model's tab on the shared model (no torch in
 the viewer's kernel), culling of a viewer who vanished, the refusal of the websocket protocol that
-hangs Voila, the lean kernel (no debugger, no input history), and nothing left behind. Viewers
+hangs Voila, and nothing left behind. Viewers
 are simulated (benchmarks/viewer.py: the messages a page sends); the page in a real browser is
 tested in tests/browser."""
 
@@ -208,42 +208,6 @@ def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
     assert load("b{{ x }}", enable_async=True).environment.is_async and compiled == ["t"] * 3
 
 
-def test_the_demo_kernel_has_no_debugger_and_no_input_history():
-    """The demo's Python kernels start as attention_lab.demo.kernel: ipykernel without debugpy
-    and without the SQLite history; they still run the explorers."""
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import KernelManager
-
-    specs = S.DemoKernelSpecManager()
-    assert specs.get_kernel_spec("python3").argv[:3] == [sys.executable, "-m",
-                                                        "attention_lab.demo.kernel"]
-    assert KernelSpecManager().get_kernel_spec("python3").argv[2] == "ipykernel_launcher"
-
-    def run():
-        km = KernelManager(kernel_name="python3", kernel_spec_manager=specs)
-        km.start_kernel(cwd=str(ROOT))
-        kc = km.client()
-        kc.start_channels()
-        try:
-            kc.wait_for_ready(timeout=60)
-            out = []
-            reply = kc.execute_interactive(
-                "import sys\n"
-                "from attention_lab.widgets import QueryExplorer\n"
-                "ex = QueryExplorer()\n"
-                "print(sys.modules.get('debugpy'), get_ipython().history_manager.enabled, "
-                "hasattr(get_ipython().kernel, 'debugger'), type(ex).__name__)",
-                timeout=60, output_hook=lambda m: out.append(m["content"].get("text", "")))
-            return reply["content"]["status"], "".join(out).split()
-        finally:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # no event loop of the tests' own
-        status, printed = pool.submit(run).result()
-    assert status == "ok" and printed == ["None", "False", "False", "QueryExplorer"], printed
-
-
 def test_an_ablation_switches_each_addition_off_and_names_a_wrong_one(monkeypatch):
     """ATTENTION_LAB_DEMO_WITHOUT (the load benchmark's ablation): each named addition is off,
     the others stay on; a name it does not know is an error that lists the known ones."""
@@ -251,8 +215,7 @@ def test_an_ablation_switches_each_addition_off_and_names_a_wrong_one(monkeypatc
         pass
 
     def state():
-        specs = S.DemoKernelSpecManager().get_kernel_spec("python3").argv
-        km = S.DemoKernelManager(refill_quiet=60)
+        km = S.DemoKernelManager(refill_quiet=60, preheat_slots=1)
         km.viewers = S.Viewers(clock=lambda: 0.0)
         km.viewers.active()
         item = object()
@@ -266,21 +229,21 @@ def test_an_ablation_switches_each_addition_off_and_names_a_wrong_one(monkeypatc
                 return True
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             waits = pool.submit(asyncio.run, refill_waits()).result()
-        return {"lean-kernel": "attention_lab.demo.kernel" in specs, "quiet-refills": waits}
+        return {"preheat-in-turn": km.slot_count() == 1, "quiet-refills": waits}
 
     monkeypatch.delenv(S.WITHOUT_ENV, raising=False)
-    assert state() == {"lean-kernel": True, "quiet-refills": True}
+    assert state() == {"preheat-in-turn": True, "quiet-refills": True}
     assert not any(S.switched_off(a) for a in S.ADDITIONS)
-    for off in ("lean-kernel", "quiet-refills"):
+    for off in ("preheat-in-turn", "quiet-refills"):
         monkeypatch.setenv(S.WITHOUT_ENV, off)
-        assert state() == {"lean-kernel": off != "lean-kernel",
+        assert state() == {"preheat-in-turn": off != "preheat-in-turn",
                            "quiet-refills": off != "quiet-refills"}
     monkeypatch.setenv(S.WITHOUT_ENV, "viewer-limit, static-from-memory")
     assert [a for a in S.ADDITIONS if S.switched_off(a)] == ["viewer-limit",
                                                                "static-from-memory"]
-    monkeypatch.setenv(S.WITHOUT_ENV, "lean-kernels")
-    with pytest.raises(ValueError, match="unknown addition.*lean-kernels.*known: preheat-in-turn"):
-        S.switched_off("lean-kernel")
+    monkeypatch.setenv(S.WITHOUT_ENV, "lean-kernel")  # gone: see the server's docstring
+    with pytest.raises(ValueError, match="unknown addition.*lean-kernel.*known: preheat-in-turn"):
+        S.switched_off("quiet-refills")
 
 
 def test_the_full_page_says_what_happened_and_retries():
@@ -400,7 +363,6 @@ def test_a_lecture_hall_server(hall):
         assert await first.open_tab(5, timeout=120) is not None
         kernel = _kernel_process(hall, first.kernel_id)
         assert "libtorch" not in Path(f"/proc/{kernel.pid}/maps").read_text()
-        assert "attention_lab.demo.kernel" in kernel.cmdline()  # the lean kernel
         # the older websocket protocol (it hangs Voila 0.5.13) is refused; the server goes on
         assert _legacy_websocket_status(hall.port, hall.token, first.kernel_id) == 400
         assert await first.move() is not None
@@ -468,13 +430,13 @@ def test_the_ablation_rows_put_each_addition_against_the_server_without_it():
         return B.Round(n=10, ready=[ready] * 10, slider=[0.1] * 10, idle_rss_mib=[90.0],
                        cpu_arrival_s=cpu, voila_cpu_arrival_s=cpu / 2, load=(1.0, 1.0))
 
-    results = {"hall": {10: round_(0.5, 0.2)}, "hall-without-lean-kernel": {10: round_(1.0, 0.3)},
-               "preheat": {"hall": (3.0, 0.2), "hall-without-lean-kernel": (3.5, 0.4)}}
+    results = {"hall": {10: round_(0.5, 0.2)}, "hall-without-quiet-refills": {10: round_(1.0, 0.3)},
+               "preheat": {"hall": (3.0, 0.2), "hall-without-quiet-refills": (3.5, 0.4)}}
     rows = {r.what: r for r in B.rows(results)}
-    ready = rows["[without-lean-kernel] N=10: page ready p95 (10 arriving in 3 s, simulated)"]
+    ready = rows["[without-quiet-refills] N=10: page ready p95 (10 arriving in 3 s, simulated)"]
     assert (ready.value, ready.baseline, ready.ratio, ready.baseline_what) == (
         0.5, 1.0, 0.5, "without it")
-    server = rows[f"[without-lean-kernel] {B.SERVER_PREHEAT}"]
+    server = rows[f"[without-quiet-refills] {B.SERVER_PREHEAT}"]
     assert (server.value, server.baseline) == (0.2, 0.4)
-    assert not [w for w in rows if w.startswith("[without-lean-kernel] N=10: USS")]  # not asked
+    assert not [w for w in rows if w.startswith("[without-quiet-refills] N=10: USS")]  # not asked
     assert rows[B.SERVER_PREHEAT].value == 0.2 and rows[B.SERVER_PREHEAT].baseline is None
