@@ -13,8 +13,8 @@ with a fixed seed (the same class every time):
   and forged IOPub messages), a fork bomb, or reads of other folders and a network attempt.
 
 Half the files are ``.submission.json`` (as ``submit`` writes them), half plain ``.ipynb``. The
-student notebooks and their solutions have the same cells, so an answer cell is a cell where the
-two differ. ``python -m benchmarks.class_generator OUT_DIR [--n 300]`` writes a class to grade by
+student notebooks and their solutions have the same cells (but the solutions' model answers to the
+written exercises), so an answer cell is a code cell where the two differ. ``python -m benchmarks.class_generator OUT_DIR [--n 300]`` writes a class to grade by
 hand.
 """
 
@@ -56,6 +56,10 @@ def _pair(stem: str) -> tuple[dict, list[int]]:
     student = json.loads((EXERCISES / f"{stem}.ipynb").read_text(encoding="utf-8"))
     solution = json.loads((EXERCISES / "solutions" / f"{stem}_solutions.ipynb").read_text(
         encoding="utf-8"))
+    # a model answer to a written exercise is a markdown cell of the solutions alone
+    solution["cells"] = [c for c in solution["cells"] if not (
+        c["cell_type"] == "markdown" and "".join(c["source"]).startswith("<!-- BEGIN SOLUTION"))]
+    assert len(solution["cells"]) == len(student["cells"]), f"{stem}: the cells do not pair"
     answers = [i for i, (a, b) in enumerate(zip(student["cells"], solution["cells"]))
                if a["cell_type"] == "code" and "".join(a["source"]) != "".join(b["source"])]
     for i in answers:
