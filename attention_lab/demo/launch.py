@@ -267,14 +267,16 @@ def _prepare(args) -> tuple[Path, str, int, str]:
 
 
 def _wait_listening(proc: subprocess.Popen, host: str, port: int, timeout: float) -> None:
-    probe = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
+    """Wait until Voila accepts connections on ``port`` (at a loopback address when it listens on
+    every interface)."""
+    address = "127.0.0.1" if host in ("0.0.0.0", "") else ("::1" if host == "::" else host)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise DemoError(f"Voila stopped before it was ready (exit code {proc.returncode}); "
                             f"its messages are above")
         try:
-            with socket.create_connection((probe, port), timeout=0.5):
+            with socket.create_connection((address, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.2)
