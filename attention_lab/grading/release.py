@@ -42,7 +42,6 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 LEVELS = ["01_intuition", "02_mechanics", "03_maths_and_code", "04_research"]
 #: the pins, written into the bundle without the lines of NOT_FOR_STUDENTS
 PINS = ("requirements.txt", "environment.yml")
-FILES = [*PINS, "pyproject.toml"]
 #: pins of requirements.txt a student does not need (the tests, the lecture demo, nbgrader, the site)
 NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "nbgrader", "sphinx",
                     "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme",
@@ -75,6 +74,12 @@ def student_pins(lines: list[str], drop: set[str]) -> str:
 
 class ReleaseError(Exception):
     pass
+
+
+def torch_pin() -> str | None:
+    """The torch version ``requirements.txt`` pins (``torch==X``), if it pins one."""
+    pins = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return next((ln.split("==")[1].strip() for ln in pins if ln.startswith("torch==")), None)
 
 
 def contents() -> list[tuple[str, str]]:
@@ -147,7 +152,7 @@ def check_sources() -> None:
     """The checkout has the notebooks, and the student notebooks are up to date."""
     from ..nbtools import pair_problems
 
-    for need in ["notebooks", *FILES]:
+    for need in ["notebooks", *PINS, "pyproject.toml"]:
         if not (ROOT / need).exists():
             raise ReleaseError(f"release needs a checkout of the repository ({ROOT / need} is "
                                f"missing)")
@@ -208,17 +213,15 @@ def build(dest: Path, omit=NOT_IN_STUDENT_COPY) -> None:
             without_outputs(src, target)
         else:
             shutil.copy2(src, target)
-    pins = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
     for name in PINS:
         lines = (ROOT / name).read_text(encoding="utf-8").splitlines()
         drop = NOT_FOR_STUDENTS | (HUB_ONLY if name == "requirements.txt" else set())
         (dest / name).write_text(student_pins(lines, drop), encoding="utf-8")
-    torch_pin = next((ln.split("==")[1].strip() for ln in pins if ln.startswith("torch==")), "")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              keep_trailing_newline=True)
     readme = env.get_template("release_README.md").render(
-        version=attention_lab.__version__, torch=torch_pin, contents=contents())
+        version=attention_lab.__version__, torch=torch_pin() or "", contents=contents())
     (dest / "README.md").write_text(readme, encoding="utf-8")
 
 

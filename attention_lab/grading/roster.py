@@ -64,9 +64,8 @@ def read(path) -> Roster:
     if not records:
         raise RosterError(f"--roster: {path.name} is empty (expected the header lms_id,login,name)")
     header = [h.strip().lower() for h in records[0]]
-    col = {}
-    for key, names in _ALIASES.items():
-        col[key] = next((header.index(n) for n in names if n in header), None)
+    col = {key: next((header.index(n) for n in names if n in header), None)
+           for key, names in _ALIASES.items()}
     missing = [k for k in ("lms_id", "login", "name") if col[k] is None]
     if missing:
         raise RosterError(f"--roster: {path.name} has no column {', '.join(missing)} (its header "

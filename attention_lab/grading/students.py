@@ -49,12 +49,7 @@ def clean_id(value) -> str | None:
     control characters."""
     if not isinstance(value, str):
         return None
-    text = unicodedata.normalize("NFC", value).strip()
-    if not text or len(text) > MAX_ID:
-        return None
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
-        return None
-    return text
+    return folder_id(unicodedata.normalize("NFC", value).strip())
 
 
 def check_id(value: str) -> str:
@@ -84,9 +79,8 @@ def folder_id(name: str) -> str | None:
     """A folder's name as a student id, exactly as it is (not stripped, not normalised: see the
     module's note on near-duplicates), or None when it is empty, too long or holds control
     characters."""
-    if not name.strip() or len(name) > MAX_ID:
-        return None
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
+    if not name.strip() or len(name) > MAX_ID or any(
+            unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
         return None
     return name
 

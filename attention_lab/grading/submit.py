@@ -154,9 +154,7 @@ def store_student(path: Path, text: str, student: str) -> str:
     submission file carries the id in any case)."""
     text = with_student(text, student)
     try:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        replace_text(path, text)
         print(f"student id {student!r} recorded in {path.name} (if the notebook is open in "
               f"JupyterLab, reload it before saving again)")
     except OSError as exc:
@@ -175,12 +173,16 @@ def run_checks(path: Path, data: bytes, limits: Limits):
         return batch.grade(0, sub)
 
 
+def replace_text(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a scratch file beside it, then moved over it)."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def write_submission(out: Path, submission: dict) -> None:
-    tmp = out.with_name(out.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(submission, indent=1, ensure_ascii=False) + "\n",
-                       encoding="utf-8")
-        os.replace(tmp, out)
+        replace_text(out, json.dumps(submission, indent=1, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise Refused(f"cannot write {out}: {exc.strerror}") from None
 

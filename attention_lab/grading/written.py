@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exercises.registry import EXERCISES
-from ._csv import csv_text, csv_value, points_text, sniff_delimiter
+from ._csv import csv_value, points_text, sniff_delimiter
 from .assignments import points
-from .report import Report
+from .report import Report, write_csv
 
 #: the statuses of a written answer to score by hand (before and after its score is merged)
 WRITTEN = ("needs_instructor", "hand_graded")
@@ -75,9 +75,7 @@ def rows(report: Report) -> list[list]:
 
 
 def write_written_csv(report: Report, out: Path) -> Path:
-    path = out / "written.csv"
-    path.write_text(csv_text(rows(report)), encoding="utf-8")
-    return path
+    return write_csv(out / "written.csv", rows(report))
 
 
 @dataclass

@@ -35,10 +35,10 @@ from pathlib import Path
 from ...exercises import authoring
 from ...exercises.judging import WRITTEN_MIN_WORDS
 from ...exercises.registry import ASSIGNMENT_IDS, EXERCISES, NOTEBOOKS
+from ...nbtools import KERNELSPEC
 from ..assignments import points
 
 SCHEMA_VERSION = 3
-KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_MARK, END_MARK = "### BEGIN MARK SCHEME", "### END MARK SCHEME"
 
