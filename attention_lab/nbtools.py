@@ -134,9 +134,7 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
     import nbformat
     from nbclient import NotebookClient
 
-    py = Path(py)
-    if py.suffix == ".ipynb":
-        py = py.with_suffix(".py")
+    py = Path(py).with_suffix(".py")  # the text partner of a .ipynb given
     nb = jupytext.read(py)
     nb.metadata["kernelspec"] = KERNELSPEC
     nb.metadata["language_info"] = {"name": "python"}

@@ -1,20 +1,12 @@
-"""``gradebook.csv``: one row per student, the columns an LMS imports.
+"""``gradebook.csv``: one row per student, the columns an LMS imports (the instructors' guide,
+``docs/instructors/outputs.md``, lists them): per assignment with a counted submission, in level
+order, its automatic, written, total and maximum points; then ``total``, ``max`` and ``pending``.
 
-Columns (only for the assignments that have at least one counted submission, in level order):
-
-* ``student``: the student id (see :mod:`.students` for where it comes from);
-* per assignment ``A``: ``A auto`` (points of the automatic checks), ``A written`` (points given
-  by hand so far; only for assignments with written answers), ``A total`` (the two added) and
-  ``A max`` (the most ``A total`` can be). A student without a counted submission for ``A`` has
-  blank cells there (an LMS reads blank as "no grade", not as 0);
-* ``total`` and ``max``: over all the assignments in the file; ``pending``: written answers not
-  yet scored (merge written.csv until it reads 0 everywhere).
-
-One header row, then one row per student, sorted by id, nothing else: Moodle's CSV import stops at
-a row whose student it cannot find, so the file holds no extra rows (no "points possible" row).
-Points are after the late policy (:mod:`.late`). ``lms/canvas.csv`` and ``lms/moodle.csv`` hold
-the same totals in Canvas's and Moodle's import formats (:func:`canvas_table`,
-:func:`moodle_table`), with the LMS ids from the roster or the download.
+Blank, not 0, where a student has no counted submission (an LMS reads blank as "no grade"), and
+no row but the header and the students' (Moodle's CSV import stops at a row whose student it
+cannot find). Points are after the late policy (:mod:`.late`). ``lms/canvas.csv`` and
+``lms/moodle.csv`` hold the same totals in Canvas's and Moodle's import formats
+(:func:`canvas_table`, :func:`moodle_table`), with the LMS ids from the roster or the download.
 """
 
 from __future__ import annotations

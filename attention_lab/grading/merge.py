@@ -4,7 +4,6 @@ grading and write its files again (:func:`.outputs.write_report`), running no no
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from .. import _cli
@@ -47,7 +46,3 @@ def main(argv: list[str] | None = None) -> int:
           f"without a score")
     print(f"wrote {', '.join(str(p) for p in written)}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,25 +1,21 @@
 """``python -m attention_lab release OUT_DIR``: the student copy of the lab, which every path
-that hands the lab to students uses.
+that hands the lab to students uses (the site; the JupyterHub set-up, ``jupyterhub_config.py``,
+through :func:`student_copy`, built once per version of the sources).
 
 The repository ships the instructor solutions (``notebooks/exercises/solutions/``) for
 self-study; a graded course hands students this bundle instead: the four level notebooks (their
 stored outputs hold no answers: see :mod:`attention_lab.predict`), the four student exercise
-notebooks (each carrying its assignment id, without stored outputs), the package (needed to run
-them, to check answers and to submit), ``requirements.txt``/``pyproject.toml`` to install it, and
-a short README for students (``templates/release_README.md``). Never the solutions, the lecture
-demo, the tests, the benchmarks, the authoring tools or the grader's namespace sandbox
-(:data:`NOT_IN_STUDENT_COPY`). The JupyterHub set-up (``jupyterhub_config.py``) hands out the
-same bundle through :func:`student_copy`, built once per version of the sources.
+notebooks (each carrying its assignment id, without stored outputs), the package, its pins and a
+README for students (``templates/release_README.md``). Never the solutions, nor what a student
+never runs (:data:`NOT_IN_STUDENT_COPY`).
 
 Before writing, ``release`` checks that the student notebooks are the ones the authoring tool
 makes from the current solutions (a stale student notebook could be an old copy of a solution),
 and after building it searches the whole bundle for the code and text of every solution block;
 a hit, an existing non-empty OUT_DIR or a checkout without notebooks is a one-line error and exit
 code 2, with nothing written. The bundle is built in a scratch folder beside OUT_DIR and moved
-into place when complete.
-
-``release --for nbgrader COURSE_DIR`` and ``release --for gradescope OUT.zip`` write the exercises
-for those platforms instead (:mod:`.export`).
+into place when complete. ``release --for nbgrader COURSE_DIR | gradescope OUT.zip`` writes the
+exercises for those platforms instead (:mod:`.export`).
 """
 
 from __future__ import annotations
@@ -29,7 +25,6 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -164,8 +159,7 @@ def check_sources() -> None:
             shown = student.relative_to(ROOT) if student.is_relative_to(ROOT) else student
             raise ReleaseError(f"{shown} is not what its solution gives; run "
                                f"python -m attention_lab.exercises.authoring build --execute")
-        problems = pair_problems(student.with_suffix(".ipynb"), student)
-        if problems:
+        if problems := pair_problems(student.with_suffix(".ipynb"), student):
             raise ReleaseError(f"{problems[0].splitlines()[0]} (run python -m "
                                f"attention_lab.exercises.authoring build --execute)")
 
@@ -241,8 +235,7 @@ def release(out: Path, omit=NOT_IN_STUDENT_COPY) -> list[Path]:
     try:
         bundle = scratch / "bundle"
         build(bundle, omit)
-        found = leaks(bundle, answer_blocks())
-        if found:
+        if found := leaks(bundle, answer_blocks()):
             raise ReleaseError(f"a solution would be in the bundle ({found[0]}); nothing written")
         if out.exists():
             out.rmdir()
@@ -317,7 +310,3 @@ def _export(target: str, out: Path, args) -> int:
         print(f"wrote the Gradescope autograder {out} ({len(written)} files); upload it as the "
               f"assignment's autograder (zip file)")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -222,8 +222,7 @@ def flags(s: SubmissionGrade) -> str:
     another student, lateness marked by the LMS)."""
     m, out = s.meta, []
     if m.get("near_duplicates"):
-        out.append("near-duplicate of student id " + ", ".join(repr(x) for x in
-                                                               m["near_duplicates"]))
+        out.append("near-duplicate of student id " + ", ".join(map(repr, m["near_duplicates"])))
     if "says it is from student" in m.get("student_note", ""):
         out.append(m["student_note"])
     return "; ".join(out)

@@ -33,6 +33,7 @@ import datetime as _dt
 import hashlib
 import re
 import unicodedata
+from collections import Counter
 from pathlib import Path
 
 from .assignments import METADATA_KEY
@@ -168,25 +169,15 @@ def path_names(ids) -> dict[str, str]:
     """A folder name per student id: the id itself when it is already a safe name (letters,
     digits, ``-_.@``), else its safe form plus a short hash of the id; names that would clash
     on a case-insensitive file system all get the hash."""
-    ids = sorted(set(ids))
-    names = {}
-    for sid in ids:
-        safe = _safe(sid)
-        if safe != sid or not safe or safe.lower() in _RESERVED:
-            safe = f"{safe or 'student'}-{_digest(sid)}"
-        names[sid] = safe
-    folded: dict[str, list[str]] = {}
-    for sid, name in names.items():
-        folded.setdefault(name.casefold(), []).append(sid)
-    for clash in folded.values():
-        if len(clash) > 1:
-            for sid in clash:
-                names[sid] = f"{_safe(sid) or 'student'}-{_digest(sid)}"
-    return names
+    names = {sid: sid if sid and _safe(sid) == sid and sid.lower() not in _RESERVED
+             else _hashed(sid) for sid in sorted(set(ids))}
+    folded = Counter(name.casefold() for name in names.values())
+    return {sid: _hashed(sid) if folded[name.casefold()] > 1 else name
+            for sid, name in names.items()}
 
 
-def _digest(sid: str) -> str:
-    return hashlib.sha256(sid.encode("utf-8")).hexdigest()[:8]
+def _hashed(sid: str) -> str:
+    return f"{_safe(sid) or 'student'}-{hashlib.sha256(sid.encode('utf-8')).hexdigest()[:8]}"
 
 
 __all__ = ["FOLDER", "METADATA", "FILE_NAME", "ROSTER", "LMS_ID", "clean_id", "check_id",

@@ -27,7 +27,7 @@ from .. import _cli
 from ..exercises.registry import EXERCISES, IDS
 from .assignments import METADATA_KEY
 from .batch import Batch, identify
-from .students import check_id, from_metadata
+from .students import check_id, clean_id, from_metadata
 from .runner import Limits, defined_names, skip_slow_optional_imports
 from .sandbox import ScratchRoot
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
@@ -67,12 +67,9 @@ def with_student(text: str, student: str) -> str:
 def ask_student(ask=input) -> str | None:
     """The student id typed at the prompt (None when nothing usable was typed)."""
     try:
-        typed = ask("Your student id (as your course uses it, e.g. your university login): ")
+        return clean_id(ask("Your student id (as your course uses it, e.g. your university "
+                            "login): "))
     except (EOFError, KeyboardInterrupt):
-        return None
-    try:
-        return check_id(typed)
-    except ValueError:
         return None
 
 
@@ -84,11 +81,8 @@ def resolve_student(given: str | None, metadata, ask=None) -> tuple[str | None, 
     stored, _ = from_metadata(metadata)
     if stored:
         return stored, "the notebook"
-    if ask is not None:
-        typed = ask()
-        if typed:
-            return typed, "typed"
-    return None, ""
+    typed = ask() if ask is not None else None
+    return (typed, "typed") if typed else (None, "")
 
 
 class Refused(Exception):
@@ -243,7 +237,3 @@ def main(argv: list[str] | None = None) -> int:
         return _cli.fail("submit", str(exc))
     print_results(grade, nb, student, out)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

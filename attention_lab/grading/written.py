@@ -53,8 +53,7 @@ def answer_text(ex, answer: dict | None) -> str:
 def _same_text(a: str, b: str) -> bool:
     """Equal up to what a spreadsheet may do to a cell: line endings and trailing spaces."""
     def norm(t):
-        lines = t.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        return "\n".join(ln.rstrip() for ln in lines).strip()
+        return "\n".join(ln.rstrip() for ln in t.splitlines()).strip()
     return norm(a) == norm(b)
 
 
@@ -116,11 +115,9 @@ def read(path: Path) -> list[Row]:
     one row per answer); :class:`WrittenError` naming the first bad row otherwise."""
     name = Path(path).name
     try:
-        raw = Path(path).read_bytes()
+        text = Path(path).read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise WrittenError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise WrittenError(f"{name} is not UTF-8 text (save it from your spreadsheet as "
                            f"'CSV UTF-8')") from None

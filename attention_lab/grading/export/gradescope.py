@@ -1,30 +1,21 @@
 """``python -m attention_lab release --for gradescope OUT.zip``: a Gradescope autograder that
 grades the lab's exercise notebooks with the lab's own grader.
 
-The zip holds, at its root, what Gradescope's autograder specification asks for:
-
-* ``setup.sh``: installs Python, bubblewrap and the lab's CPU requirements (torch's CPU build
-  from PyTorch's CPU index first, then ``requirements.txt``) into ``/autograder/venv``;
-* ``run_autograder``: grades what the student uploaded to ``ROOT/submission`` and writes
-  ``ROOT/results/results.json``. ``ROOT`` is ``/autograder`` unless
-  ``ATTENTION_LAB_AUTOGRADER_ROOT`` says otherwise (so it can be tried on a laptop);
-* ``lab/``: the student bundle of ``python -m attention_lab release`` with the whole package
-  (the grader's sandbox too; never the solutions) and ``lab/autograder.json`` (the time
-  limits).
-
-``run_autograder`` runs :func:`main` from ``lab/``, which runs the lab's grader (``python -m
-attention_lab grade``: sandboxed kernels, the checks, the limits) on the submission and turns
-its ``grades.json`` into Gradescope's ``results.json``: one test per automatic exercise of the
-notebook's assignment (``score``/``max_score`` its points, ``output`` the check's message).
+The zip holds, at its root, what Gradescope's autograder specification asks for: ``setup.sh``
+(:data:`SETUP`), ``run_autograder`` (:data:`RUN`) and ``lab/``: the student bundle with the
+whole package (the grader's sandbox too; never the solutions) and ``lab/autograder.json`` (the
+time limits). ``run_autograder`` runs :func:`main`, which grades ``ROOT/submission`` with
+``python -m attention_lab grade`` (sandboxed kernels, the checks, the limits) and turns its
+``grades.json`` into ``ROOT/results/results.json``: one test per automatic exercise of the
+notebook's assignment. ``ROOT`` is ``/autograder`` unless ``ATTENTION_LAB_AUTOGRADER_ROOT``
+says otherwise (so it can be tried on a laptop).
 
 **Written answers are left to Gradescope's manual questions** (their rubric, anonymous grading
 and regrade requests are Gradescope's strengths): each appears as a test worth 0 of 0 points,
-tagged ``manual``, whose output says it is graded by hand; the autograder's score is out of
-the assignment's automatic points. Create one manual question per written answer, worth one
-point per line of its rubric (the instructors' guide lists them).
-
-A submission that cannot be graded (no notebook, not a notebook, too large, out of time) still
-gets a ``results.json``, with score 0 and a message saying why.
+tagged ``manual``; the autograder's score is out of the assignment's automatic points. Create
+one manual question per written answer, worth one point per line of its rubric (the
+instructors' guide lists them). A submission that cannot be graded (no notebook, too large, out
+of time) still gets a ``results.json``, with score 0 and a message saying why.
 """
 
 from __future__ import annotations
@@ -190,8 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = Path(args.root)
     started = time.monotonic()
-    here = Path(__file__).resolve().parents[3]
-    config_path = here / CONFIG_NAME
+    config_path = Path(__file__).resolve().parents[3] / CONFIG_NAME
     config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else {}
     try:
         results = grade(root, config)
