@@ -87,6 +87,10 @@ class Row:
     comment: str
     answer: str
 
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.student, self.assignment, self.exercise
+
     def where(self, name: str) -> str:
         return f"{name} row {self.number} (student {self.student!r}, {self.assignment} " \
                f"exercise {self.exercise})"
@@ -152,12 +156,22 @@ def read(path: Path) -> list[Row]:
             raise WrittenError(f"{where}: exercise {row.exercise} is graded automatically, "
                                f"not by hand")
         row.score = _score(get["score"], where, points(ex))
-        key = (row.student, row.assignment, row.exercise)
-        if key in seen:
-            raise WrittenError(f"{where}: the same answer is in row {seen[key]} too")
-        seen[key] = n
+        if row.key in seen:
+            raise WrittenError(f"{where}: the same answer is in row {seen[row.key]} too")
+        seen[row.key] = n
         out.append(row)
     return out
+
+
+def _answers(report: Report) -> dict:
+    """``{(student, assignment, exercise): grade}`` over the submissions that count."""
+    return {(s.student, s.assignment, i): g for s in report.counted()
+            for i, g in s.exercises.items()}
+
+
+def _differs(row: Row, g) -> bool:
+    """The answer text of ``row`` differs from the answer ``g`` holds."""
+    return not _same_text(row.answer, answer_text(EXERCISES[row.exercise], g.answer))
 
 
 def carry(report: Report, previous: Report) -> int:
@@ -165,56 +179,44 @@ def carry(report: Report, previous: Report) -> int:
     comment ``previous`` (an earlier grading) has for the same student, assignment and exercise,
     when the answer's text is the same: a resubmission is scored again only where an answer
     changed. The number of answers carried over."""
-    before = {(s.student, s.assignment): s for s in previous.counted()}
+    before = _answers(previous)
     carried = 0
-    for s in report.counted():
-        old = before.get((s.student, s.assignment))
-        if old is None:
+    for key, g in _answers(report).items():
+        o = before.get(key)
+        if (g.status != "needs_instructor" or o is None or o.status not in WRITTEN
+                or (o.score is None and not o.comment)):
             continue
-        for i, g in s.exercises.items():
-            o = old.exercises.get(i)
-            if (g.status != "needs_instructor" or o is None or o.status not in WRITTEN
-                    or (o.score is None and not o.comment)):
-                continue
-            ex = EXERCISES[i]
-            if _same_text(answer_text(ex, g.answer), answer_text(ex, o.answer)):
-                g.status, g.score, g.comment = o.status, o.score, o.comment
-                carried += 1
+        ex = EXERCISES[key[2]]
+        if _same_text(answer_text(ex, g.answer), answer_text(ex, o.answer)):
+            g.status, g.score, g.comment = o.status, o.score, o.comment
+            carried += 1
     return carried
 
 
 def changed_answers(report: Report, rows_: list[Row]) -> list[Row]:
     """The rows whose answer text differs from the answer graded now (resubmitted answers)."""
-    counted = {(s.student, s.assignment): s for s in report.counted()}
-    out = []
-    for row in rows_:
-        sub = counted.get((row.student, row.assignment))
-        g = sub.exercises.get(row.exercise) if sub is not None else None
-        if g is not None and g.status in WRITTEN and not _same_text(
-                row.answer, answer_text(EXERCISES[row.exercise], g.answer)):
-            out.append(row)
-    return out
+    answers = _answers(report)
+    return [row for row in rows_ if (g := answers.get(row.key)) is not None
+            and g.status in WRITTEN and _differs(row, g)]
 
 
 def check(report: Report, rows_: list[Row], name: str = "written.csv") -> None:
     """Check every row against ``report``; :class:`WrittenError` for the first that does not fit
     (with how many more do not)."""
-    counted = {(s.student, s.assignment): s for s in report.counted()}
+    counted = {(s.student, s.assignment) for s in report.counted()}
+    answers = _answers(report)
     problems = []
     for row in rows_:
-        where = row.where(name)
-        sub = counted.get((row.student, row.assignment))
-        if sub is None:
+        where, g = row.where(name), answers.get(row.key)
+        if (row.student, row.assignment) not in counted:
             problems.append(f"{where}: no submission of student {row.student!r} for "
                             f"{row.assignment!r} counts in this grading")
-            continue
-        g = sub.exercises.get(row.exercise)
-        if g is None:
+        elif g is None:
             problems.append(f"{where}: exercise {row.exercise} is not part of {row.assignment}")
         elif g.status not in WRITTEN:
             problems.append(f"{where}: this submission has no written answer to score for "
                             f"{row.exercise} (its status is {g.status})")
-        elif not _same_text(row.answer, answer_text(EXERCISES[row.exercise], g.answer)):
+        elif _differs(row, g):
             problems.append(f"{where}: the answer text differs from the answer graded now (the "
                             f"submission changed, or the cell was edited); take the row from the "
                             f"new written.csv")
@@ -232,10 +234,10 @@ def apply(report: Report, rows_: list[Row], name: str = "written.csv",
         stale = {id(r) for r in changed_answers(report, rows_)}
         rows_ = [r for r in rows_ if id(r) not in stale]
     check(report, rows_, name)
-    counted = {(s.student, s.assignment): s for s in report.counted()}
+    answers = _answers(report)
     changed = 0
     for row in rows_:
-        g = counted[(row.student, row.assignment)].exercises[row.exercise]
+        g = answers[row.key]
         if row.score is None and not row.comment:
             continue  # an empty row keeps what an earlier merge gave
         before = (g.status, g.score, g.comment)
