@@ -137,7 +137,6 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
     py = Path(py).with_suffix(".py")  # the text partner of a .ipynb given
     nb = jupytext.read(py)
     nb.metadata["kernelspec"] = KERNELSPEC
-    nb.metadata["language_info"] = {"name": "python"}
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(py.parent)}},
                             record_timing=False, store_widget_state=False, allow_errors=False)
@@ -147,7 +146,7 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
         cell.metadata.pop("execution", None)
         cell["id"] = f"cell-{i}"
     nb.metadata.pop("widgets", None)
-    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["language_info"] = {"name": "python"}  # not the kernel's version, which varies
     nb.metadata[FIGURES_KEY] = {"drawing_code": drawn_with}
     out = py.with_suffix(".ipynb")
     nbformat.write(nb, out)

@@ -18,13 +18,9 @@ A folder name is taken as it is: ``alice`` and ``alice `` (a trailing space), ``
 ``alice``, or two Unicode spellings of one name are different ids, never merged;
 :func:`near_duplicates` flags them for the instructor.
 
-Two submissions of one student for one assignment: the latest counts (the time the LMS gave the
-file, then Canvas's attachment id, larger for a later upload; ties by path), the others are
-graded and listed as superseded, never dropped silently. A file that is not a notebook never
-supersedes one that is.
-
-Student ids are text from students: :func:`path_names` turns them into folder names that are a
-single safe path component, distinct for distinct ids (also on case-insensitive file systems).
+Of two submissions of one student for one assignment the latest counts; the others are graded
+and listed as superseded, never dropped silently (:func:`mark_superseded`). Student ids are text
+from students: :func:`path_names` turns them into safe, distinct folder names.
 """
 
 from __future__ import annotations
