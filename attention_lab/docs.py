@@ -110,8 +110,7 @@ def stage(src: Path, bundle: Path) -> dict[str, list[int]]:
     for nb_path in sorted((bundle / "notebooks").rglob("*.ipynb")):
         rel = nb_path.relative_to(bundle)
         nb = nbformat.read(nb_path, as_version=4)
-        missing = static_outputs(nb)
-        if missing:
+        if missing := static_outputs(nb):
             undescribed[rel.as_posix()] = missing
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, src / rel)
@@ -169,7 +168,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"built the site into {args.out} in {seconds:.0f} s: open "
           f"{Path(args.out) / 'index.html'}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

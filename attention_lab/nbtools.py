@@ -91,13 +91,10 @@ def stale_figures(ipynb: Path | str, root: Path | str = ROOT) -> list[str]:
 def pairs(folder: Path | str = ROOT / "notebooks") -> list[tuple[Path, Path]]:
     """All (ipynb, py) pairs under ``folder``, including notebooks whose partner is missing."""
     folder = Path(folder)
-    found = {}
-    for p in sorted(folder.rglob("*.ipynb")):
+    found: dict[Path, tuple[Path, Path]] = {}
+    for p in [*sorted(folder.rglob("*.ipynb")), *sorted(folder.rglob("*.py"))]:
         if ".ipynb_checkpoints" not in p.parts:
-            found[p.with_suffix("")] = (p, p.with_suffix(".py"))
-    for p in sorted(folder.rglob("*.py")):
-        if ".ipynb_checkpoints" not in p.parts and p.with_suffix("") not in found:
-            found[p.with_suffix("")] = (p.with_suffix(".ipynb"), p)
+            found.setdefault(p.with_suffix(""), (p.with_suffix(".ipynb"), p.with_suffix(".py")))
     return list(found.values())
 
 
@@ -113,7 +110,8 @@ def pair_problems(ipynb: Path, py: Path) -> list[str]:
         return [f"{ipynb} is missing (its text partner {py.name} exists)"]
     if not py.exists():
         return [f"{py} is missing (its notebook partner {ipynb.name} exists)"]
-    a, b = _cells(jupytext.read(ipynb)), _cells(jupytext.read(py))
+    nb = jupytext.read(ipynb)
+    a, b = _cells(nb), _cells(jupytext.read(py))
     problems = []
     if len(a) != len(b):
         problems.append(f"{ipynb.name} has {len(a)} cells, {py.name} has {len(b)}")
@@ -122,7 +120,6 @@ def pair_problems(ipynb: Path, py: Path) -> list[str]:
             problems.append(f"cell {i} differs between {ipynb.name} and {py.name}:\n"
                             f"  ipynb: {x[1][:120]!r}\n  py:    {y[1][:120]!r}")
             break
-    nb = jupytext.read(ipynb)
     unrun = [i for i, c in enumerate(nb.cells)
              if c.cell_type == "code" and c.source.strip() and c.get("execution_count") is None]
     if unrun:
@@ -137,12 +134,9 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
     import nbformat
     from nbclient import NotebookClient
 
-    py = Path(py)
-    if py.suffix == ".ipynb":
-        py = py.with_suffix(".py")
+    py = Path(py).with_suffix(".py")  # the text partner of a .ipynb given
     nb = jupytext.read(py)
     nb.metadata["kernelspec"] = KERNELSPEC
-    nb.metadata["language_info"] = {"name": "python"}
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(py.parent)}},
                             record_timing=False, store_widget_state=False, allow_errors=False)
@@ -152,7 +146,7 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
         cell.metadata.pop("execution", None)
         cell["id"] = f"cell-{i}"
     nb.metadata.pop("widgets", None)
-    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["language_info"] = {"name": "python"}  # not the kernel's version, which varies
     nb.metadata[FIGURES_KEY] = {"drawing_code": drawn_with}
     out = py.with_suffix(".ipynb")
     nbformat.write(nb, out)
@@ -171,13 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         for p in args.paths:
             print(f"executed {execute(p)}")
         return 0
-    bad = 0
-    for ipynb, py in pairs(args.folder):
-        for problem in pair_problems(ipynb, py):
-            print(problem)
-            bad += 1
-    print("all pairs in sync" if not bad else f"{bad} problem(s)")
-    return 1 if bad else 0
+    problems = [p for ipynb, py in pairs(args.folder) for p in pair_problems(ipynb, py)]
+    for problem in problems:
+        print(problem)
+    print(f"{len(problems)} problem(s)" if problems else "all pairs in sync")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

@@ -1,29 +1,21 @@
-"""``gradebook.csv``: one row per student, the columns an LMS imports.
+"""``gradebook.csv``: one row per student, the columns an LMS imports (the instructors' guide,
+``docs/instructors/outputs.md``, lists them): per assignment with a counted submission, in level
+order, its automatic, written, total and maximum points; then ``total``, ``max`` and ``pending``.
 
-Columns (only for the assignments that have at least one counted submission, in level order):
-
-* ``student``: the student id (see :mod:`.students` for where it comes from);
-* per assignment ``A``: ``A auto`` (points of the automatic checks), ``A written`` (points given
-  by hand so far; only for assignments with written answers), ``A total`` (the two added) and
-  ``A max`` (the most ``A total`` can be). A student without a counted submission for ``A`` has
-  blank cells there (an LMS reads blank as "no grade", not as 0);
-* ``total`` and ``max``: over all the assignments in the file; ``pending``: written answers not
-  yet scored (merge written.csv until it reads 0 everywhere).
-
-One header row, then one row per student, sorted by id, nothing else: Moodle's CSV import stops at
-a row whose student it cannot find, so the file holds no extra rows (no "points possible" row).
-Points are after the late policy (:mod:`.late`). ``lms/canvas.csv`` and ``lms/moodle.csv`` hold
-the same totals in Canvas's and Moodle's import formats (:func:`canvas_table`,
-:func:`moodle_table`), with the LMS ids from the roster or the download.
+Blank, not 0, where a student has no counted submission (an LMS reads blank as "no grade"), and
+no row but the header and the students' (Moodle's CSV import stops at a row whose student it
+cannot find). Points are after the late policy (:mod:`.late`). ``lms/canvas.csv`` and
+``lms/moodle.csv`` hold the same totals in Canvas's and Moodle's import formats
+(:func:`canvas_table`, :func:`moodle_table`), with the LMS ids from the roster or the download.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ._csv import csv_text, points_text
+from ._csv import points_text
 from .assignments import ASSIGNMENTS
-from .report import Report
+from .report import Report, write_csv
 
 
 def table(report: Report) -> list[list]:
@@ -35,11 +27,11 @@ def table(report: Report) -> list[list]:
     header += ["total", "max", "pending"]
     course_max = sum(a.points for a in present)
     out = [header]
-    for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
+    for student, grades in by_student.items():
         row: list = [student]
         total, pending = 0.0, 0
         for a in present:
-            s = by_student[student].get(a.id)
+            s = grades.get(a.id)
             if s is None:
                 row += [""] * (4 if a.written_points else 3)
                 row[-1] = a.points
@@ -55,18 +47,17 @@ def table(report: Report) -> list[list]:
 
 
 def write_gradebook(report: Report, out: Path) -> Path:
-    path = out / "gradebook.csv"
-    path.write_text(csv_text(table(report)), encoding="utf-8")
-    return path
+    return write_csv(out / "gradebook.csv", table(report))
 
 
 def _people(report: Report):
-    """(present assignments, {student: {assignment: grade}}, {student: (lms id, name)})."""
+    """(present assignments, {student: {assignment: grade}} sorted by student id, {student:
+    (lms id, name)})."""
     counted = report.counted()
     present = [a for a in ASSIGNMENTS.values() if any(s.assignment == a.id for s in counted)]
     by_student: dict[str, dict] = {}
     who: dict[str, tuple] = {}
-    for s in counted:
+    for s in sorted(counted, key=lambda s: (s.student.casefold(), s.student)):
         by_student.setdefault(s.student, {})[s.assignment] = s
         if s.meta.get("lms_id") and s.student not in who:
             who[s.student] = (s.meta["lms_id"], s.meta.get("lms_name", ""))
@@ -82,10 +73,9 @@ def canvas_table(report: Report) -> list[list]:
     out = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
             *(f"{a.title} ({a.id})" for a in present)],
            ["    Points Possible", "", "", "", "", *(a.points for a in present)]]
-    for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
+    for student, grades in by_student.items():
         lms_id, name = who.get(student, ("", ""))
-        out.append([name or student, lms_id, "", student, "",
-                    *_points(by_student[student], present)])
+        out.append([name or student, lms_id, "", student, "", *_points(grades, present)])
     return out
 
 
@@ -95,9 +85,8 @@ def moodle_table(report: Report) -> list[list]:
     assignment column to its grade item."""
     present, by_student, who = _people(report)
     out = [["Username", "Full name", *(f"{a.title} ({a.id})" for a in present)]]
-    for student in sorted(by_student, key=lambda x: (x.casefold(), x)):
-        out.append([student, who.get(student, ("", ""))[1] or student,
-                    *_points(by_student[student], present)])
+    for student, grades in by_student.items():
+        out.append([student, who.get(student, ("", ""))[1] or student, *_points(grades, present)])
     return out
 
 
@@ -109,9 +98,9 @@ def _points(grades: dict, present: list) -> list:
 def write_lms_gradebooks(report: Report, out: Path) -> Path:
     """``lms/canvas.csv`` and ``lms/moodle.csv``: the gradebook in each LMS's import format."""
     folder = out / "lms"
-    folder.mkdir()
-    (folder / "canvas.csv").write_text(csv_text(canvas_table(report)), encoding="utf-8")
-    (folder / "moodle.csv").write_text(csv_text(moodle_table(report)), encoding="utf-8")
+    folder.mkdir(exist_ok=True)  # the term's gradebook is written again into the same TERM_DIR
+    write_csv(folder / "canvas.csv", canvas_table(report))
+    write_csv(folder / "moodle.csv", moodle_table(report))
     return folder
 
 
@@ -152,35 +141,27 @@ def build_parser():
 
 
 def main(argv: list[str] | None = None) -> int:
-    import json
     import sys
 
     from .. import _cli
+    from .report import UNREADABLE, read_report
 
-    parser = build_parser()
-    args, code = _cli.parse(parser, argv)
+    args, code = _cli.parse(build_parser(), argv)
     if args is None:
         return code
     reports = []
-    for folder in map(Path, args.gradings):
-        path = folder / "grades.json"
+    for path in (Path(folder) / "grades.json" for folder in args.gradings):
         try:
-            reports.append(Report.from_dict(json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            reports.append(read_report(path))
+        except UNREADABLE as exc:
             return _cli.fail("gradebook", f"{path} cannot be read ({type(exc).__name__}: {exc}); "
                                           f"give folders that grade wrote")
     term, notes = combine(reports)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     for n in notes:
         print(f"note: {_cli.shown(n)}", file=sys.stderr)
-    book = write_gradebook(term, out)
-    lms_ = out / "lms"
-    if lms_.is_dir():
-        import shutil
-
-        shutil.rmtree(lms_)
-    write_lms_gradebooks(term, out)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    book, lms_ = write_gradebook(term, out), write_lms_gradebooks(term, out)
     students = len({s.student for s in term.submissions})
     print(f"wrote {book} and {lms_}: {students} student(s), {len(term.submissions)} "
           f"assignment grade(s) from {len(reports)} grading(s)")

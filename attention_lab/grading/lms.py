@@ -65,12 +65,8 @@ def parse(rel: str) -> LmsName | None:
         return LmsName(MOODLE, m["id"], m["name"])
     m = _CANVAS.match(name)
     if m:
-        stem = m["rest"]
-        for suffix in (".submission.json", ".ipynb"):
-            if stem.endswith(suffix):
-                stem = stem[:-len(suffix)]
-                break
-        else:
+        stem = m["rest"].removesuffix(".submission.json")
+        if stem == m["rest"]:
             stem = stem.rsplit(".", 1)[0]
         again = _AGAIN.search(stem)
         return LmsName(CANVAS, m["id"], m["name"], late=bool(m["late"]),

@@ -4,13 +4,11 @@ grading and write its files again (:func:`.outputs.write_report`), running no no
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 from .. import _cli
 from .outputs import write_report
-from .report import Report
+from .report import UNREADABLE, read_report
 from .written import WrittenError, apply, read
 
 
@@ -33,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     if not grades.is_file():
         return _cli.fail("merge", f"{grades} does not exist; run grade first")
     try:
-        report = Report.from_dict(json.loads(grades.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        report = read_report(grades)
+    except UNREADABLE as exc:
         return _cli.fail("merge", f"{grades} cannot be read back ({type(exc).__name__}: {exc})")
     if not source.is_file():
         return _cli.fail("merge", f"{source} does not exist")
@@ -48,7 +46,3 @@ def main(argv: list[str] | None = None) -> int:
           f"without a score")
     print(f"wrote {', '.join(str(p) for p in written)}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -27,25 +27,14 @@ def write_report(report: Report, out: Path, writers=None) -> list[Path]:
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
     try:
         made = [write(report, staging) for write in writers]
-        final = []
         for p in made:
             dest = out / p.name
-            if p.is_dir():
-                old = None
-                if dest.exists():
-                    old = staging / (".old-" + p.name)
-                    os.replace(dest, old)
-                os.replace(p, dest)
-                if old is not None:
-                    shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(p, dest)
-            final.append(dest)
-        return final
+            if p.is_dir() and dest.exists():  # a folder is not replaced: move the old one away
+                os.replace(dest, staging / (".old-" + p.name))  # (removed with the staging)
+            os.replace(p, dest)
+        return [out / p.name for p in made]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
 
 
 #: What ``grade`` writes into OUT_DIR, in order: functions ``(report, out) -> path written``

@@ -1,25 +1,21 @@
 """``python -m attention_lab release OUT_DIR``: the student copy of the lab, which every path
-that hands the lab to students uses.
+that hands the lab to students uses (the site; the JupyterHub set-up, ``jupyterhub_config.py``,
+through :func:`student_copy`, built once per version of the sources).
 
 The repository ships the instructor solutions (``notebooks/exercises/solutions/``) for
 self-study; a graded course hands students this bundle instead: the four level notebooks (their
 stored outputs hold no answers: see :mod:`attention_lab.predict`), the four student exercise
-notebooks (each carrying its assignment id, without stored outputs), the package (needed to run
-them, to check answers and to submit), ``requirements.txt``/``pyproject.toml`` to install it, and
-a short README for students (``templates/release_README.md``). Never the solutions, the lecture
-demo, the tests, the benchmarks, the authoring tools or the grader's namespace sandbox
-(:data:`NOT_IN_STUDENT_COPY`). The JupyterHub set-up (``jupyterhub_config.py``) hands out the
-same bundle through :func:`student_copy`, built once per version of the sources.
+notebooks (each carrying its assignment id, without stored outputs), the package, its pins and a
+README for students (``templates/release_README.md``). Never the solutions, nor what a student
+never runs (:data:`NOT_IN_STUDENT_COPY`).
 
 Before writing, ``release`` checks that the student notebooks are the ones the authoring tool
 makes from the current solutions (a stale student notebook could be an old copy of a solution),
 and after building it searches the whole bundle for the code and text of every solution block;
 a hit, an existing non-empty OUT_DIR or a checkout without notebooks is a one-line error and exit
 code 2, with nothing written. The bundle is built in a scratch folder beside OUT_DIR and moved
-into place when complete.
-
-``release --for nbgrader COURSE_DIR`` and ``release --for gradescope OUT.zip`` write the exercises
-for those platforms instead (:mod:`.export`).
+into place when complete. ``release --for nbgrader COURSE_DIR | gradescope OUT.zip`` writes the
+exercises for those platforms instead (:mod:`.export`).
 """
 
 from __future__ import annotations
@@ -29,7 +25,6 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -42,7 +37,6 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 LEVELS = ["01_intuition", "02_mechanics", "03_maths_and_code", "04_research"]
 #: the pins, written into the bundle without the lines of NOT_FOR_STUDENTS
 PINS = ("requirements.txt", "environment.yml")
-FILES = [*PINS, "pyproject.toml"]
 #: pins of requirements.txt a student does not need (the tests, the lecture demo, nbgrader, the site)
 NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "nbgrader", "sphinx",
                     "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme",
@@ -75,6 +69,12 @@ def student_pins(lines: list[str], drop: set[str]) -> str:
 
 class ReleaseError(Exception):
     pass
+
+
+def torch_pin() -> str | None:
+    """The torch version ``requirements.txt`` pins (``torch==X``), if it pins one."""
+    pins = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return next((ln.split("==")[1].strip() for ln in pins if ln.startswith("torch==")), None)
 
 
 def contents() -> list[tuple[str, str]]:
@@ -147,7 +147,7 @@ def check_sources() -> None:
     """The checkout has the notebooks, and the student notebooks are up to date."""
     from ..nbtools import pair_problems
 
-    for need in ["notebooks", *FILES]:
+    for need in ["notebooks", *PINS, "pyproject.toml"]:
         if not (ROOT / need).exists():
             raise ReleaseError(f"release needs a checkout of the repository ({ROOT / need} is "
                                f"missing)")
@@ -159,8 +159,7 @@ def check_sources() -> None:
             shown = student.relative_to(ROOT) if student.is_relative_to(ROOT) else student
             raise ReleaseError(f"{shown} is not what its solution gives; run "
                                f"python -m attention_lab.exercises.authoring build --execute")
-        problems = pair_problems(student.with_suffix(".ipynb"), student)
-        if problems:
+        if problems := pair_problems(student.with_suffix(".ipynb"), student):
             raise ReleaseError(f"{problems[0].splitlines()[0]} (run python -m "
                                f"attention_lab.exercises.authoring build --execute)")
 
@@ -208,17 +207,15 @@ def build(dest: Path, omit=NOT_IN_STUDENT_COPY) -> None:
             without_outputs(src, target)
         else:
             shutil.copy2(src, target)
-    pins = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
     for name in PINS:
         lines = (ROOT / name).read_text(encoding="utf-8").splitlines()
         drop = NOT_FOR_STUDENTS | (HUB_ONLY if name == "requirements.txt" else set())
         (dest / name).write_text(student_pins(lines, drop), encoding="utf-8")
-    torch_pin = next((ln.split("==")[1].strip() for ln in pins if ln.startswith("torch==")), "")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=False,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              keep_trailing_newline=True)
     readme = env.get_template("release_README.md").render(
-        version=attention_lab.__version__, torch=torch_pin, contents=contents())
+        version=attention_lab.__version__, torch=torch_pin() or "", contents=contents())
     (dest / "README.md").write_text(readme, encoding="utf-8")
 
 
@@ -238,8 +235,7 @@ def release(out: Path, omit=NOT_IN_STUDENT_COPY) -> list[Path]:
     try:
         bundle = scratch / "bundle"
         build(bundle, omit)
-        found = leaks(bundle, answer_blocks())
-        if found:
+        if found := leaks(bundle, answer_blocks()):
             raise ReleaseError(f"a solution would be in the bundle ({found[0]}); nothing written")
         if out.exists():
             out.rmdir()
@@ -314,7 +310,3 @@ def _export(target: str, out: Path, args) -> int:
         print(f"wrote the Gradescope autograder {out} ({len(written)} files); upload it as the "
               f"assignment's autograder (zip file)")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

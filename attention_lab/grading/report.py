@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import platform
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 STATUSES = ("pass", "fail", "error", "not_attempted", "timeout", "unreadable", "too_large",
             "no_notebook", "needs_instructor", "hand_graded")
 SUBMISSION_STATUSES = ("graded", "unreadable", "too_large", "no_notebook", "timeout", "error")
+#: the fields of :class:`.runner.Limits` grades.json records (``fsize_mb`` as ``file_size_mb``)
+STORED_LIMITS = ("cell_timeout", "timeout", "memory_mb", "call_seconds", "check_seconds",
+                 "fsize_mb", "scratch_mb", "max_tasks", "grader_seconds")
 
 
 @dataclass
@@ -117,8 +121,7 @@ class SubmissionGrade:
         d = {"file": self.file, "sha256": self.sha256, "status": self.status,
              "message": self.message, "total": self.total, "out_of": self.out_of,
              "written": self.written, "written_out_of": self.written_out_of,
-             "points": self.points,
-             "needs_instructor": self.needs_instructor,
+             "points": self.points, "needs_instructor": self.needs_instructor,
              "seconds": round(self.seconds, 2), "kernel_starts": self.attempts,
              "grader_cpu_seconds": round(self.grader_seconds, 3),
              "cells": self.cells, "sandbox": self.sandbox,
@@ -161,15 +164,8 @@ class Report:
                        "python": platform.python_version(), "seed": self.seed,
                        "started": self.started, "seconds": round(self.seconds, 2),
                        "jobs": self.jobs,
-                       "limits": {"cell_timeout": self.limits.cell_timeout,
-                                  "timeout": self.limits.timeout,
-                                  "memory_mb": self.limits.memory_mb,
-                                  "call_seconds": self.limits.call_seconds,
-                                  "check_seconds": self.limits.check_seconds,
-                                  "file_size_mb": self.limits.fsize_mb,
-                                  "scratch_mb": self.limits.scratch_mb,
-                                  "max_tasks": self.limits.max_tasks,
-                                  "grader_seconds": self.limits.grader_seconds},
+                       "limits": {("file_size_mb" if k == "fsize_mb" else k):
+                                  getattr(self.limits, k) for k in STORED_LIMITS},
                        "isolation": self.isolation},
             "folder": self.folder,
             "assignments": [{"id": a.id, "title": a.title, "notebook": a.notebook,
@@ -225,8 +221,7 @@ def flags(s: SubmissionGrade) -> str:
     another student, lateness marked by the LMS)."""
     m, out = s.meta, []
     if m.get("near_duplicates"):
-        out.append("near-duplicate of student id " + ", ".join(repr(x) for x in
-                                                               m["near_duplicates"]))
+        out.append("near-duplicate of student id " + ", ".join(map(repr, m["near_duplicates"])))
     if "says it is from student" in m.get("student_note", ""):
         out.append(m["student_note"])
     return "; ".join(out)
@@ -246,7 +241,11 @@ def write_grades_csv(report: Report, out: Path) -> Path:
                      s.needs_instructor, flags(s),
                      *[s.exercises[i].status if i in s.exercises else "" for i in IDS],
                      s.message.replace("\n", " ")[:500]])
-    path = out / "grades.csv"
+    return write_csv(out / "grades.csv", rows)
+
+
+def write_csv(path: Path, rows) -> Path:
+    """Write ``rows`` to ``path`` as the grader writes CSV (:func:`._csv.csv_text`)."""
     path.write_text(csv_text(rows), encoding="utf-8")
     return path
 
@@ -259,12 +258,19 @@ def write_grades_json(report: Report, out: Path) -> Path:
     return path
 
 
+def read_report(path: Path) -> Report:
+    """The report of a ``grades.json``; raises one of :data:`UNREADABLE` for a file that is
+    missing, broken or not one that ``grade`` wrote."""
+    return Report.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+UNREADABLE = (OSError, ValueError, KeyError, TypeError)
+
+
 def summary_table(report: Report) -> str:
     """What ``grade`` prints: a line per submission. File names, student ids and messages come
     from the students: every one is escaped (``_cli.shown``)."""
-    counts: dict[str, int] = {}
-    for s in report.submissions:
-        counts[s.status] = counts.get(s.status, 0) + 1
+    counts = Counter(s.status for s in report.submissions)
     lines = [f"graded {len(report.submissions)} submission(s) in {report.seconds:.1f} s "
              f"({', '.join(f'{n} {k}' for k, n in sorted(counts.items()))})"]
     width = max([len(shown(s.file)) for s in report.submissions] + [4])

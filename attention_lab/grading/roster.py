@@ -1,12 +1,10 @@
 """``--roster CSV``: the class list, mapping an LMS's ids to the students' logins and back.
 
-Columns (a header row; comma- or semicolon-separated; any order; case does not matter):
-
-* ``lms_id``: Moodle's participant id or Canvas's user id (what the download's names carry);
-* ``login``: the student's login (the id ``submit --student`` stores; Canvas's "SIS Login ID",
-  Moodle's "Username"): the id the grades are filed under;
-* ``name``: the student's name, as the LMS shows it;
-* ``due`` (optional): this student's own due date (an extension), ISO 8601 like ``--deadline``.
+A header row (comma- or semicolon-separated, any order and case; the names each column may go
+by are in :data:`_ALIASES`): ``lms_id`` (Moodle's participant id or Canvas's user id, what the
+download's names carry), ``login`` (the id the grades are filed under, which ``submit
+--student`` stores), ``name`` and, optionally, ``due``: this student's own due date (an
+extension), ISO 8601 like ``--deadline``.
 
 A submission whose LMS id is in the roster belongs to that row's login, whatever the notebook
 says (the LMS knows who uploaded it; a notebook claiming someone else is flagged). The gradebook
@@ -64,9 +62,8 @@ def read(path) -> Roster:
     if not records:
         raise RosterError(f"--roster: {path.name} is empty (expected the header lms_id,login,name)")
     header = [h.strip().lower() for h in records[0]]
-    col = {}
-    for key, names in _ALIASES.items():
-        col[key] = next((header.index(n) for n in names if n in header), None)
+    col = {key: next((header.index(n) for n in names if n in header), None)
+           for key, names in _ALIASES.items()}
     missing = [k for k in ("lms_id", "login", "name") if col[k] is None]
     if missing:
         raise RosterError(f"--roster: {path.name} has no column {', '.join(missing)} (its header "

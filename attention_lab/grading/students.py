@@ -18,13 +18,9 @@ A folder name is taken as it is: ``alice`` and ``alice `` (a trailing space), ``
 ``alice``, or two Unicode spellings of one name are different ids, never merged;
 :func:`near_duplicates` flags them for the instructor.
 
-Two submissions of one student for one assignment: the latest counts (the time the LMS gave the
-file, then Canvas's attachment id, larger for a later upload; ties by path), the others are
-graded and listed as superseded, never dropped silently. A file that is not a notebook never
-supersedes one that is.
-
-Student ids are text from students: :func:`path_names` turns them into folder names that are a
-single safe path component, distinct for distinct ids (also on case-insensitive file systems).
+Of two submissions of one student for one assignment the latest counts; the others are graded
+and listed as superseded, never dropped silently (:func:`mark_superseded`). Student ids are text
+from students: :func:`path_names` turns them into safe, distinct folder names.
 """
 
 from __future__ import annotations
@@ -33,6 +29,7 @@ import datetime as _dt
 import hashlib
 import re
 import unicodedata
+from collections import Counter
 from pathlib import Path
 
 from .assignments import METADATA_KEY
@@ -49,12 +46,7 @@ def clean_id(value) -> str | None:
     control characters."""
     if not isinstance(value, str):
         return None
-    text = unicodedata.normalize("NFC", value).strip()
-    if not text or len(text) > MAX_ID:
-        return None
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text):
-        return None
-    return text
+    return folder_id(unicodedata.normalize("NFC", value).strip())
 
 
 def check_id(value: str) -> str:
@@ -84,9 +76,8 @@ def folder_id(name: str) -> str | None:
     """A folder's name as a student id, exactly as it is (not stripped, not normalised: see the
     module's note on near-duplicates), or None when it is empty, too long or holds control
     characters."""
-    if not name.strip() or len(name) > MAX_ID:
-        return None
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
+    if not name.strip() or len(name) > MAX_ID or any(
+            unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
         return None
     return name
 
@@ -174,25 +165,15 @@ def path_names(ids) -> dict[str, str]:
     """A folder name per student id: the id itself when it is already a safe name (letters,
     digits, ``-_.@``), else its safe form plus a short hash of the id; names that would clash
     on a case-insensitive file system all get the hash."""
-    ids = sorted(set(ids))
-    names = {}
-    for sid in ids:
-        safe = _safe(sid)
-        if safe != sid or not safe or safe.lower() in _RESERVED:
-            safe = f"{safe or 'student'}-{_digest(sid)}"
-        names[sid] = safe
-    folded: dict[str, list[str]] = {}
-    for sid, name in names.items():
-        folded.setdefault(name.casefold(), []).append(sid)
-    for clash in folded.values():
-        if len(clash) > 1:
-            for sid in clash:
-                names[sid] = f"{_safe(sid) or 'student'}-{_digest(sid)}"
-    return names
+    names = {sid: sid if sid and _safe(sid) == sid and sid.lower() not in _RESERVED
+             else _hashed(sid) for sid in sorted(set(ids))}
+    folded = Counter(name.casefold() for name in names.values())
+    return {sid: _hashed(sid) if folded[name.casefold()] > 1 else name
+            for sid, name in names.items()}
 
 
-def _digest(sid: str) -> str:
-    return hashlib.sha256(sid.encode("utf-8")).hexdigest()[:8]
+def _hashed(sid: str) -> str:
+    return f"{_safe(sid) or 'student'}-{hashlib.sha256(sid.encode('utf-8')).hexdigest()[:8]}"
 
 
 __all__ = ["FOLDER", "METADATA", "FILE_NAME", "ROSTER", "LMS_ID", "clean_id", "check_id",

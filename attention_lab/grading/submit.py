@@ -27,7 +27,7 @@ from .. import _cli
 from ..exercises.registry import EXERCISES, IDS
 from .assignments import METADATA_KEY
 from .batch import Batch, identify
-from .students import check_id, from_metadata
+from .students import check_id, clean_id, from_metadata
 from .runner import Limits, defined_names, skip_slow_optional_imports
 from .sandbox import ScratchRoot
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
@@ -67,12 +67,9 @@ def with_student(text: str, student: str) -> str:
 def ask_student(ask=input) -> str | None:
     """The student id typed at the prompt (None when nothing usable was typed)."""
     try:
-        typed = ask("Your student id (as your course uses it, e.g. your university login): ")
+        return clean_id(ask("Your student id (as your course uses it, e.g. your university "
+                            "login): "))
     except (EOFError, KeyboardInterrupt):
-        return None
-    try:
-        return check_id(typed)
-    except ValueError:
         return None
 
 
@@ -84,11 +81,8 @@ def resolve_student(given: str | None, metadata, ask=None) -> tuple[str | None, 
     stored, _ = from_metadata(metadata)
     if stored:
         return stored, "the notebook"
-    if ask is not None:
-        typed = ask()
-        if typed:
-            return typed, "typed"
-    return None, ""
+    typed = ask() if ask is not None else None
+    return (typed, "typed") if typed else (None, "")
 
 
 class Refused(Exception):
@@ -154,9 +148,7 @@ def store_student(path: Path, text: str, student: str) -> str:
     submission file carries the id in any case)."""
     text = with_student(text, student)
     try:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        replace_text(path, text)
         print(f"student id {student!r} recorded in {path.name} (if the notebook is open in "
               f"JupyterLab, reload it before saving again)")
     except OSError as exc:
@@ -175,12 +167,16 @@ def run_checks(path: Path, data: bytes, limits: Limits):
         return batch.grade(0, sub)
 
 
+def replace_text(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all (a scratch file beside it, then moved over it)."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def write_submission(out: Path, submission: dict) -> None:
-    tmp = out.with_name(out.name + ".tmp")
     try:
-        tmp.write_text(json.dumps(submission, indent=1, ensure_ascii=False) + "\n",
-                       encoding="utf-8")
-        os.replace(tmp, out)
+        replace_text(out, json.dumps(submission, indent=1, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise Refused(f"cannot write {out}: {exc.strerror}") from None
 
@@ -241,7 +237,3 @@ def main(argv: list[str] | None = None) -> int:
         return _cli.fail("submit", str(exc))
     print_results(grade, nb, student, out)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

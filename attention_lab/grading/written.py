@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exercises.registry import EXERCISES
-from ._csv import csv_text, csv_value, points_text, sniff_delimiter
+from ._csv import csv_value, points_text, sniff_delimiter
 from .assignments import points
-from .report import Report
+from .report import Report, write_csv
 
 #: the statuses of a written answer to score by hand (before and after its score is merged)
 WRITTEN = ("needs_instructor", "hand_graded")
@@ -53,8 +53,7 @@ def answer_text(ex, answer: dict | None) -> str:
 def _same_text(a: str, b: str) -> bool:
     """Equal up to what a spreadsheet may do to a cell: line endings and trailing spaces."""
     def norm(t):
-        lines = t.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        return "\n".join(ln.rstrip() for ln in lines).strip()
+        return "\n".join(ln.rstrip() for ln in t.splitlines()).strip()
     return norm(a) == norm(b)
 
 
@@ -75,9 +74,7 @@ def rows(report: Report) -> list[list]:
 
 
 def write_written_csv(report: Report, out: Path) -> Path:
-    path = out / "written.csv"
-    path.write_text(csv_text(rows(report)), encoding="utf-8")
-    return path
+    return write_csv(out / "written.csv", rows(report))
 
 
 @dataclass
@@ -89,6 +86,10 @@ class Row:
     score: float | None
     comment: str
     answer: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.student, self.assignment, self.exercise
 
     def where(self, name: str) -> str:
         return f"{name} row {self.number} (student {self.student!r}, {self.assignment} " \
@@ -118,11 +119,9 @@ def read(path: Path) -> list[Row]:
     one row per answer); :class:`WrittenError` naming the first bad row otherwise."""
     name = Path(path).name
     try:
-        raw = Path(path).read_bytes()
+        text = Path(path).read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise WrittenError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise WrittenError(f"{name} is not UTF-8 text (save it from your spreadsheet as "
                            f"'CSV UTF-8')") from None
@@ -157,12 +156,22 @@ def read(path: Path) -> list[Row]:
             raise WrittenError(f"{where}: exercise {row.exercise} is graded automatically, "
                                f"not by hand")
         row.score = _score(get["score"], where, points(ex))
-        key = (row.student, row.assignment, row.exercise)
-        if key in seen:
-            raise WrittenError(f"{where}: the same answer is in row {seen[key]} too")
-        seen[key] = n
+        if row.key in seen:
+            raise WrittenError(f"{where}: the same answer is in row {seen[row.key]} too")
+        seen[row.key] = n
         out.append(row)
     return out
+
+
+def _answers(report: Report) -> dict:
+    """``{(student, assignment, exercise): grade}`` over the submissions that count."""
+    return {(s.student, s.assignment, i): g for s in report.counted()
+            for i, g in s.exercises.items()}
+
+
+def _differs(row: Row, g) -> bool:
+    """The answer text of ``row`` differs from the answer ``g`` holds."""
+    return not _same_text(row.answer, answer_text(EXERCISES[row.exercise], g.answer))
 
 
 def carry(report: Report, previous: Report) -> int:
@@ -170,56 +179,44 @@ def carry(report: Report, previous: Report) -> int:
     comment ``previous`` (an earlier grading) has for the same student, assignment and exercise,
     when the answer's text is the same: a resubmission is scored again only where an answer
     changed. The number of answers carried over."""
-    before = {(s.student, s.assignment): s for s in previous.counted()}
+    before = _answers(previous)
     carried = 0
-    for s in report.counted():
-        old = before.get((s.student, s.assignment))
-        if old is None:
+    for key, g in _answers(report).items():
+        o = before.get(key)
+        if (g.status != "needs_instructor" or o is None or o.status not in WRITTEN
+                or (o.score is None and not o.comment)):
             continue
-        for i, g in s.exercises.items():
-            o = old.exercises.get(i)
-            if (g.status != "needs_instructor" or o is None or o.status not in WRITTEN
-                    or (o.score is None and not o.comment)):
-                continue
-            ex = EXERCISES[i]
-            if _same_text(answer_text(ex, g.answer), answer_text(ex, o.answer)):
-                g.status, g.score, g.comment = o.status, o.score, o.comment
-                carried += 1
+        ex = EXERCISES[key[2]]
+        if _same_text(answer_text(ex, g.answer), answer_text(ex, o.answer)):
+            g.status, g.score, g.comment = o.status, o.score, o.comment
+            carried += 1
     return carried
 
 
 def changed_answers(report: Report, rows_: list[Row]) -> list[Row]:
     """The rows whose answer text differs from the answer graded now (resubmitted answers)."""
-    counted = {(s.student, s.assignment): s for s in report.counted()}
-    out = []
-    for row in rows_:
-        sub = counted.get((row.student, row.assignment))
-        g = sub.exercises.get(row.exercise) if sub is not None else None
-        if g is not None and g.status in WRITTEN and not _same_text(
-                row.answer, answer_text(EXERCISES[row.exercise], g.answer)):
-            out.append(row)
-    return out
+    answers = _answers(report)
+    return [row for row in rows_ if (g := answers.get(row.key)) is not None
+            and g.status in WRITTEN and _differs(row, g)]
 
 
 def check(report: Report, rows_: list[Row], name: str = "written.csv") -> None:
     """Check every row against ``report``; :class:`WrittenError` for the first that does not fit
     (with how many more do not)."""
-    counted = {(s.student, s.assignment): s for s in report.counted()}
+    counted = {(s.student, s.assignment) for s in report.counted()}
+    answers = _answers(report)
     problems = []
     for row in rows_:
-        where = row.where(name)
-        sub = counted.get((row.student, row.assignment))
-        if sub is None:
+        where, g = row.where(name), answers.get(row.key)
+        if (row.student, row.assignment) not in counted:
             problems.append(f"{where}: no submission of student {row.student!r} for "
                             f"{row.assignment!r} counts in this grading")
-            continue
-        g = sub.exercises.get(row.exercise)
-        if g is None:
+        elif g is None:
             problems.append(f"{where}: exercise {row.exercise} is not part of {row.assignment}")
         elif g.status not in WRITTEN:
             problems.append(f"{where}: this submission has no written answer to score for "
                             f"{row.exercise} (its status is {g.status})")
-        elif not _same_text(row.answer, answer_text(EXERCISES[row.exercise], g.answer)):
+        elif _differs(row, g):
             problems.append(f"{where}: the answer text differs from the answer graded now (the "
                             f"submission changed, or the cell was edited); take the row from the "
                             f"new written.csv")
@@ -237,10 +234,10 @@ def apply(report: Report, rows_: list[Row], name: str = "written.csv",
         stale = {id(r) for r in changed_answers(report, rows_)}
         rows_ = [r for r in rows_ if id(r) not in stale]
     check(report, rows_, name)
-    counted = {(s.student, s.assignment): s for s in report.counted()}
+    answers = _answers(report)
     changed = 0
     for row in rows_:
-        g = counted[(row.student, row.assignment)].exercises[row.exercise]
+        g = answers[row.key]
         if row.score is None and not row.comment:
             continue  # an empty row keeps what an earlier merge gave
         before = (g.status, g.score, g.comment)

@@ -1,30 +1,21 @@
 """``python -m attention_lab release --for gradescope OUT.zip``: a Gradescope autograder that
 grades the lab's exercise notebooks with the lab's own grader.
 
-The zip holds, at its root, what Gradescope's autograder specification asks for:
-
-* ``setup.sh``: installs Python, bubblewrap and the lab's CPU requirements (torch's CPU build
-  from PyTorch's CPU index first, then ``requirements.txt``) into ``/autograder/venv``;
-* ``run_autograder``: grades what the student uploaded to ``ROOT/submission`` and writes
-  ``ROOT/results/results.json``. ``ROOT`` is ``/autograder`` unless
-  ``ATTENTION_LAB_AUTOGRADER_ROOT`` says otherwise (so it can be tried on a laptop);
-* ``lab/``: the student bundle of ``python -m attention_lab release`` with the whole package
-  (the grader's sandbox too; never the solutions) and ``lab/autograder.json`` (the time
-  limits).
-
-``run_autograder`` runs :func:`main` from ``lab/``, which runs the lab's grader (``python -m
-attention_lab grade``: sandboxed kernels, the checks, the limits) on the submission and turns
-its ``grades.json`` into Gradescope's ``results.json``: one test per automatic exercise of the
-notebook's assignment (``score``/``max_score`` its points, ``output`` the check's message).
+The zip holds, at its root, what Gradescope's autograder specification asks for: ``setup.sh``
+(:data:`SETUP`), ``run_autograder`` (:data:`RUN`) and ``lab/``: the student bundle with the
+whole package (the grader's sandbox too; never the solutions) and ``lab/autograder.json`` (the
+time limits). ``run_autograder`` runs :func:`main`, which grades ``ROOT/submission`` with
+``python -m attention_lab grade`` (sandboxed kernels, the checks, the limits) and turns its
+``grades.json`` into ``ROOT/results/results.json``: one test per automatic exercise of the
+notebook's assignment. ``ROOT`` is ``/autograder`` unless ``ATTENTION_LAB_AUTOGRADER_ROOT``
+says otherwise (so it can be tried on a laptop).
 
 **Written answers are left to Gradescope's manual questions** (their rubric, anonymous grading
 and regrade requests are Gradescope's strengths): each appears as a test worth 0 of 0 points,
-tagged ``manual``, whose output says it is graded by hand; the autograder's score is out of
-the assignment's automatic points. Create one manual question per written answer, worth one
-point per line of its rubric (the instructors' guide lists them).
-
-A submission that cannot be graded (no notebook, not a notebook, too large, out of time) still
-gets a ``results.json``, with score 0 and a message saying why.
+tagged ``manual``; the autograder's score is out of the assignment's automatic points. Create
+one manual question per written answer, worth one point per line of its rubric (the
+instructors' guide lists them). A submission that cannot be graded (no notebook, too large, out
+of time) still gets a ``results.json``, with score 0 and a message saying why.
 """
 
 from __future__ import annotations
@@ -85,8 +76,7 @@ def build(out: Path, *, cell_timeout: float = 60.0, timeout: float = 600.0) -> l
         raise ExportError(f"{out} does not end in .zip; Gradescope takes the autograder as a zip")
     if out.exists():
         raise ExportError(f"{out} exists; give a new file name")
-    pins = (release.ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-    torch = next((ln.split("==")[1].strip() for ln in pins if ln.startswith("torch==")), None)
+    torch = release.torch_pin()
     if torch is None:
         raise ExportError("requirements.txt pins no torch version (torch==X)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,7 +116,7 @@ def results_from(grades: dict) -> dict:
     counted = [s for s in grades.get("submissions", [])
                if s.get("meta", {}).get("superseded_by") is None]
     if not counted:
-        return failure("no notebook was graded")
+        return as_results("no notebook was graded")
     tests, notes = [], []
     for sub in counted:
         assignment = ASSIGNMENTS.get(sub.get("meta", {}).get("assignment") or "")
@@ -148,17 +138,17 @@ def results_from(grades: dict) -> dict:
             else:  # its message would show the rubric: Gradescope's manual question has it
                 tests.append(_test(ex, 0, f"written answer ({points(ex)} points), graded by "
                                           f"hand in Gradescope; {label}", manual=True))
-    score = sum(t["score"] for t in tests)
-    out = {"score": score, "tests": tests, "visibility": "visible",
+    return as_results("\n".join(notes), tests)
+
+
+def as_results(message: str, tests=()) -> dict:
+    """Gradescope's results: ``tests`` (none: a submission that could not be graded, score 0)
+    and ``message`` (shown above them, unless empty)."""
+    out = {"score": sum(t["score"] for t in tests), "tests": list(tests), "visibility": "visible",
            "stdout_visibility": "hidden"}
-    if notes:
-        out["output"] = "\n".join(notes)
+    if message:
+        out["output"] = message
     return out
-
-
-def failure(message: str) -> dict:
-    return {"score": 0, "output": message, "tests": [], "visibility": "visible",
-            "stdout_visibility": "hidden"}
 
 
 def grade(root: Path, config: dict) -> dict:
@@ -166,19 +156,19 @@ def grade(root: Path, config: dict) -> dict:
     from .. import batch
 
     submission = Path(root) / "submission"
-    notebooks = [p for p in submission.rglob("*") if p.name.endswith((".ipynb",
-                                                                       ".submission.json"))]
+    notebooks = [p for p in submission.rglob("*")
+                 if p.name.endswith((".ipynb", ".submission.json"))]
     if not submission.is_dir() or not notebooks:
-        return failure("no notebook in the submission: upload the exercise notebook you worked "
-                       "in (an .ipynb file, or the .submission.json that submit wrote)")
+        return as_results("no notebook in the submission: upload the exercise notebook you "
+                          "worked in (an .ipynb file, or the .submission.json that submit wrote)")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "grades"
         code = batch.main([str(submission), "--out", str(out), "--quiet",
                            "--cell-timeout", str(config.get("cell_timeout", 60.0)),
                            "--timeout", str(config.get("timeout", 600.0))])
         if code != 0 or not (out / "grades.json").exists():
-            return failure(f"the grader could not grade the submission (exit code {code}); "
-                           f"its message is in the autograder output")
+            return as_results(f"the grader could not grade the submission (exit code {code}); "
+                              f"its message is in the autograder output")
         grades = json.loads((out / "grades.json").read_text(encoding="utf-8"))
     return results_from(grades)
 
@@ -191,13 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = Path(args.root)
     started = time.monotonic()
-    here = Path(__file__).resolve().parents[3]
-    config_path = here / CONFIG_NAME
+    config_path = Path(__file__).resolve().parents[3] / CONFIG_NAME
     config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else {}
     try:
         results = grade(root, config)
     except Exception as exc:  # a results.json in every case: Gradescope shows nothing without
-        results = failure(f"the autograder failed ({type(exc).__name__}: {exc})")
+        results = as_results(f"the autograder failed ({type(exc).__name__}: {exc})")
     results["execution_time"] = round(time.monotonic() - started)
     (root / "results").mkdir(parents=True, exist_ok=True)
     target = root / "results" / "results.json"

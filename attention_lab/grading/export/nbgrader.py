@@ -35,10 +35,10 @@ from pathlib import Path
 from ...exercises import authoring
 from ...exercises.judging import WRITTEN_MIN_WORDS
 from ...exercises.registry import ASSIGNMENT_IDS, EXERCISES, NOTEBOOKS
+from ...nbtools import KERNELSPEC
 from ..assignments import points
 
 SCHEMA_VERSION = 3
-KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_MARK, END_MARK = "### BEGIN MARK SCHEME", "### END MARK SCHEME"
 
@@ -92,10 +92,7 @@ def solution_regions(source: str) -> str:
             block, indent = [], line[: len(line) - len(line.lstrip())]
         elif kind == "end":
             stubs = [b for b in block if b.strip().startswith("#>")]
-            for b in stubs:
-                rest = b.strip()[2:]
-                out.append(b[: len(b) - len(b.lstrip())] + (rest[1:] if rest.startswith(" ")
-                                                             else rest))
+            out += [b[: len(b) - len(b.lstrip())] + b.strip()[2:].removeprefix(" ") for b in stubs]
             out += [indent + BEGIN, *(b for b in block if b not in stubs), indent + END]
             block = None
         elif block is not None:
