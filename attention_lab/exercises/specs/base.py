@@ -284,6 +284,18 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
         raise Reject(value_mismatch(a, ref64, dtype, what))
 
 
+def weights_or_mistake(case: Case, arr, ref, mistakes, *, dtype=None, floats: bool = False,
+                       **check) -> None:
+    """:func:`check_weights`; when it rejects an array of ``ref``'s shape (of floats, if
+    ``floats``), the reason is the known mistake the array matches (:func:`diagnose`), if any."""
+    try:
+        check_weights(arr, ref, dtype=dtype, **check)
+    except Reject as r:
+        if np.shape(arr) != ref.shape or (floats and arr.dtype.kind != "f"):
+            raise
+        raise Reject(diagnose(case, arr, mistakes, dtype=dtype, ref=ref) or str(r)) from None
+
+
 def softmax_axis(x, axis):
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):

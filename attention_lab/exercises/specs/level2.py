@@ -15,9 +15,9 @@ from ..probe import TooLarge, Unsupported
 from ...masks import local_mask, padding_mask
 from ...scores import dot_scores
 from ...softmax import softmax
-from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_weights, close, describe_type,
-                   diagnose, diagnosis, expect_shape, fmt, judge_test_answer, numeric, rand,
-                   rounded, scores_shape, softmax_axis, to_array, value_mismatch)
+from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, close, describe_type, diagnose,
+                   diagnosis, expect_shape, fmt, judge_test_answer, numeric, rand, rounded,
+                   scores_shape, softmax_axis, to_array, value_mismatch, weights_or_mistake)
 
 _RX = running_example()
 
@@ -135,8 +135,7 @@ class Temperature(Spec):
             missing = [k for k in self.KEYS if comp[k] is Ellipsis]
             return "fail", f"temperature_comparison: {', '.join(missing)} is still `...`"
         try:
-            largest = numeric(to_array(comp["largest_weight"], "largest_weight"),
-                              "largest_weight").astype(np.float64)
+            largest = numeric(comp["largest_weight"], "largest_weight").astype(np.float64)
         except Reject as r:
             return "fail", f"temperature_comparison: {r}"
         if largest.shape != (3,):
@@ -194,23 +193,17 @@ class Temperature(Spec):
     def compare(self, case, out):
         s, tau = case.args
         ref = softmax64(s, tau)
-        try:
-            check_weights(out, ref)
-        except Reject as r:
-            arr = to_array(out) if not isinstance(out, (Unsupported, TooLarge)) else None
-            if arr is None or arr.shape != ref.shape or arr.dtype.kind not in "f":
-                raise
-            why = diagnose(case, arr, [
-                (lambda c: softmax64(c.args[0] * c.args[1]) if c.args[1] != 1 else None,
-                 "your weights match softmax(scores * temperature): the temperature divides the "
-                 "scores"),
-                (lambda c: softmax64(c.args[0]) if c.args[1] != 1 else None,
-                 "your weights do not change with the temperature"),
-                (lambda c: softmax_axis(c.args[0] / c.args[1], 0) if c.args[0].ndim > 1 else None,
-                 "you normalised over axis 0 (down the columns); each row of scores is one "
-                 "distribution over keys: use axis -1"),
-            ], ref=ref)
-            raise Reject(why or str(r)) from None
+        arr = out if isinstance(out, (Unsupported, TooLarge)) else to_array(out)
+        weights_or_mistake(case, arr, ref, [
+            (lambda c: softmax64(c.args[0] * c.args[1]) if c.args[1] != 1 else None,
+             "your weights match softmax(scores * temperature): the temperature divides the "
+             "scores"),
+            (lambda c: softmax64(c.args[0]) if c.args[1] != 1 else None,
+             "your weights do not change with the temperature"),
+            (lambda c: softmax_axis(c.args[0] / c.args[1], 0) if c.args[0].ndim > 1 else None,
+             "you normalised over axis 0 (down the columns); each row of scores is one "
+             "distribution over keys: use axis -1"),
+        ], floats=True)
 
 
 # ---------------------------------------------------------------- 2.5 padding mask
@@ -355,13 +348,7 @@ class MaskedSoftmax(Spec):
         dtype = arr.dtype if arr.dtype.kind == "f" else None
         if case.data.get("far") and arr.shape == ref.shape and np.isnan(arr).any():
             raise Reject(f"your weights: {FAR_BELOW}")
-        try:
-            check_weights(arr, ref, mask=mask, dtype=dtype)
-        except Reject as r:
-            if arr.shape != ref.shape:
-                raise
-            why = diagnose(case, arr, masked_softmax_mistakes(), dtype=dtype, ref=ref)
-            raise Reject(why or str(r)) from None
+        weights_or_mistake(case, arr, ref, masked_softmax_mistakes(), mask=mask, dtype=dtype)
 
 
 # ---------------------------------------------------------------- 2.7 local window
@@ -410,32 +397,25 @@ class LocalWindow(Spec):
         if warr.ndim == 1 and warr.shape[0] == int(mask.sum()) and warr.shape[0] != S:
             raise Reject(f"your weights have shape {warr.shape}, only the window's keys: return "
                          f"one weight per key (S={S}), 0 outside the window")
-        try:
-            check_weights(warr, ref.weights, mask=mask, what="your weights")
-        except Reject as r:
-            if warr.shape != ref.weights.shape:
-                raise
 
-            def masked(m, scale=1.0):
-                return attend(q, K, V, mask=m, scale=scale).weights if m.any() else None
+        def masked(m, scale=1.0):
+            return attend(q, K, V, mask=m, scale=scale).weights if m.any() else None
 
-            why = diagnose(case, warr, [
-                (lambda cs: masked(self.window(c, h, S, first=0)),
-                 "your window sits one position to the right: positions are numbered 1..S, so "
-                 "position j is index j - 1 (compare np.arange(1, S + 1) with the centre)"),
-                (lambda cs: masked(self.window(c, h, S, strict=True)),
-                 "keys at distance exactly half_width are left out: the window "
-                 "|j - centre| <= half_width is inclusive"),
-                (lambda cs: masked(mask, 1 / math.sqrt(K.shape[1])),
-                 "your scores are divided by sqrt(D_k) (the scaled dot product of most attention "
-                 "code); the chapter's dot product is unscaled"),
-                (lambda cs: softmax64(K @ q) * mask,
-                 "you zeroed the weights outside the window after the softmax without "
-                 "renormalising"),
-                (lambda cs: softmax64(K @ q),
-                 "your weights ignore the window (this is global attention)"),
-            ], ref=ref.weights)
-            raise Reject(why or str(r)) from None
+        weights_or_mistake(case, warr, ref.weights, [
+            (lambda cs: masked(self.window(c, h, S, first=0)),
+             "your window sits one position to the right: positions are numbered 1..S, so "
+             "position j is index j - 1 (compare np.arange(1, S + 1) with the centre)"),
+            (lambda cs: masked(self.window(c, h, S, strict=True)),
+             "keys at distance exactly half_width are left out: the window "
+             "|j - centre| <= half_width is inclusive"),
+            (lambda cs: masked(mask, 1 / math.sqrt(K.shape[1])),
+             "your scores are divided by sqrt(D_k) (the scaled dot product of most attention "
+             "code); the chapter's dot product is unscaled"),
+            (lambda cs: softmax64(K @ q) * mask,
+             "you zeroed the weights outside the window after the softmax without "
+             "renormalising"),
+            (lambda cs: softmax64(K @ q), "your weights ignore the window (this is global attention)"),
+        ], mask=mask, what="your weights")
         carr = numeric(ctx, "your context")
         expect_shape(carr, ref.context.shape, "your context", "one entry per value coordinate")
         if not close(carr, ref.context):

@@ -17,7 +17,8 @@ from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
 from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
                    describe_type, diagnose, expect_shape, fmt, judge_test_answer, numeric, rand,
-                   rounded, scores_shape, softmax_axis, to_array, value_mismatch)
+                   rounded, scores_shape, softmax_axis, to_array, value_mismatch,
+                   weights_or_mistake)
 from .level2 import FAR_BELOW, masked_softmax_mistakes, softmax64
 
 _RX = running_example()
@@ -44,13 +45,8 @@ def _weights_and_context(case, out, ref_w, ref_c, mistakes, context_shape: str) 
     """An answer's ``(weights, context)``: the weights first (a wrong array of the right shape is
     named by the mistake it matches, see :func:`diagnose`), then the context."""
     w, c = as_tuple(out, 2, "(weights, context)")
-    warr = numeric(w, "your weights")
-    try:
-        check_weights(warr, ref_w, what="your weights")
-    except Reject as r:
-        if warr.shape == ref_w.shape and warr.dtype.kind == "f":
-            raise Reject(diagnose(case, warr, mistakes, ref=ref_w) or str(r)) from None
-        raise
+    weights_or_mistake(case, numeric(w, "your weights"), ref_w, mistakes, floats=True,
+                       what="your weights")
     check_values(c, ref_c, "your context", context_shape)
 
 
@@ -141,24 +137,18 @@ class StableSoftmax(Spec):
         ref = softmax(s.astype(np.float64))
         arr = to_array(out, "your weights")
         dtype = arr.dtype if arr.dtype.kind == "f" else None
-        mask = np.isfinite(s)
-        try:
-            check_weights(arr, ref, mask=mask, dtype=dtype, what="your weights",
-                          overflow_note=self.NOTES.get(case.data.get("big"), ""))
-        except Reject:
-            if arr.shape == ref.shape and arr.dtype.kind == "f" and s.ndim > 1:
-                why = diagnose(case, arr, [
-                    (lambda c: softmax_axis(c.args[0], 0),
-                     "you normalised over axis 0 (down the columns); softmax runs over the last "
-                     "axis, the keys"),
-                    (lambda c: softmax_axis(c.args[0], None),
-                     "you normalised over the whole array (axis=None, the default of "
-                     "scipy.special.softmax): each row must sum to 1 on its own; softmax runs "
-                     "over the last axis, the keys (axis=-1), with each row's own maximum"),
-                ], dtype=dtype, ref=ref)
-                if why:
-                    raise Reject(why) from None
-            raise
+        axes = [
+            (lambda c: softmax_axis(c.args[0], 0),
+             "you normalised over axis 0 (down the columns); softmax runs over the last "
+             "axis, the keys"),
+            (lambda c: softmax_axis(c.args[0], None),
+             "you normalised over the whole array (axis=None, the default of "
+             "scipy.special.softmax): each row must sum to 1 on its own; softmax runs "
+             "over the last axis, the keys (axis=-1), with each row's own maximum"),
+        ]
+        weights_or_mistake(case, arr, ref, axes if s.ndim > 1 else [], mask=np.isfinite(s),
+                           dtype=dtype, floats=True, what="your weights",
+                           overflow_note=self.NOTES.get(case.data.get("big"), ""))
 
     def on_pass(self, cases, outputs):
         comp = self.declared["softmax_comparison"]
