@@ -143,6 +143,10 @@ def leave_one_out(scores, values, j, readout) -> tuple[float, float]:
     return float(np.linalg.norm(new - old)), float(0.5 * np.abs(readout(new) - readout(old)).sum())
 
 
+def _near(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+
+
 class Intervention(Spec):
     """``replace_and_measure(scores, values, control, readout) -> (position, context_change,
     output_change)``; positions 1..S; the readout is the layers after the context."""
@@ -191,13 +195,12 @@ class Intervention(Spec):
                 raise Reject(f"{name} is {describe_type(x)}; expected one number") from None
         got_c, got_o = numbers
         left_out = leave_one_out(s, V, pos - 1, readout)
-        if math.isclose(got_c, left_out[0], rel_tol=1e-6, abs_tol=1e-12) and not math.isclose(
-                got_c, change, rel_tol=1e-6, abs_tol=1e-12):
+        if _near(got_c, left_out[0]) and not _near(got_c, change):
             raise Reject("you left the top position out (masked it and renormalised the other "
                          "weights): that is leave-one-out, another intervention. Replace its "
                          "value by the control vector instead, and keep every weight as it is")
-        if not math.isclose(got_c, change, rel_tol=1e-6, abs_tol=1e-12):
-            if math.isclose(got_c, change ** 2, rel_tol=1e-6, abs_tol=1e-12):
+        if not _near(got_c, change):
+            if _near(got_c, change ** 2):
                 raise Reject("your context_change is the squared distance; use the Euclidean norm "
                              "(np.linalg.norm of the difference)")
             if got_c == 0:
@@ -205,7 +208,7 @@ class Intervention(Spec):
                              "unchanged but changes the context")
             raise Reject(f"your context_change {got_c:.6g} is not the norm of the context "
                          f"difference")
-        if math.isclose(got_o, tvd, rel_tol=1e-6, abs_tol=1e-12):
+        if _near(got_o, tvd):
             return
         p_before = readout(w @ V)
         replaced = np.array(V, dtype=float)
@@ -219,7 +222,7 @@ class Intervention(Spec):
                  "the exercise asks for the total variation distance 1/2 sum |p - q|"),
                 (change, "your output_change equals the context's change: pass both contexts "
                          "through readout and compare the two output distributions")):
-            if math.isclose(got_o, wrong, rel_tol=1e-6, abs_tol=1e-12):
+            if _near(got_o, wrong):
                 raise Reject(why)
         raise Reject(f"your output_change {got_o:.6g} is not the total variation distance between "
                      f"the outputs before and after the replacement")
