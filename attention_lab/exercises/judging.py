@@ -378,6 +378,11 @@ class BadRecord(ValueError):
     pass
 
 
+def _whole(x) -> bool:
+    """A JSON integer (not a bool)."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 def decode_record(raw) -> dict:
     """Validate a probe record (parsed JSON) and decode its outputs; ``BadRecord`` if malformed.
 
@@ -392,7 +397,7 @@ def decode_record(raw) -> dict:
             return {"kind": kind, "value": decode(raw.get("value"))}
         if kind == "notcallable":
             index = raw.get("index", 0)
-            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 8:
+            if not _whole(index) or not 0 <= index < 8:
                 raise BadRecord("bad index")
             return {"kind": kind, "index": index, "value": decode(raw.get("value"))}
         if kind == "shape":
@@ -422,25 +427,21 @@ def decode_record(raw) -> dict:
                 d["raised"] = {k: str(r.get(k, ""))[:500] for k in ("type", "message", "where")}
             elif "timeout" in c:
                 t = c["timeout"]
-                if not isinstance(t, (int, float)) or isinstance(t, bool):
+                if not (_whole(t) or isinstance(t, float)):
                     raise BadRecord("bad timeout")
                 d["timeout"] = float(t)
             elif c.get("skipped") == "stub":
                 d["skipped"] = "stub"
             else:
                 raise BadRecord("a call has no result")
-            printed = c.get("printed", 0)
-            if isinstance(printed, int) and not isinstance(printed, bool) and printed > 0:
+            printed, mutated, called = c.get("printed"), c.get("mutated"), c.get("called")
+            if _whole(printed) and printed > 0:
                 d["printed"] = printed
-            mutated = c.get("mutated")
-            if isinstance(mutated, list) and all(isinstance(i, int) and not isinstance(i, bool)
-                                                 and 0 <= i < 32 for i in mutated):
+            if isinstance(mutated, list) and all(_whole(i) and 0 <= i < 32 for i in mutated):
                 d["mutated"] = mutated
-            reference = c.get("reference")
-            if isinstance(reference, list) and reference:
-                d["reference"] = [str(n)[:100] for n in reference[:5]]
-            called = c.get("called")
-            if isinstance(called, int) and not isinstance(called, bool) and called >= 0:
+            if isinstance(c.get("reference"), list) and c["reference"]:
+                d["reference"] = [str(n)[:100] for n in c["reference"][:5]]
+            if _whole(called) and called >= 0:
                 d["called"] = called
             out.append(d)
         declared = {k: decode(v) for k, v in values.items()}

@@ -49,16 +49,10 @@ def _ipython():
 
 
 class _Shown:
-    """Shows itself once per cell: ``check`` displays the result, and when the same object is
-    also the cell's value it is not shown a second time."""
+    """Shows its ``text()`` and ``html()`` once per cell: ``check`` displays the result, and when
+    the same object is also the cell's value it is not shown a second time."""
 
     _shown_in = None
-
-    def text(self) -> str:  # pragma: no cover - overridden
-        return ""
-
-    def html(self) -> str:  # pragma: no cover - overridden
-        return html.escape(self.text())
 
     def __repr__(self) -> str:
         return self.text()

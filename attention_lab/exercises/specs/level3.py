@@ -29,18 +29,6 @@ def _vec(x) -> str:
     return "[" + ", ".join("nan" if np.isnan(v) else f"{v:.3f}" for v in np.ravel(x)) + "]"
 
 
-def _weights_of(comp: dict, key: str, name: str, what: str):
-    """``comp[key]`` as float64 weights (S,), or the message saying why it is not."""
-    x = comp[key]
-    if x is Ellipsis:
-        return None, f"{name}: {key} is still `...`"
-    try:
-        arr = numeric(x, key).astype(np.float64)
-    except Reject as r:
-        return None, f"{name}: {r}; write {what}"
-    return arr, None
-
-
 def _weights_and_context(case, out, ref_w, ref_c, mistakes, context_shape: str) -> None:
     """An answer's ``(weights, context)``: the weights first (a wrong array of the right shape is
     named by the mistake it matches, see :func:`diagnose`), then the context."""
@@ -73,10 +61,13 @@ class StableSoftmax(Spec):
         stable_ref = softmax(self.LARGE)
         got = {}
         for key in self.KEYS:
-            arr, why = _weights_of(comp, key, name, "three weights, NaN included where the "
-                                                    "formula gives NaN")
-            if why:
-                return "fail", why
+            if comp[key] is Ellipsis:
+                return "fail", f"{name}: {key} is still `...`"
+            try:
+                arr = numeric(comp[key], key).astype(np.float64)
+            except Reject as r:
+                return "fail", (f"{name}: {r}; write three weights, NaN included where the "
+                                "formula gives NaN")
             if arr.shape != (3,):
                 return "fail", (f"{name}: {key} has shape {tuple(arr.shape)}; write the three "
                                 f"weights of the scores [1e4, 1e4 - 1, 0], in order")
