@@ -231,13 +231,20 @@ def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
             f"(yours there: {a[tuple(np.argwhere(bad)[0])]:.4g})")
 
 
-def check_values(out, ref, what: str, shape_why: str) -> np.ndarray:
+def values_or_mistake(case: Case, arr, ref, mistakes, what: str, note: str = "") -> None:
+    """``arr`` close to ``ref``, else :class:`Reject` with the known mistake it matches
+    (:func:`diagnose`) or its first wrong entry (and ``note``)."""
+    if not close(arr, ref):
+        raise Reject(diagnose(case, arr, mistakes, ref=ref)
+                     or value_mismatch(arr, ref, what=what) + note)
+
+
+def check_values(out, ref, what: str, shape_why: str, note: str = "") -> np.ndarray:
     """An answer's array: numeric, of ``ref``'s shape (``shape_why`` says why that shape), and
-    close to ``ref``; raises :class:`Reject` naming the first wrong entry."""
+    close to ``ref``; raises :class:`Reject` naming the first wrong entry (and ``note``)."""
     arr = numeric(out, what)
     expect_shape(arr, ref.shape, what, shape_why)
-    if not close(arr, ref):
-        raise Reject(value_mismatch(arr, ref, what=what))
+    values_or_mistake(None, arr, ref, [], what, note)
     return arr
 
 

@@ -10,8 +10,8 @@ import numpy as np
 from ...examples import HULL_VALUES, HULL_WEIGHTS, running_example
 from ..implementations import Impl
 from ...softmax import softmax
-from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type, diagnose,
-                   expect_shape, fmt, judge_test_answer, numeric, rand, rounded, value_mismatch)
+from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type, expect_shape,
+                   fmt, judge_test_answer, numeric, rand, rounded, values_or_mistake)
 
 _RX = running_example()
 
@@ -128,17 +128,15 @@ class ContextVector(Spec):
             note = " (dividing by the sum of the weights fails for all-zero weights; the weights " \
                    "already sum to 1 or, for an all-masked row, to 0)" if not w.any() else ""
             raise Reject(f"your context contains NaN{note}")
-        if not close(arr, ref):
-            why = diagnose(case, arr, [
-                (lambda c: (c.args[0][:, None] * c.args[1]).mean(axis=0),
-                 "you took the mean of the weighted values; the context is their sum"),
-                (lambda c: c.args[1] @ c.args[0] if c.args[1].shape[0] == c.args[1].shape[1]
-                 else None, "you computed values @ weights, which mixes the coordinates inside "
-                 "each value; the weights index the S values: weights @ values"),
-                (lambda c: c.args[1].sum(axis=0), "you added the values up without weighting them"),
-                (lambda c: c.args[1].mean(axis=0), "you averaged the values without the weights"),
-            ], ref=ref)
-            raise Reject(why or value_mismatch(arr, ref, what="your context"))
+        values_or_mistake(case, arr, ref, [
+            (lambda c: (c.args[0][:, None] * c.args[1]).mean(axis=0),
+             "you took the mean of the weighted values; the context is their sum"),
+            (lambda c: c.args[1] @ c.args[0] if c.args[1].shape[0] == c.args[1].shape[1]
+             else None, "you computed values @ weights, which mixes the coordinates inside "
+             "each value; the weights index the S values: weights @ values"),
+            (lambda c: c.args[1].sum(axis=0), "you added the values up without weighting them"),
+            (lambda c: c.args[1].mean(axis=0), "you averaged the values without the weights"),
+        ], "your context")
 
 
 # ---------------------------------------------------------------- 1.3 convex hull

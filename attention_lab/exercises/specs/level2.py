@@ -15,9 +15,9 @@ from ..probe import TooLarge, Unsupported
 from ...masks import local_mask, padding_mask
 from ...scores import dot_scores
 from ...softmax import softmax
-from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, close, describe_type, diagnose,
+from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, describe_type,
                    diagnosis, expect_shape, fmt, judge_test_answer, numeric, rand, rounded,
-                   scores_shape, softmax_axis, to_array, value_mismatch, weights_or_mistake)
+                   scores_shape, softmax_axis, to_array, values_or_mistake, weights_or_mistake)
 
 _RX = running_example()
 
@@ -55,25 +55,23 @@ class DotScores(Spec):
             raise Reject(f"your scores have shape {arr.shape}, one per key coordinate: you summed "
                          f"over the keys (axis 0) instead of over each key's coordinates")
         expect_shape(arr, ref.shape, "your scores", "one score per key")
-        if not close(arr, ref):
-            why = diagnose(case, arr, [
-                (lambda c: (c.args[1] @ c.args[0]) / math.sqrt(c.args[1].shape[1]),
-                 "your scores are divided by sqrt(D_k); the chapter's dot product is unscaled "
-                 "(scaling is the separate 'scaled dot product')"),
-                (lambda c: (c.args[1] @ c.args[0]) / (np.linalg.norm(c.args[1], axis=1)
-                                                      * np.linalg.norm(c.args[0])),
-                 "you divided by the norms (cosine similarity); the dot product does not"),
-                (lambda c: (c.args[1] * c.args[0]).sum(axis=0) if c.args[1].shape[0]
-                 == c.args[1].shape[1] else None,
-                 "you summed over the keys (axis 0) instead of over each key's coordinates"),
-                (lambda c: c.args[0] @ c.args[1] if c.args[1].shape[0] == c.args[1].shape[1]
-                 else None, "you computed query @ keys, which combines the keys' columns; each "
-                 "score pairs the query with one key (a row): keys @ query"),
-                (lambda c: softmax(c.args[1] @ c.args[0]),
-                 "these are softmax weights; the scores come before the softmax"),
-                (lambda c: -(c.args[1] @ c.args[0]), "your scores have the wrong sign"),
-            ], ref=ref)
-            raise Reject(why or value_mismatch(arr, ref, what="your scores"))
+        values_or_mistake(case, arr, ref, [
+            (lambda c: (c.args[1] @ c.args[0]) / math.sqrt(c.args[1].shape[1]),
+             "your scores are divided by sqrt(D_k); the chapter's dot product is unscaled "
+             "(scaling is the separate 'scaled dot product')"),
+            (lambda c: (c.args[1] @ c.args[0]) / (np.linalg.norm(c.args[1], axis=1)
+                                                  * np.linalg.norm(c.args[0])),
+             "you divided by the norms (cosine similarity); the dot product does not"),
+            (lambda c: (c.args[1] * c.args[0]).sum(axis=0) if c.args[1].shape[0]
+             == c.args[1].shape[1] else None,
+             "you summed over the keys (axis 0) instead of over each key's coordinates"),
+            (lambda c: c.args[0] @ c.args[1] if c.args[1].shape[0] == c.args[1].shape[1]
+             else None, "you computed query @ keys, which combines the keys' columns; each "
+             "score pairs the query with one key (a row): keys @ query"),
+            (lambda c: softmax(c.args[1] @ c.args[0]),
+             "these are softmax weights; the scores come before the softmax"),
+            (lambda c: -(c.args[1] @ c.args[0]), "your scores have the wrong sign"),
+        ], "your scores")
 
 
 # ---------------------------------------------------------------- 2.2 softmax by hand
@@ -414,13 +412,11 @@ class LocalWindow(Spec):
             (lambda cs: softmax64(K @ q) * mask,
              "you zeroed the weights outside the window after the softmax without "
              "renormalising"),
-            (lambda cs: softmax64(K @ q), "your weights ignore the window (this is global attention)"),
+            (lambda cs: softmax64(K @ q),
+             "your weights ignore the window (this is global attention)"),
         ], mask=mask, what="your weights")
-        carr = numeric(ctx, "your context")
-        expect_shape(carr, ref.context.shape, "your context", "one entry per value coordinate")
-        if not close(carr, ref.context):
-            raise Reject(value_mismatch(carr, ref.context, what="your context")
-                         + " (the weights are right: the context is weights @ values)")
+        check_values(ctx, ref.context, "your context", "one entry per value coordinate",
+                     " (the weights are right: the context is weights @ values)")
 
     #: the comparison 2.7 records: the query 3 * keys[4], the window around position 1
     COMPARED = {"global": ("with global attention", None), "local": ("in the window", (1, 1))}

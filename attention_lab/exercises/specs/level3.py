@@ -17,7 +17,7 @@ from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
 from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
                    describe_type, diagnose, expect_shape, fmt, judge_test_answer, numeric, rand,
-                   rounded, scores_shape, softmax_axis, to_array, value_mismatch,
+                   rounded, scores_shape, softmax_axis, to_array, values_or_mistake,
                    weights_or_mistake)
 from .level2 import FAR_BELOW, masked_softmax_mistakes, softmax64
 
@@ -376,20 +376,16 @@ class DotBilinear(Spec):
             raise Reject(f"{name}'s scores have shape {sarr.shape} = (S, T): put the queries on the "
                          f"rows, scores (T, S)")
         expect_shape(sarr, scores.shape, f"{name}'s scores", "(T, S): one row per query")
-        if not close(sarr, scores):
-            mistakes = [(lambda c: Q @ K.T / math.sqrt(K.shape[1]),
-                         "your scores are divided by sqrt(D_k); the chapter's dot product is "
-                         "unscaled")]
-            if W is not None:
-                mistakes = [
-                    (lambda c: Q @ W.T @ K.T if W.shape[0] == W.shape[1] else None,
-                     "your scores use W transposed: with W of shape (D_q, D_k) the score is "
-                     "q^T W k, i.e. Q @ W @ K.T"),
-                    (lambda c: Q @ K.T if Q.shape[1] == K.shape[1] else None,
-                     "your bilinear scores ignore W"),
-                ]
-            why = diagnose(case, sarr, mistakes, ref=scores)
-            raise Reject(why or value_mismatch(sarr, scores, what=f"{name}'s scores"))
+        values_or_mistake(case, sarr, scores, [
+            (lambda c: Q @ K.T / math.sqrt(K.shape[1]),
+             "your scores are divided by sqrt(D_k); the chapter's dot product is unscaled")
+        ] if W is None else [
+            (lambda c: Q @ W.T @ K.T if W.shape[0] == W.shape[1] else None,
+             "your scores use W transposed: with W of shape (D_q, D_k) the score is "
+             "q^T W k, i.e. Q @ W @ K.T"),
+            (lambda c: Q @ K.T if Q.shape[1] == K.shape[1] else None,
+             "your bilinear scores ignore W"),
+        ], f"{name}'s scores")
         warr = numeric(w, f"{name}'s weights")
         try:
             check_weights(warr, weights, what=f"{name}'s weights")
