@@ -18,7 +18,7 @@ from pathlib import Path
 from . import probe as _probe
 from .implementations import callable_of, is_marker
 from .judging import REFERENCE_MODULES, Verdict, cases_for, decode_record, encoded_inputs, judge
-from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
+from .registry import EXERCISES, LEVEL_TITLES, Exercise, get
 from .specs.base import STUDENT_SEED
 
 #: seconds per call of a student's function, and for all calls of one check
@@ -307,12 +307,8 @@ def status(level: int | None = None, *, show: bool = True) -> StatusTable:
         levels = sorted({EXERCISES[i].level for i in _SESSION}) or sorted(LEVEL_TITLES)
     else:
         levels = [int(level)] if str(level).isdigit() and int(level) in LEVEL_TITLES else []
-    rows = []
-    for i in IDS:
-        ex = EXERCISES[i]
-        if ex.level in levels:
-            rows.append((ex, _SESSION[i].status if i in _SESSION else "not_checked"))
-    table = StatusTable(rows)
+    table = StatusTable([(ex, _SESSION[ex.id].status if ex.id in _SESSION else "not_checked")
+                         for ex in EXERCISES.values() if ex.level in levels])
     if show:
         table.show()
     return table
