@@ -168,12 +168,9 @@ def expect_shape(arr: np.ndarray, shape: tuple, what: str = "your result", why: 
 
 
 def tolerances(dtype) -> tuple[float, float]:
+    """(rtol, atol) for an answer computed in ``dtype`` (None: float64)."""
     name = np.dtype(dtype).name if dtype is not None else "float64"
-    if name == "float16":
-        return 1e-2, 3e-3
-    if name == "float32":
-        return 1e-5, 1e-6
-    return 1e-7, 1e-9
+    return {"float16": (1e-2, 3e-3), "float32": (1e-5, 1e-6)}.get(name, (1e-7, 1e-9))
 
 
 def close(a, b, dtype=None) -> bool:
