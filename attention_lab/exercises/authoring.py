@@ -72,15 +72,9 @@ def student_version(text: str) -> str:
         if kind == "end":
             if block is None:
                 raise MarkerError(f"line {n}: END SOLUTION without BEGIN SOLUTION")
-            if not markdown:
-                stubs = [b for b in block if b.strip().startswith("#>")]
-                if stubs:
-                    for b in stubs:
-                        pre = b[: len(b) - len(b.lstrip())]
-                        rest = b.strip()[2:]
-                        out.append(pre + (rest[1:] if rest.startswith(" ") else rest))
-                else:
-                    out.append(indent + STUB)
+            if not markdown:  # the block's "#> " lines uncommented, or the stub
+                out += [b[: len(b) - len(b.lstrip())] + b.strip()[2:].removeprefix(" ")
+                        for b in block if b.strip().startswith("#>")] or [indent + STUB]
             block = None
             continue
         if block is not None:

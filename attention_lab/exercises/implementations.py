@@ -42,16 +42,22 @@ class Readout:
         return f"Readout(decoder state of width {h.shape[0]}, {W_o.shape[0]} output symbols)"
 
 
-#: ``attend(query, keys, values) -> context`` (codes A-F, check 1.4) and
-#: ``masked_softmax(scores, mask) -> weights`` (codes G-O, checks 2.6 and 3.2). Which of them a
-#: correct test must accept is the checks' business (``specs.base.IMPL_NOTES``, the specs).
-IMPL_CODES = tuple("ABCDEFGHIJKLMNO")
-
-
 def _softmax(e, axis=-1):
     e = e - np.max(e, axis=axis, keepdims=True)
     w = np.exp(e)
     return w / w.sum(axis=axis, keepdims=True)
+
+
+def _bilinear(q, K):
+    D = q.shape[0]
+    W = np.eye(D) + 0.5 * np.roll(np.eye(D), 1, axis=1)                   # (D, D)
+    return K @ (W.T @ q)
+
+
+#: the scores (S,) of the attentions A-E (F returns the first value)
+_SCORES = {"A": lambda q, K: K @ q, "B": lambda q, K: np.zeros(K.shape[0]),
+           "C": lambda q, K: np.sqrt((K * K).sum(axis=1)), "D": lambda q, K: (K @ q) / 0.5,
+           "E": _bilinear}
 
 
 def _attend(code: str):
@@ -64,21 +70,9 @@ def _attend(code: str):
             raise ValueError(
                 f"attend(query, keys, values) takes query (D,), keys (S, D) and values (S, D_v); "
                 f"got shapes {q.shape}, {K.shape}, {V.shape}")
-        if code == "A":
-            e = K @ q                                                     # (S,)
-        elif code == "B":
-            e = np.zeros(K.shape[0])
-        elif code == "C":
-            e = np.sqrt((K * K).sum(axis=1))
-        elif code == "D":
-            e = (K @ q) / 0.5
-        elif code == "E":
-            D = q.shape[0]
-            W = np.eye(D) + 0.5 * np.roll(np.eye(D), 1, axis=1)           # (D, D)
-            e = K @ (W.T @ q)
-        else:  # "F"
+        if code == "F":
             return V[0].copy()
-        return _softmax(e) @ V                                            # (D_v,)
+        return _softmax(_SCORES[code](q, K)) @ V                          # (D_v,)
 
     return attend
 
@@ -94,23 +88,22 @@ def _masked_softmax(code: str):
                     raise ValueError("a row has no eligible key (policy: raise)")
                 w = _softmax(np.where(m, s, -np.inf))             # NaN in empty rows
                 return np.where(empty, 0.0, w) if code == "G" else w
-            if code == "J":                                        # mask after the softmax
-                return _softmax(s) * m
-            if code == "K":                                        # a finite fill of -30
-                return _softmax(np.where(m, s, -30.0))
-            if code == "L":                                        # masked scores set to 0
-                return _softmax(s * m)
-            if code == "M":                                        # the mask ignored
-                return _softmax(s)
-            if code == "N":                                        # the dtype's finfo.min
-                return _softmax(np.where(m, s, np.finfo(s.dtype).min))
-            return _softmax(np.where(m, -np.inf, s))               # "O": the mask inverted
+            return {"J": lambda: _softmax(s) * m,                  # mask after the softmax
+                    "K": lambda: _softmax(np.where(m, s, -30.0)),  # a finite fill of -30
+                    "L": lambda: _softmax(s * m),                  # masked scores set to 0
+                    "M": lambda: _softmax(s),                      # the mask ignored
+                    "N": lambda: _softmax(np.where(m, s, np.finfo(s.dtype).min)),  # finfo.min
+                    "O": lambda: _softmax(np.where(m, -np.inf, s)),  # the mask inverted
+                    }[code]()
 
     return masked_softmax
 
 
 def make_impl(code: str):
-    """The callable of one of :data:`IMPL_CODES`, named as a student's test receives it."""
+    """The callable of implementation ``code``: ``attend(query, keys, values) -> context`` (A-F,
+    check 1.4) or ``masked_softmax(scores, mask) -> weights`` (G-O, checks 2.6 and 3.2), named as
+    a student's test receives it. Which of them a correct test must accept is the checks'
+    business (``specs.base.IMPL_NOTES``)."""
     fn = _attend(code) if code in "ABCDEF" else _masked_softmax(code)
     fn.__qualname__ = fn.__name__
     return fn
@@ -146,5 +139,5 @@ def is_marker(x) -> bool:
     return isinstance(x, (Impl, Readout))
 
 
-__all__ = ["IMPL_CODES", "READOUT_PARAMS", "Impl", "Readout", "make_impl", "make_readout",
+__all__ = ["READOUT_PARAMS", "Impl", "Readout", "make_impl", "make_readout",
            "callable_of", "is_marker"]

@@ -1,23 +1,15 @@
 """Judging the exercises: the verdicts, the judge, and the decoding of what the probe recorded.
 
-The checks themselves (what each one feeds a student's answer, and how it compares the outputs)
-are the :class:`~.specs.base.Spec` subclasses of :mod:`.specs` (``specs/level1.py`` ...
-``level4.py``, in exercise order; what they are built from is :mod:`.specs.base`). Every check
-has fixed edge cases (ordered from the simplest, so the first failure is the minimal failing
-case) plus seeded random cases. The expected outputs come from the package's reference
-implementations (:mod:`attention_lab.scores`, :mod:`~attention_lab.softmax`,
-:mod:`~attention_lab.masks`, :mod:`~attention_lab.attention`,
-:mod:`~attention_lab.analysis.cost`). A *test* answer is run against the implementations of
-``IMPL_NOTES``, correct and broken; a part of an answer that declares something (3.2's
-all-masked-row policy) reaches the check as ``Spec.declared``.
+The checks themselves (their cases, fixed edge cases from the simplest, so that the first
+failure is the minimal failing case, then seeded random ones; and their comparisons against the
+package's reference implementations) are the :class:`~.specs.base.Spec` subclasses of
+:mod:`.specs`. A declared part of an answer (3.2's policy) reaches its check as
+``Spec.declared``.
 
-Judging runs in the checker's own process: student-side inside :func:`check`, grader-side in the
-grader (never in a student's kernel). A failure names the case, shows its inputs and the
-student's output, and says what is wrong (shape, dtype, NaN, masked mass, row sums, a recognised
-mistake such as a softmax over the wrong axis); it never prints the expected values. The
-grader's own random cases (any seed but ``STUDENT_SEED``) are *hidden*: a failure on one is
-described, but its inputs and the output are not shown (they go into the feedback a student
-gets back).
+Judging runs in the checker's own process (:func:`check`, or the grader; never a student's
+kernel). A failure names the case, shows its inputs and the student's output and says what is
+wrong; it never prints the expected values. The grader's own random cases (any seed but
+``STUDENT_SEED``) are *hidden*: a failure on one is described, its inputs and output not shown.
 """
 
 from __future__ import annotations
@@ -333,14 +325,11 @@ def _judge_written(ex: Exercise, value) -> Verdict:
     names = [f for f, _ in ex.fields]
     if value is None or value is Ellipsis:
         return Verdict("not_attempted", f"`{ex.answer}` is empty", "not attempted")
-    if isinstance(value, str):
-        answers = {"answer": value}
-    elif isinstance(value, dict):
-        answers = {k: v for k, v in value.items()}
-    else:
+    if not isinstance(value, (str, dict)):
         return Verdict("fail", f"`{ex.answer}` is {describe_type(value)}; write your answer as a "
                                f"dict with the fields {', '.join(names)} (strings)",
                        "wrong answer object")
+    answers = {"answer": value} if isinstance(value, str) else value
     texts = {k: v for k, v in answers.items() if isinstance(v, str) and v.strip()}
     if not texts:
         return Verdict("not_attempted", f"every field of `{ex.answer}` is still empty",
@@ -389,6 +378,11 @@ class BadRecord(ValueError):
     pass
 
 
+def _whole(x) -> bool:
+    """A JSON integer (not a bool)."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 def decode_record(raw) -> dict:
     """Validate a probe record (parsed JSON) and decode its outputs; ``BadRecord`` if malformed.
 
@@ -403,7 +397,7 @@ def decode_record(raw) -> dict:
             return {"kind": kind, "value": decode(raw.get("value"))}
         if kind == "notcallable":
             index = raw.get("index", 0)
-            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 8:
+            if not _whole(index) or not 0 <= index < 8:
                 raise BadRecord("bad index")
             return {"kind": kind, "index": index, "value": decode(raw.get("value"))}
         if kind == "shape":
@@ -433,25 +427,21 @@ def decode_record(raw) -> dict:
                 d["raised"] = {k: str(r.get(k, ""))[:500] for k in ("type", "message", "where")}
             elif "timeout" in c:
                 t = c["timeout"]
-                if not isinstance(t, (int, float)) or isinstance(t, bool):
+                if not (_whole(t) or isinstance(t, float)):
                     raise BadRecord("bad timeout")
                 d["timeout"] = float(t)
             elif c.get("skipped") == "stub":
                 d["skipped"] = "stub"
             else:
                 raise BadRecord("a call has no result")
-            printed = c.get("printed", 0)
-            if isinstance(printed, int) and not isinstance(printed, bool) and printed > 0:
+            printed, mutated, called = c.get("printed"), c.get("mutated"), c.get("called")
+            if _whole(printed) and printed > 0:
                 d["printed"] = printed
-            mutated = c.get("mutated")
-            if isinstance(mutated, list) and all(isinstance(i, int) and not isinstance(i, bool)
-                                                 and 0 <= i < 32 for i in mutated):
+            if isinstance(mutated, list) and all(_whole(i) and 0 <= i < 32 for i in mutated):
                 d["mutated"] = mutated
-            reference = c.get("reference")
-            if isinstance(reference, list) and reference:
-                d["reference"] = [str(n)[:100] for n in reference[:5]]
-            called = c.get("called")
-            if isinstance(called, int) and not isinstance(called, bool) and called >= 0:
+            if isinstance(c.get("reference"), list) and c["reference"]:
+                d["reference"] = [str(n)[:100] for n in c["reference"][:5]]
+            if _whole(called) and called >= 0:
                 d["called"] = called
             out.append(d)
         declared = {k: decode(v) for k, v in values.items()}

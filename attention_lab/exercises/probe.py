@@ -3,10 +3,10 @@
 This module is the only exercise code that runs next to the student's code, and it holds nothing
 an answer could use: no softmax, no attention, no implementation of anything a check compares
 answers against (those stay in the checker's process: ``exercises/implementations.py``). It is
-the student side's (``check`` runs it; the grader sends it), and self-contained (standard library and numpy only, no import from ``attention_lab``) because the
-grader does not import it inside a student's kernel: it sends this file's *source text* in its
-own harness cell and executes it in a fresh namespace, so a notebook that monkeypatches
-``attention_lab.exercises`` changes nothing. Whatever runs here is untrusted anyway: the grader
+the student side's (``check`` runs it; the grader sends it), and self-contained (standard library
+and numpy only, no import from ``attention_lab``) because the grader does not import it inside a
+student's kernel: it sends this file's *source text* in its own harness cell and executes it in
+a fresh namespace, so a notebook that monkeypatches ``attention_lab.exercises`` changes nothing. Whatever runs here is untrusted anyway: the grader
 reads only the outputs it records (no pickle) and judges them in its own process.
 
 Records are JSON: arrays become ``{"__ndarray__": {"dtype", "shape", "data"}}`` with NaN and
@@ -36,7 +36,6 @@ import warnings
 
 import numpy as np
 
-FORMAT = 1
 MAX_ELEMENTS = 100_000  # per record: larger outputs are reported, not stored
 MAX_STRING = 20_000
 MAX_ITEMS = 10_000
@@ -74,11 +73,9 @@ def _encode_array(arr: np.ndarray, budget: list[int], origin: str = "numpy"):
     if arr.size > budget[0]:
         return {"__too_large__": [int(n) for n in arr.shape], "dtype": dtype}
     budget[0] -= arr.size
-    flat = arr.reshape(-1)
+    data = arr.reshape(-1).tolist()
     if arr.dtype.kind == "f":
-        data = [_float(x) for x in flat.tolist()]
-    else:
-        data = flat.tolist()
+        data = [_float(x) for x in data]
     out = {"dtype": dtype, "shape": [int(n) for n in arr.shape], "data": data}
     if origin != "numpy":
         out["origin"] = origin
@@ -94,7 +91,7 @@ def _short_repr(obj, limit: int = 200) -> str:
 
 
 def _torch_tensor(obj):
-    torch = __import__("sys").modules.get("torch")  # never import torch here
+    torch = sys.modules.get("torch")  # never import torch here
     if torch is not None and isinstance(obj, torch.Tensor):
         return obj.detach().cpu().numpy()
     return None

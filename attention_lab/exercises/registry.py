@@ -66,10 +66,6 @@ class Exercise:
         return int(self.id.split(".")[0])
 
     @property
-    def notebook(self) -> str:
-        return NOTEBOOKS[self.level]
-
-    @property
     def auto(self) -> bool:
         """True when the grader can decide pass/fail by itself."""
         return self.kind != "written"

@@ -18,7 +18,7 @@ from pathlib import Path
 from . import probe as _probe
 from .implementations import callable_of, is_marker
 from .judging import REFERENCE_MODULES, Verdict, cases_for, decode_record, encoded_inputs, judge
-from .registry import EXERCISES, IDS, LEVEL_TITLES, Exercise, get
+from .registry import EXERCISES, LEVEL_TITLES, Exercise, get
 from .specs.base import STUDENT_SEED
 
 #: seconds per call of a student's function, and for all calls of one check
@@ -49,16 +49,10 @@ def _ipython():
 
 
 class _Shown:
-    """Shows itself once per cell: ``check`` displays the result, and when the same object is
-    also the cell's value it is not shown a second time."""
+    """Shows its ``text()`` and ``html()`` once per cell: ``check`` displays the result, and when
+    the same object is also the cell's value it is not shown a second time."""
 
     _shown_in = None
-
-    def text(self) -> str:  # pragma: no cover - overridden
-        return ""
-
-    def html(self) -> str:  # pragma: no cover - overridden
-        return html.escape(self.text())
 
     def __repr__(self) -> str:
         return self.text()
@@ -210,6 +204,18 @@ def evaluate(ex: Exercise, answer, *, seed: int = STUDENT_SEED,
     return judge(ex, cases, _round_trip(handed.count(record)))
 
 
+def _verdict(ex: Exercise, answer, seed: int) -> Verdict:
+    """The verdict on ``answer``, whatever it does (a check never raises into the notebook)."""
+    try:
+        if answer is _probe.MISSING:
+            answer_text = ex.answer_label if len(ex.answer_names) == 1 else f"({ex.answer_label})"
+            return Verdict("not_attempted", f"pass your answer too: check({ex.id!r}, "
+                                            f"{answer_text})", "not attempted")
+        return evaluate(ex, answer, seed=seed)
+    except BaseException as exc:
+        return Verdict("error", f"the check could not run ({type(exc).__name__}: {exc})", "error")
+
+
 def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
           seed: int = STUDENT_SEED, strict: bool = False) -> Result:
     """Check ``answer`` for exercise ``exercise_id`` ("2.1"); display and return the result.
@@ -226,29 +232,15 @@ def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
     try:
         ex = get(exercise_id)
     except KeyError as exc:
-        res = Result(None, Verdict("fail", str(exc).strip("'\""), "unknown exercise"),
-                     str(exercise_id))
-        if show:
-            res.show()
-        if strict:
-            raise CheckFailed(res)
-        return res
-    if strict and not ex.auto:
-        raise ValueError(f"check {ex.id!r} is a written answer, graded by hand: it never passes "
-                         f"by itself, so check(..., strict=True) cannot be used for it")
-    try:
-        if answer is _probe.MISSING:
-            answer_text = (ex.answer_label if len(ex.answer_names) == 1
-                           else f"({ex.answer_label})")
-            verdict = Verdict("not_attempted", f"pass your answer too: check({ex.id!r}, "
-                                               f"{answer_text})", "not attempted")
-        else:
-            verdict = evaluate(ex, answer, seed=seed)
-    except BaseException as exc:  # never let a check raise into the notebook
-        verdict = Verdict("error", f"the check could not run ({type(exc).__name__}: {exc})",
-                          "error")
-    res = Result(ex, verdict)
-    _SESSION[ex.id] = res
+        ex, verdict = None, Verdict("fail", str(exc).strip("'\""), "unknown exercise")
+    else:
+        if strict and not ex.auto:
+            raise ValueError(f"check {ex.id!r} is a written answer, graded by hand: it never "
+                             f"passes by itself, so check(..., strict=True) cannot be used for it")
+        verdict = _verdict(ex, answer, seed)
+    res = Result(ex, verdict, str(exercise_id))
+    if ex is not None:
+        _SESSION[ex.id] = res
     if show:
         res.show()
     if strict and not res.passed:
@@ -315,12 +307,8 @@ def status(level: int | None = None, *, show: bool = True) -> StatusTable:
         levels = sorted({EXERCISES[i].level for i in _SESSION}) or sorted(LEVEL_TITLES)
     else:
         levels = [int(level)] if str(level).isdigit() and int(level) in LEVEL_TITLES else []
-    rows = []
-    for i in IDS:
-        ex = EXERCISES[i]
-        if ex.level in levels:
-            rows.append((ex, _SESSION[i].status if i in _SESSION else "not_checked"))
-    table = StatusTable(rows)
+    table = StatusTable([(ex, _SESSION[ex.id].status if ex.id in _SESSION else "not_checked")
+                         for ex in EXERCISES.values() if ex.level in levels])
     if show:
         table.show()
     return table

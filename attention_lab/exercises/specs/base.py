@@ -57,9 +57,7 @@ def fmt(x, limit: int = 20) -> str:
     """A short, rounded rendering of an input or output (never the reference)."""
     if isinstance(x, Impl):
         return IMPL_NOTES.get(x.code, "an attention implementation")
-    if isinstance(x, Readout):
-        return repr(x)
-    if isinstance(x, (Unsupported, TooLarge)):
+    if isinstance(x, (Readout, Unsupported, TooLarge)):
         return repr(x)
     if isinstance(x, np.ndarray):
         if x.size > limit:
@@ -153,7 +151,9 @@ def to_array(out, what: str = "your result") -> np.ndarray:
     return arr
 
 
-def numeric(arr: np.ndarray, what: str = "your result") -> np.ndarray:
+def numeric(out, what: str = "your result") -> np.ndarray:
+    """``out`` as an array of real numbers (:func:`to_array`), else :class:`Reject`."""
+    arr = to_array(out, what)
     if arr.dtype == bool:
         raise Reject(f"{what}: dtype bool, expected numbers")
     if arr.dtype.kind not in "iuf":
@@ -168,12 +168,9 @@ def expect_shape(arr: np.ndarray, shape: tuple, what: str = "your result", why: 
 
 
 def tolerances(dtype) -> tuple[float, float]:
+    """(rtol, atol) for an answer computed in ``dtype`` (None: float64)."""
     name = np.dtype(dtype).name if dtype is not None else "float64"
-    if name == "float16":
-        return 1e-2, 3e-3
-    if name == "float32":
-        return 1e-5, 1e-6
-    return 1e-7, 1e-9
+    return {"float16": (1e-2, 3e-3), "float32": (1e-5, 1e-6)}.get(name, (1e-7, 1e-9))
 
 
 def close(a, b, dtype=None) -> bool:
@@ -186,17 +183,12 @@ def close(a, b, dtype=None) -> bool:
         return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def first_index(bad: np.ndarray):
-    idx = tuple(int(i) for i in np.argwhere(bad)[0])
-    return idx[0] if len(idx) == 1 else idx
-
-
 def where(bad: np.ndarray) -> str:
     """The first True of ``bad`` for a student: counted from 1, as positions and rows are in the
     notebooks, with numpy's index (from 0) beside it: "position 3 (numpy index 2)"."""
-    idx = first_index(bad)
-    if isinstance(idx, int):
-        return f"position {idx + 1} (numpy index {idx})"
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    if len(idx) == 1:
+        return f"position {idx[0] + 1} (numpy index {idx[0]})"
     return f"entry {tuple(i + 1 for i in idx)} counting from 1 (numpy index {list(idx)})"
 
 
@@ -233,23 +225,30 @@ def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
     if a.ndim == 0:
         return f"{what}: not the expected value"
     return (f"{what}: wrong at {n} of {a.size} entries, first at {where(bad)} "
-            f"(yours there: {a[np.argwhere(bad)[0][0] if a.ndim == 1 else tuple(np.argwhere(bad)[0])]:.4g})")
+            f"(yours there: {a[tuple(np.argwhere(bad)[0])]:.4g})")
 
 
-def check_values(out, ref, what: str, shape_why: str) -> np.ndarray:
-    """An answer's array: numeric, of ``ref``'s shape (``shape_why`` says why that shape), and
-    close to ``ref``; raises :class:`Reject` naming the first wrong entry."""
-    arr = numeric(to_array(out, what), what)
-    expect_shape(arr, ref.shape, what, shape_why)
+def values_or_mistake(case: Case, arr, ref, mistakes, what: str, note: str = "") -> None:
+    """``arr`` close to ``ref``, else :class:`Reject` with the known mistake it matches
+    (:func:`diagnose`) or its first wrong entry (and ``note``)."""
     if not close(arr, ref):
-        raise Reject(value_mismatch(arr, ref, what=what))
+        raise Reject(diagnose(case, arr, mistakes, ref=ref)
+                     or value_mismatch(arr, ref, what=what) + note)
+
+
+def check_values(out, ref, what: str, shape_why: str, note: str = "") -> np.ndarray:
+    """An answer's array: numeric, of ``ref``'s shape (``shape_why`` says why that shape), and
+    close to ``ref``; raises :class:`Reject` naming the first wrong entry (and ``note``)."""
+    arr = numeric(out, what)
+    expect_shape(arr, ref.shape, what, shape_why)
+    values_or_mistake(None, arr, ref, [], what, note)
     return arr
 
 
 def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
                   overflow_note: str = "") -> None:
     """Shape, finiteness, exact zeros at masked keys, row sums, then values."""
-    arr = numeric(to_array(arr, what), what)
+    arr = numeric(arr, what)
     expect_shape(arr, ref.shape, what, "one weight per key")
     a = arr.astype(np.float64)
     if np.isnan(a).any():
@@ -266,7 +265,7 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
         m = np.broadcast_to(mask, a.shape)
         leak = (~m) & (a != 0)
         if leak.any():
-            val = a[np.argwhere(leak)[0][0]] if a.ndim == 1 else a[tuple(np.argwhere(leak)[0])]
+            val = a[tuple(np.argwhere(leak)[0])]
             tiny = (": exp(fill - max) did not underflow to 0, so the fill is not far enough "
                     "below the eligible scores (as -30 is not); fill with -np.inf, which always "
                     "gives 0, or set masked weights to 0") if 0 < abs(val) < 1e-6 else ""
@@ -287,6 +286,18 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
             raise Reject(f"{what} of a row with no eligible key should all be 0")
     if not close(a, ref64, dtype):
         raise Reject(value_mismatch(a, ref64, dtype, what))
+
+
+def weights_or_mistake(case: Case, arr, ref, mistakes, *, dtype=None, floats: bool = False,
+                       **check) -> None:
+    """:func:`check_weights`; when it rejects an array of ``ref``'s shape (of floats, if
+    ``floats``), the reason is the known mistake the array matches (:func:`diagnose`), if any."""
+    try:
+        check_weights(arr, ref, dtype=dtype, **check)
+    except Reject as r:
+        if np.shape(arr) != ref.shape or (floats and arr.dtype.kind != "f"):
+            raise
+        raise Reject(diagnose(case, arr, mistakes, dtype=dtype, ref=ref) or str(r)) from None
 
 
 def softmax_axis(x, axis):
@@ -314,6 +325,17 @@ def as_tuple(out, n: int, names: str) -> tuple:
     return tuple(out)
 
 
+def judge_test_answer(case: Case, out, expect: bool, hint_accept: str, hint_reject: str) -> None:
+    """Compare a student's test's verdict on the implementation ``case.args[0]``."""
+    got = as_bool(out, "your test's result")
+    if got == expect:
+        return
+    note = IMPL_NOTES[case.args[0].code]
+    if expect:
+        raise Reject(f"your test rejected {note}: {hint_accept}")
+    raise Reject(f"your test accepted {note}: {hint_reject}")
+
+
 def whole_number(x, what: str) -> int:
     if isinstance(x, (bool, np.bool_)):
         raise Reject(f"{what} is a bool; expected an integer")
@@ -336,6 +358,11 @@ class Spec:
 
     n_random = 3
     declared: dict = {}
+    NAMES: tuple[str, ...] = ()  # the arguments of a case made by :meth:`case`
+
+    def case(self, note: str, *args, fn: int = 0, **data) -> Case:
+        """A case of the answer's function ``fn``, its arguments named :attr:`NAMES`."""
+        return Case(note, args, self.NAMES, fn, data)
 
     def bound(self, declared: dict) -> Spec:
         """This check for one answer, with the answer's declared parts."""
@@ -406,11 +433,15 @@ def rand(rng, *shape, scale=1.0):
     return np.round(rng.normal(size=shape) * scale, 3)
 
 
+def rounded(seed: int):
+    """``r(*shape)``: normal draws of ``default_rng(seed)`` rounded to two decimals (the fixed
+    cases' arrays)."""
+    rng = np.random.default_rng(seed)
+    return lambda *shape: np.round(rng.normal(size=shape), 2)
+
+
 def scores_shape(rng, i: int) -> tuple[int, ...]:
     """The shape of random case ``i``'s scores: a vector (S,) for even i, else rows (T, S)."""
     return (int(rng.integers(2, 7)),) if i % 2 == 0 else (int(rng.integers(2, 4)),
                                                           int(rng.integers(2, 6)))
 
-
-def dirichlet(rng, n):
-    return rng.dirichlet(np.ones(n))

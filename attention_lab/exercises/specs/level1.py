@@ -10,8 +10,8 @@ import numpy as np
 from ...examples import HULL_VALUES, HULL_WEIGHTS, running_example
 from ..implementations import Impl
 from ...softmax import softmax
-from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type, diagnose,
-                   dirichlet, fmt, numeric, rand, to_array, expect_shape, value_mismatch)
+from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type, expect_shape,
+                   fmt, judge_test_answer, numeric, rand, rounded, values_or_mistake)
 
 _RX = running_example()
 
@@ -21,18 +21,18 @@ class Parts(Spec):
     FIELDS = ("query", "keys", "values", "scores", "weights", "context")
 
     def reference(self):
-        r = running_example()
+        r = _RX
         s = r.keys @ r.query
         w = softmax(s)
         return {"query": r.query, "keys": r.keys, "values": r.values, "scores": s, "weights": w,
                 "context": w @ r.values}
 
-    def wrong(self, name):
-        r = running_example()
+    def wrong(self, name, arr) -> str:
+        """What the known mistake ``arr`` (of ``parts[name]``) is, or ''."""
+        r = _RX
         s = r.keys @ r.query
         w = softmax(s)
-        e = np.exp(s)
-        return {
+        known = {
             "query": [],
             "keys": [(r.values, "it holds the values: keys are what the query is matched against, "
                                "values are what gets returned"),
@@ -43,7 +43,7 @@ class Parts(Spec):
                        (s / math.sqrt(3), "these are scaled by 1/sqrt(D_k); the chapter's dot "
                         "product is unscaled"),
                        (w, "these are the weights (after softmax); scores come before it")],
-            "weights": [(e, "these are exp(scores) before dividing by their sum"),
+            "weights": [(np.exp(s), "these are exp(scores) before dividing by their sum"),
                         (s / s.sum(), "you divided the scores by their sum; softmax "
                          "exponentiates first"),
                         (softmax(s, mask=r.valid), "these are the masked weights; the running "
@@ -54,6 +54,8 @@ class Parts(Spec):
                          "weights decide the mix"),
                         (w, "these are the weights; the context is their mix of the values")],
         }[name]
+        return next((why for wrong, why in known if np.shape(wrong) == arr.shape
+                     and close(arr, wrong)), "")
 
     def judge_value(self, value) -> tuple[str, str]:
         if not isinstance(value, dict):
@@ -73,19 +75,15 @@ class Parts(Spec):
                 problems.append(f"parts[{k!r}] is still `...`")
                 continue
             try:
-                arr = numeric(to_array(v, f"parts[{k!r}]"), f"parts[{k!r}]")
+                arr = numeric(v, f"parts[{k!r}]")
+                why = self.wrong(k, arr)
                 if tuple(arr.shape) != ref[k].shape:
-                    hint = ""
-                    for wrong, why in self.wrong(k):
-                        if np.shape(wrong) == arr.shape and close(arr, wrong):
-                            hint = f": {why}"
                     raise Reject(f"parts[{k!r}] has shape {tuple(arr.shape)} but the running "
-                                 f"example's {k} has shape {ref[k].shape}{hint}")
+                                 f"example's {k} has shape {ref[k].shape}"
+                                 + (f": {why}" if why else ""))
                 if not close(arr, ref[k]):
-                    for wrong, why in self.wrong(k):
-                        if np.shape(wrong) == arr.shape and close(arr, wrong):
-                            raise Reject(f"parts[{k!r}] is wrong: {why}")
-                    raise Reject(f"parts[{k!r}] = {fmt(arr)} is not the running example's {k}")
+                    raise Reject(f"parts[{k!r}] is wrong: {why}" if why else
+                                 f"parts[{k!r}] = {fmt(arr)} is not the running example's {k}")
             except Reject as r:
                 problems.append(str(r))
         if not problems:
@@ -97,34 +95,31 @@ class Parts(Spec):
 
 # ---------------------------------------------------------------- 1.2 context vector
 class ContextVector(Spec):
+    NAMES = ("weights", "values")
+
     def fixed(self):
         hv, hw = np.array(HULL_VALUES), np.array(HULL_WEIGHTS[0])
-        rng = np.random.default_rng(7)
-        sq = np.round(rng.normal(size=(4, 4)), 2)
         return [
-            Case("the chapter's convex-hull example: three 2-D values, weights [0.6 0.3 0.1]",
-                 (hw, hv), ("weights", "values")),
-            Case("one-hot weights pick out one value", (np.array([0.0, 1.0, 0.0]), hv),
-                 ("weights", "values")),
-            Case("a single source (S=1)", (np.array([1.0]), np.array([[0.2, -1.0, 3.0]])),
-                 ("weights", "values")),
-            Case("four values of width four (a square values matrix)",
-                 (np.array([0.1, 0.2, 0.3, 0.4]), sq), ("weights", "values")),
-            Case("the running example's five values (D_v = 3) with its softmax weights",
-                 (softmax(_RX.keys @ _RX.query), _RX.values), ("weights", "values")),
-            Case("all-zero weights (an all-masked row): the context is 0",
-                 (np.zeros(3), hv), ("weights", "values")),
+            self.case("the chapter's convex-hull example: three 2-D values, weights [0.6 0.3 0.1]",
+                      hw, hv),
+            self.case("one-hot weights pick out one value", np.array([0.0, 1.0, 0.0]), hv),
+            self.case("a single source (S=1)", np.array([1.0]), np.array([[0.2, -1.0, 3.0]])),
+            self.case("four values of width four (a square values matrix)",
+                      np.array([0.1, 0.2, 0.3, 0.4]), rounded(7)(4, 4)),
+            self.case("the running example's five values (D_v = 3) with its softmax weights",
+                      softmax(_RX.keys @ _RX.query), _RX.values),
+            self.case("all-zero weights (an all-masked row): the context is 0", np.zeros(3), hv),
         ]
 
     def random_case(self, rng, i):
         S, D = int(rng.integers(2, 8)), int(rng.integers(1, 6))
-        return Case(f"random: S={S} values of width D_v={D}",
-                    (dirichlet(rng, S), rand(rng, S, D)), ("weights", "values"))
+        return self.case(f"random: S={S} values of width D_v={D}", rng.dirichlet(np.ones(S)),
+                         rand(rng, S, D))
 
     def compare(self, case, out):
         w, V = case.args
         ref = w @ V  # the definition of the context: sum_i w_i v_i
-        arr = numeric(to_array(out))
+        arr = numeric(out)
         if arr.shape == V.shape and arr.shape != ref.shape:
             raise Reject(f"your result has shape {arr.shape}, one row per value: you scaled the "
                          f"values but did not add them up")
@@ -133,17 +128,15 @@ class ContextVector(Spec):
             note = " (dividing by the sum of the weights fails for all-zero weights; the weights " \
                    "already sum to 1 or, for an all-masked row, to 0)" if not w.any() else ""
             raise Reject(f"your context contains NaN{note}")
-        if not close(arr, ref):
-            why = diagnose(case, arr, [
-                (lambda c: (c.args[0][:, None] * c.args[1]).mean(axis=0),
-                 "you took the mean of the weighted values; the context is their sum"),
-                (lambda c: c.args[1] @ c.args[0] if c.args[1].shape[0] == c.args[1].shape[1]
-                 else None, "you computed values @ weights, which mixes the coordinates inside "
-                 "each value; the weights index the S values: weights @ values"),
-                (lambda c: c.args[1].sum(axis=0), "you added the values up without weighting them"),
-                (lambda c: c.args[1].mean(axis=0), "you averaged the values without the weights"),
-            ], ref=ref)
-            raise Reject(why or value_mismatch(arr, ref, what="your context"))
+        values_or_mistake(case, arr, ref, [
+            (lambda c: (c.args[0][:, None] * c.args[1]).mean(axis=0),
+             "you took the mean of the weighted values; the context is their sum"),
+            (lambda c: c.args[1] @ c.args[0] if c.args[1].shape[0] == c.args[1].shape[1]
+             else None, "you computed values @ weights, which mixes the coordinates inside "
+             "each value; the weights index the S values: weights @ values"),
+            (lambda c: c.args[1].sum(axis=0), "you added the values up without weighting them"),
+            (lambda c: c.args[1].mean(axis=0), "you averaged the values without the weights"),
+        ], "your context")
 
 
 # ---------------------------------------------------------------- 1.3 convex hull
@@ -196,7 +189,7 @@ class ConvexHull(Spec):
             D = int(rng.integers(2, 5))
             S = int(rng.integers(2, D + 2))
             V = rand(rng, S, D)
-            w = 0.05 + dirichlet(rng, S)
+            w = 0.05 + rng.dirichlet(np.ones(S))
             inside = i % 2 == 0
             if not inside:  # one barycentric weight below zero: outside the hull
                 w[int(rng.integers(0, S))] = -float(rng.uniform(0.1, 0.5))
@@ -206,29 +199,28 @@ class ConvexHull(Spec):
                                   inside))
         return out
 
+    #: the message of a wrong answer, by (the right answer, the case's kind)
+    MISSES = {
+        (True, "boundary"): "you returned False for a context on the hull's boundary (a vertex or "
+                            "an edge), which counts as inside: allow each weight down to -1e-9 "
+                            "and compare with a tolerance",
+        (True, ""): "you returned False for a context that is a mixture of the values with "
+                    "weights >= 0 summing to 1, so inside the hull",
+        (False, "range"): "you returned True for a context outside the hull although it lies "
+                          "inside every coordinate's range: the coordinate test is necessary, "
+                          "not sufficient; find the weights that reproduce the context and check "
+                          "their signs",
+        (False, "plane"): "you returned True for a context that no mixture of the values "
+                          "reproduces (it lies off the line or plane they span): check that your "
+                          "weights really give back the context",
+        (False, ""): "you returned True for a context outside the hull (one of its weights is "
+                     "negative, or it leaves the values' range)",
+    }
+
     def compare(self, case, out):
-        got = as_bool(out)
-        expect, kind = case.data["expect"], case.data["kind"]
-        if got == expect:
-            return
-        if expect and kind == "boundary":
-            raise Reject("you returned False for a context on the hull's boundary (a vertex or an "
-                         "edge), which counts as inside: allow each weight down to -1e-9 and "
-                         "compare with a tolerance")
-        if expect:
-            raise Reject("you returned False for a context that is a mixture of the values with "
-                         "weights >= 0 summing to 1, so inside the hull")
-        if kind == "range":
-            raise Reject("you returned True for a context outside the hull although it lies "
-                         "inside every coordinate's range: the coordinate test is necessary, not "
-                         "sufficient; find the weights that reproduce the context and check "
-                         "their signs")
-        if kind == "plane":
-            raise Reject("you returned True for a context that no mixture of the values "
-                         "reproduces (it lies off the line or plane they span): check that your "
-                         "weights really give back the context")
-        raise Reject("you returned True for a context outside the hull (one of its weights is "
-                     "negative, or it leaves the values' range)")
+        expect = case.data["expect"]
+        if as_bool(out) != expect:
+            raise Reject(self.MISSES[expect, case.data["kind"]])
 
 
 # ---------------------------------------------------------------- 1.4 query-dependence test
@@ -241,15 +233,10 @@ class QueryDependence(Spec):
                 for c in ("A", "B", "C", "D", "E", "F")]
 
     def compare(self, case, out):
-        got = as_bool(out, "your test's result")
-        if got != case.data["expect"]:
-            if case.data["expect"]:
-                raise Reject(f"your test rejected {IMPL_NOTES[case.args[0].code]}: do your two "
-                             f"queries really differ in a direction the keys can see (different "
-                             f"score patterns, not just a constant shift)?")
-            raise Reject(f"your test accepted {IMPL_NOTES[case.args[0].code]}: it must return "
-                         f"False when two different queries retrieve the same context (a test "
-                         f"that cannot fail proves nothing)")
+        judge_test_answer(case, out, case.data["expect"], "do your two queries really differ in a "
+                          "direction the keys can see (different score patterns, not just a "
+                          "constant shift)?", "it must return False when two different queries "
+                          "retrieve the same context (a test that cannot fail proves nothing)")
 
 
 SPECS = {"1.1": Parts(), "1.2": ContextVector(), "1.3": ConvexHull(), "1.4": QueryDependence()}

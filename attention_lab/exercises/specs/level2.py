@@ -15,9 +15,9 @@ from ..probe import TooLarge, Unsupported
 from ...masks import local_mask, padding_mask
 from ...scores import dot_scores
 from ...softmax import softmax
-from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, as_tuple, check_weights, close,
-                   describe_type, diagnose, diagnosis, expect_shape, fmt, numeric, rand,
-                   scores_shape, softmax_axis, to_array, value_mismatch)
+from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, describe_type,
+                   diagnosis, expect_shape, fmt, judge_test_answer, numeric, rand, rounded,
+                   scores_shape, softmax_axis, to_array, values_or_mistake, weights_or_mistake)
 
 _RX = running_example()
 
@@ -29,54 +29,49 @@ def softmax64(scores, temperature=1.0, **kw):
 
 # ---------------------------------------------------------------- 2.1 dot scores
 class DotScores(Spec):
+    NAMES = ("query", "keys")
+
     def fixed(self):
-        rng = np.random.default_rng(11)
+        r = rounded(11)
         return [
-            Case("the chapter's query and its first three keys", (_RX.query, _RX.keys[:3]),
-                 ("query", "keys")),
-            Case("one key (S=1)", (_RX.query, _RX.keys[:1]), ("query", "keys")),
-            Case("keys of width D_k=1", (np.array([2.0]), np.array([[1.0], [-0.5], [0.0], [3.0]])),
-                 ("query", "keys")),
-            Case("five keys of width two (S=5, D_k=2)",
-                 (np.array([0.5, -1.0]), np.round(rng.normal(size=(5, 2)), 2)),
-                 ("query", "keys")),
-            Case("two keys of width four (S=2, D_k=4)",
-                 (np.array([1.0, 0.0, -1.0, 2.0]), np.round(rng.normal(size=(2, 4)), 2)),
-                 ("query", "keys")),
+            self.case("the chapter's query and its first three keys", _RX.query, _RX.keys[:3]),
+            self.case("one key (S=1)", _RX.query, _RX.keys[:1]),
+            self.case("keys of width D_k=1", np.array([2.0]),
+                      np.array([[1.0], [-0.5], [0.0], [3.0]])),
+            self.case("five keys of width two (S=5, D_k=2)", np.array([0.5, -1.0]), r(5, 2)),
+            self.case("two keys of width four (S=2, D_k=4)", np.array([1.0, 0.0, -1.0, 2.0]),
+                      r(2, 4)),
         ]
 
     def random_case(self, rng, i):
         S, D = int(rng.integers(1, 8)), int(rng.integers(1, 7))
-        return Case(f"random: S={S} keys of width D_k={D}", (rand(rng, D), rand(rng, S, D)),
-                    ("query", "keys"))
+        return self.case(f"random: S={S} keys of width D_k={D}", rand(rng, D), rand(rng, S, D))
 
     def compare(self, case, out):
         q, K = case.args
         ref = dot_scores(q, K)
-        arr = numeric(to_array(out, "your scores"), "your scores")
+        arr = numeric(out, "your scores")
         if arr.shape == (K.shape[1],) and arr.shape != ref.shape:
             raise Reject(f"your scores have shape {arr.shape}, one per key coordinate: you summed "
                          f"over the keys (axis 0) instead of over each key's coordinates")
         expect_shape(arr, ref.shape, "your scores", "one score per key")
-        if not close(arr, ref):
-            why = diagnose(case, arr, [
-                (lambda c: (c.args[1] @ c.args[0]) / math.sqrt(c.args[1].shape[1]),
-                 "your scores are divided by sqrt(D_k); the chapter's dot product is unscaled "
-                 "(scaling is the separate 'scaled dot product')"),
-                (lambda c: (c.args[1] @ c.args[0]) / (np.linalg.norm(c.args[1], axis=1)
-                                                      * np.linalg.norm(c.args[0])),
-                 "you divided by the norms (cosine similarity); the dot product does not"),
-                (lambda c: (c.args[1] * c.args[0]).sum(axis=0) if c.args[1].shape[0]
-                 == c.args[1].shape[1] else None,
-                 "you summed over the keys (axis 0) instead of over each key's coordinates"),
-                (lambda c: c.args[0] @ c.args[1] if c.args[1].shape[0] == c.args[1].shape[1]
-                 else None, "you computed query @ keys, which combines the keys' columns; each "
-                 "score pairs the query with one key (a row): keys @ query"),
-                (lambda c: softmax(c.args[1] @ c.args[0]),
-                 "these are softmax weights; the scores come before the softmax"),
-                (lambda c: -(c.args[1] @ c.args[0]), "your scores have the wrong sign"),
-            ], ref=ref)
-            raise Reject(why or value_mismatch(arr, ref, what="your scores"))
+        values_or_mistake(case, arr, ref, [
+            (lambda c: (c.args[1] @ c.args[0]) / math.sqrt(c.args[1].shape[1]),
+             "your scores are divided by sqrt(D_k); the chapter's dot product is unscaled "
+             "(scaling is the separate 'scaled dot product')"),
+            (lambda c: (c.args[1] @ c.args[0]) / (np.linalg.norm(c.args[1], axis=1)
+                                                  * np.linalg.norm(c.args[0])),
+             "you divided by the norms (cosine similarity); the dot product does not"),
+            (lambda c: (c.args[1] * c.args[0]).sum(axis=0) if c.args[1].shape[0]
+             == c.args[1].shape[1] else None,
+             "you summed over the keys (axis 0) instead of over each key's coordinates"),
+            (lambda c: c.args[0] @ c.args[1] if c.args[1].shape[0] == c.args[1].shape[1]
+             else None, "you computed query @ keys, which combines the keys' columns; each "
+             "score pairs the query with one key (a row): keys @ query"),
+            (lambda c: softmax(c.args[1] @ c.args[0]),
+             "these are softmax weights; the scores come before the softmax"),
+            (lambda c: -(c.args[1] @ c.args[0]), "your scores have the wrong sign"),
+        ], "your scores")
 
 
 # ---------------------------------------------------------------- 2.2 softmax by hand
@@ -88,7 +83,7 @@ class ByHand(Spec):
             return "fail", (f"softmax_by_hand is {describe_type(value)}; expected a list of three "
                             f"numbers")
         try:
-            arr = numeric(to_array(value, "softmax_by_hand"), "softmax_by_hand")
+            arr = numeric(value, "softmax_by_hand")
         except Reject as r:
             return "fail", str(r)
         if arr.shape != (3,):
@@ -125,6 +120,7 @@ class Temperature(Spec):
 
     COMPARED = (0.5, 1.0, 2.0)
     KEYS = ("largest_weight", "same_order")
+    NAMES = ("scores", "temperature")
 
     def judge_declared(self):
         comp, fail = self.declared_dict(
@@ -137,8 +133,7 @@ class Temperature(Spec):
             missing = [k for k in self.KEYS if comp[k] is Ellipsis]
             return "fail", f"temperature_comparison: {', '.join(missing)} is still `...`"
         try:
-            largest = numeric(to_array(comp["largest_weight"], "largest_weight"),
-                              "largest_weight").astype(np.float64)
+            largest = numeric(comp["largest_weight"], "largest_weight").astype(np.float64)
         except Reject as r:
             return "fail", f"temperature_comparison: {r}"
         if largest.shape != (3,):
@@ -176,70 +171,57 @@ class Temperature(Spec):
     def fixed(self):
         s = _RX.keys @ _RX.query
         return [
-            Case("the chapter's dot scores at temperature 1", (s, 1.0), ("scores", "temperature")),
-            Case("the chapter's dot scores at temperature 0.5", (s, 0.5),
-                 ("scores", "temperature")),
-            Case("the chapter's dot scores at temperature 2", (s, 2.0), ("scores", "temperature")),
-            Case("scores [1 2 3] at a high temperature (10): nearly uniform",
-                 (np.array([1.0, 2.0, 3.0]), 10.0), ("scores", "temperature")),
-            Case("two rows of scores (2, 4) at temperature 0.7: each row is one distribution",
-                 (np.array([[0.5, -1.0, 2.0, 0.0], [3.0, 1.0, 1.0, -2.0]]), 0.7),
-                 ("scores", "temperature")),
-            Case("a single key (S=1)", (np.array([0.3]), 0.5), ("scores", "temperature")),
-            Case("a 3x3 block of scores at temperature 0.25",
-                 (np.array([[0.1, 0.5, -0.2], [1.0, 0.0, 0.3], [-0.4, 0.2, 0.6]]), 0.25),
-                 ("scores", "temperature")),
+            *(self.case(f"the chapter's dot scores at temperature {t:g}", s, t)
+              for t in (1.0, 0.5, 2.0)),
+            self.case("scores [1 2 3] at a high temperature (10): nearly uniform",
+                      np.array([1.0, 2.0, 3.0]), 10.0),
+            self.case("two rows of scores (2, 4) at temperature 0.7: each row is one distribution",
+                      np.array([[0.5, -1.0, 2.0, 0.0], [3.0, 1.0, 1.0, -2.0]]), 0.7),
+            self.case("a single key (S=1)", np.array([0.3]), 0.5),
+            self.case("a 3x3 block of scores at temperature 0.25",
+                      np.array([[0.1, 0.5, -0.2], [1.0, 0.0, 0.3], [-0.4, 0.2, 0.6]]), 0.25),
         ]
 
     def random_case(self, rng, i):
         shape = scores_shape(rng, i)
         tau = float(np.round(rng.uniform(0.2, 5.0), 2))
-        return Case(f"random: scores of shape {shape} at temperature {tau}",
-                    (rand(rng, *shape), tau), ("scores", "temperature"))
+        return self.case(f"random: scores of shape {shape} at temperature {tau}",
+                         rand(rng, *shape), tau)
 
     def compare(self, case, out):
         s, tau = case.args
         ref = softmax64(s, tau)
-        try:
-            check_weights(out, ref)
-        except Reject as r:
-            arr = to_array(out) if not isinstance(out, (Unsupported, TooLarge)) else None
-            if arr is None or arr.shape != ref.shape or arr.dtype.kind not in "f":
-                raise
-            why = diagnose(case, arr, [
-                (lambda c: softmax64(c.args[0] * c.args[1]) if c.args[1] != 1 else None,
-                 "your weights match softmax(scores * temperature): the temperature divides the "
-                 "scores"),
-                (lambda c: softmax64(c.args[0]) if c.args[1] != 1 else None,
-                 "your weights do not change with the temperature"),
-                (lambda c: softmax_axis(c.args[0] / c.args[1], 0) if c.args[0].ndim > 1 else None,
-                 "you normalised over axis 0 (down the columns); each row of scores is one "
-                 "distribution over keys: use axis -1"),
-            ], ref=ref)
-            raise Reject(why or str(r)) from None
+        arr = out if isinstance(out, (Unsupported, TooLarge)) else to_array(out)
+        weights_or_mistake(case, arr, ref, [
+            (lambda c: softmax64(c.args[0] * c.args[1]) if c.args[1] != 1 else None,
+             "your weights match softmax(scores * temperature): the temperature divides the "
+             "scores"),
+            (lambda c: softmax64(c.args[0]) if c.args[1] != 1 else None,
+             "your weights do not change with the temperature"),
+            (lambda c: softmax_axis(c.args[0] / c.args[1], 0) if c.args[0].ndim > 1 else None,
+             "you normalised over axis 0 (down the columns); each row of scores is one "
+             "distribution over keys: use axis -1"),
+        ], floats=True)
 
 
 # ---------------------------------------------------------------- 2.5 padding mask
 class PaddingMask(Spec):
     n_random = 2
+    NAMES = ("lengths", "S")
 
     def fixed(self):
         return [
-            Case("the chapter's batch: lengths 5, 3, 1 and S=5", (np.array([5, 3, 1]), 5),
-                 ("lengths", "S")),
-            Case("one sequence of length 1, S=1", (np.array([1]), 1), ("lengths", "S")),
-            Case("lengths 2 and 4 with S=6: no sequence reaches S", (np.array([2, 4]), 6),
-                 ("lengths", "S")),
-            Case("lengths 0 and 3, S=3: an empty sequence (an all-masked row)",
-                 (np.array([0, 3]), 3), ("lengths", "S")),
-            Case("three full sequences, lengths 3, 3, 3 and S=3", (np.array([3, 3, 3]), 3),
-                 ("lengths", "S")),
+            self.case("the chapter's batch: lengths 5, 3, 1 and S=5", np.array([5, 3, 1]), 5),
+            self.case("one sequence of length 1, S=1", np.array([1]), 1),
+            self.case("lengths 2 and 4 with S=6: no sequence reaches S", np.array([2, 4]), 6),
+            self.case("lengths 0 and 3, S=3: an empty sequence (an all-masked row)",
+                      np.array([0, 3]), 3),
+            self.case("three full sequences, lengths 3, 3, 3 and S=3", np.array([3, 3, 3]), 3),
         ]
 
     def random_case(self, rng, i):
         B, S = int(rng.integers(1, 5)), int(rng.integers(1, 9))
-        return Case(f"random: {B} lengths, S={S}",
-                    (rng.integers(0, S + 1, size=B), S), ("lengths", "S"))
+        return self.case(f"random: {B} lengths, S={S}", rng.integers(0, S + 1, size=B), S)
 
     def compare(self, case, out):
         L, S = case.args
@@ -278,9 +260,15 @@ FAR_BELOW = ("NaN in a row whose eligible scores are all far below zero: every e
              "no shift at all; fill masked scores with -inf (np.where(mask, scores, -np.inf))")
 
 
-def masked_softmax_mistakes(mask_of):
-    """Known wrong masked softmaxes (``mask_of(case)`` gives the case's mask) and their messages,
-    shared by checks 2.6 and 3.2."""
+def _mask_of(c):
+    return np.broadcast_to(c.args[1], np.shape(c.args[0]))
+
+
+def masked_softmax_mistakes():
+    """Known wrong masked softmaxes of a case ``(scores, mask)`` and their messages, shared by
+    checks 2.6 and 3.2."""
+    mask_of = _mask_of
+
     def zeroed(c):
         sc = np.asarray(c.args[0], dtype=np.float64) * mask_of(c)
         return softmax64(sc) * mask_of(c)
@@ -307,17 +295,6 @@ MASKING_TEST_EXPECT = {"G": True, "N": True, "H": True, "J": False, "K": False, 
                        "M": False, "O": False}
 
 
-def judge_test_answer(case: Case, out, expect: bool, hint_accept: str, hint_reject: str) -> None:
-    """Compare a student's test's verdict on the implementation ``case.args[0]``."""
-    got = as_bool(out, "your test's result")
-    if got == expect:
-        return
-    note = IMPL_NOTES[case.args[0].code]
-    if expect:
-        raise Reject(f"your test rejected {note}: {hint_accept}")
-    raise Reject(f"your test accepted {note}: {hint_reject}")
-
-
 class MaskedSoftmax(Spec):
     """``masked_softmax(scores, mask)`` on fixed and random cases, and the student's test
     ``test_masked_softmax(masked_softmax) -> bool`` on correct and broken implementations."""
@@ -327,28 +304,23 @@ class MaskedSoftmax(Spec):
 
     def fixed(self):
         s = _RX.keys @ _RX.query
-        rng = np.random.default_rng(5)
-        b = np.round(rng.normal(size=(3, 5)), 2)
-        s3 = np.round(rng.normal(size=(2, 3, 4)), 2)
+        r = rounded(5)
         m3 = np.array([[[True, True, False, True]], [[False, True, True, False]]])
-        far = np.array([True, True, True, False])
         return [
-            Case("the chapter's five dot scores, keys 4 and 5 masked", (s, _RX.valid.copy()),
-                 self.NAMES),
-            Case("three rows with lengths 5, 3 and 1 (a padding mask)",
-                 (b, padding_mask([5, 3, 1], 5)), self.NAMES),
-            Case("no key masked: a plain softmax", (s, np.ones(5, dtype=bool)), self.NAMES),
-            Case("a single eligible key (S=1)", (np.array([0.7]), np.array([True])), self.NAMES),
-            Case("a masked key with by far the largest score (8.0)",
-                 (np.array([0.5, 8.0, -0.3, 1.0]), np.array([True, False, True, True])),
-                 self.NAMES),
-            Case("scores (2, 3, 4) with a mask (2, 1, 4) that broadcasts over the queries",
-                 (s3, m3), self.NAMES),
-            Case("float32 scores: the chapter's five, keys 4 and 5 masked",
-                 (s.astype(np.float32), _RX.valid.copy()), self.NAMES),
-            Case("float64 eligible scores around -1e4 beside a masked key",
-                 (np.array([-1e4, -1e4 + 1, -1e4 + 2, 3.0]), far), self.NAMES,
-                 data={"far": True}),
+            self.case("the chapter's five dot scores, keys 4 and 5 masked", s, _RX.valid.copy()),
+            self.case("three rows with lengths 5, 3 and 1 (a padding mask)", r(3, 5),
+                      padding_mask([5, 3, 1], 5)),
+            self.case("no key masked: a plain softmax", s, np.ones(5, dtype=bool)),
+            self.case("a single eligible key (S=1)", np.array([0.7]), np.array([True])),
+            self.case("a masked key with by far the largest score (8.0)",
+                      np.array([0.5, 8.0, -0.3, 1.0]), np.array([True, False, True, True])),
+            self.case("scores (2, 3, 4) with a mask (2, 1, 4) that broadcasts over the queries",
+                      r(2, 3, 4), m3),
+            self.case("float32 scores: the chapter's five, keys 4 and 5 masked",
+                      s.astype(np.float32), _RX.valid.copy()),
+            self.case("float64 eligible scores around -1e4 beside a masked key",
+                      np.array([-1e4, -1e4 + 1, -1e4 + 2, 3.0]),
+                      np.array([True, True, True, False]), far=True),
         ] + [Case(IMPL_NOTES[code], (Impl(code),), ("masked_softmax",), 1) for code in
              MASKING_TEST_EXPECT]
 
@@ -356,8 +328,8 @@ class MaskedSoftmax(Spec):
         T, S = int(rng.integers(1, 4)), int(rng.integers(2, 7))
         m = rng.random((T, S)) < 0.6
         m[np.arange(T), rng.integers(0, S, size=T)] = True
-        return Case(f"random: scores ({T}, {S}) with a random mask",
-                    (rand(rng, T, S, scale=2), m), self.NAMES)
+        return self.case(f"random: scores ({T}, {S}) with a random mask",
+                         rand(rng, T, S, scale=2), m)
 
     def compare(self, case, out):
         if case.fn == 1:
@@ -370,18 +342,11 @@ class MaskedSoftmax(Spec):
         s, m = case.args
         ref = softmax64(s, mask=m)
         mask = np.broadcast_to(m, ref.shape)
-        arr = numeric(to_array(out))
+        arr = numeric(out)
         dtype = arr.dtype if arr.dtype.kind == "f" else None
         if case.data.get("far") and arr.shape == ref.shape and np.isnan(arr).any():
             raise Reject(f"your weights: {FAR_BELOW}")
-        try:
-            check_weights(arr, ref, mask=mask, dtype=dtype)
-        except Reject as r:
-            if arr.shape != ref.shape:
-                raise
-            why = diagnose(case, arr, masked_softmax_mistakes(
-                lambda c: np.broadcast_to(c.args[1], np.shape(c.args[0]))), dtype=dtype, ref=ref)
-            raise Reject(why or str(r)) from None
+        weights_or_mistake(case, arr, ref, masked_softmax_mistakes(), mask=mask, dtype=dtype)
 
 
 # ---------------------------------------------------------------- 2.7 local window
@@ -394,27 +359,24 @@ class LocalWindow(Spec):
 
     def fixed(self):
         q, K, V = _RX.query, _RX.keys, _RX.values
-        far = K[4] * 3.0
-        n = self.NAMES
         return [
-            Case("the running example, centre 3, half-width 1 (positions 2-4)", (q, K, V, 3, 1), n),
-            Case("centre 1 at the left edge, half-width 1 (positions 1-2)", (q, K, V, 1, 1), n),
-            Case("centre 5 at the right edge, half-width 1 (positions 4-5)", (q, K, V, 5, 1), n),
-            Case("half-width 0: only position 4", (q, K, V, 4, 0), n),
-            Case("half-width 10, wider than the source: the same as global attention",
-                 (q, K, V, 3, 10), n),
-            Case("the relevant key (position 5) lies outside the window around position 1 "
-                 "(half-width 1)", (far, K, V, 1, 1), n, data={"demo": True}),
-            Case("a window centred outside the source (centre 9, half-width 1): no eligible key, "
-                 "so zero weights and a zero context", (q, K, V, 9, 1), n),
+            self.case("the running example, centre 3, half-width 1 (positions 2-4)", q, K, V, 3, 1),
+            self.case("centre 1 at the left edge, half-width 1 (positions 1-2)", q, K, V, 1, 1),
+            self.case("centre 5 at the right edge, half-width 1 (positions 4-5)", q, K, V, 5, 1),
+            self.case("half-width 0: only position 4", q, K, V, 4, 0),
+            self.case("half-width 10, wider than the source: the same as global attention",
+                      q, K, V, 3, 10),
+            self.case("the relevant key (position 5) lies outside the window around position 1 "
+                      "(half-width 1)", K[4] * 3.0, K, V, 1, 1, demo=True),
+            self.case("a window centred outside the source (centre 9, half-width 1): no eligible "
+                      "key, so zero weights and a zero context", q, K, V, 9, 1),
         ]
 
     def random_case(self, rng, i):
         S, Dk, Dv = int(rng.integers(6, 10)), int(rng.integers(2, 5)), int(rng.integers(2, 6))
         c, h = int(rng.integers(1, S + 1)), int(rng.integers(0, 4))
-        return Case(f"random: S={S}, D_k={Dk}, D_v={Dv}, centre {c}, half-width {h}",
-                    (rand(rng, Dk), rand(rng, S, Dk), rand(rng, S, Dv), c, h),
-                    self.NAMES)
+        return self.case(f"random: S={S}, D_k={Dk}, D_v={Dv}, centre {c}, half-width {h}",
+                         rand(rng, Dk), rand(rng, S, Dk), rand(rng, S, Dv), c, h)
 
     @staticmethod
     def window(c, h, S, *, first=1, strict=False):
@@ -429,51 +391,36 @@ class LocalWindow(Spec):
         mask = local_mask(float(c - 1), float(h), S)
         ref = attend(q, K, V, mask=mask)
         w, ctx = as_tuple(out, 2, "(weights, context)")
-        warr = numeric(to_array(w, "your weights"), "your weights")
+        warr = numeric(w, "your weights")
         if warr.ndim == 1 and warr.shape[0] == int(mask.sum()) and warr.shape[0] != S:
             raise Reject(f"your weights have shape {warr.shape}, only the window's keys: return "
                          f"one weight per key (S={S}), 0 outside the window")
-        try:
-            check_weights(warr, ref.weights, mask=mask, what="your weights")
-        except Reject as r:
-            if warr.shape != ref.weights.shape:
-                raise
 
-            def masked(m, scale=1.0):
-                return attend(q, K, V, mask=m, scale=scale).weights if m.any() else None
+        def masked(m, scale=1.0):
+            return attend(q, K, V, mask=m, scale=scale).weights if m.any() else None
 
-            why = diagnose(case, warr, [
-                (lambda cs: masked(self.window(c, h, S, first=0)),
-                 "your window sits one position to the right: positions are numbered 1..S, so "
-                 "position j is index j - 1 (compare np.arange(1, S + 1) with the centre)"),
-                (lambda cs: masked(self.window(c, h, S, strict=True)),
-                 "keys at distance exactly half_width are left out: the window "
-                 "|j - centre| <= half_width is inclusive"),
-                (lambda cs: masked(mask, 1 / math.sqrt(K.shape[1])),
-                 "your scores are divided by sqrt(D_k) (the scaled dot product of most attention "
-                 "code); the chapter's dot product is unscaled"),
-                (lambda cs: softmax64(K @ q) * mask,
-                 "you zeroed the weights outside the window after the softmax without "
-                 "renormalising"),
-                (lambda cs: softmax64(K @ q),
-                 "your weights ignore the window (this is global attention)"),
-            ], ref=ref.weights)
-            raise Reject(why or str(r)) from None
-        carr = numeric(to_array(ctx, "your context"), "your context")
-        expect_shape(carr, ref.context.shape, "your context", "one entry per value coordinate")
-        if not close(carr, ref.context):
-            raise Reject(value_mismatch(carr, ref.context, what="your context")
-                         + " (the weights are right: the context is weights @ values)")
+        weights_or_mistake(case, warr, ref.weights, [
+            (lambda cs: masked(self.window(c, h, S, first=0)),
+             "your window sits one position to the right: positions are numbered 1..S, so "
+             "position j is index j - 1 (compare np.arange(1, S + 1) with the centre)"),
+            (lambda cs: masked(self.window(c, h, S, strict=True)),
+             "keys at distance exactly half_width are left out: the window "
+             "|j - centre| <= half_width is inclusive"),
+            (lambda cs: masked(mask, 1 / math.sqrt(K.shape[1])),
+             "your scores are divided by sqrt(D_k) (the scaled dot product of most attention "
+             "code); the chapter's dot product is unscaled"),
+            (lambda cs: softmax64(K @ q) * mask,
+             "you zeroed the weights outside the window after the softmax without "
+             "renormalising"),
+            (lambda cs: softmax64(K @ q),
+             "your weights ignore the window (this is global attention)"),
+        ], mask=mask, what="your weights")
+        check_values(ctx, ref.context, "your context", "one entry per value coordinate",
+                     " (the weights are right: the context is weights @ values)")
 
-    #: the comparison 2.7 records: the query 3 * keys[4], the window around position 1
-    COMPARED = {"global": ("with global attention", None), "local": ("in the window", (1, 1))}
-
-    def _reference(self) -> dict:
-        q, K, V = 3.0 * _RX.keys[4], _RX.keys, _RX.values
-        ref = {"global": float(attend(q, K, V).weights[4])}
-        inside = local_mask(0, 1, K.shape[0])  # positions 1..2 (counted from 0 here)
-        ref["local"] = float(softmax64(np.where(inside, K @ q, -np.inf))[4])
-        return ref
+    #: the comparison 2.7 records: position 5's weight for the query 3 * keys[4], globally and in
+    #: the window around position 1
+    COMPARED = {"global": "with global attention", "local": "in the window"}
 
     def judge_declared(self):
         comp, fail = self.declared_dict(
@@ -482,8 +429,11 @@ class LocalWindow(Spec):
             "each)")
         if fail:
             return fail
-        ref = self._reference()
-        for key, (where, _) in self.COMPARED.items():
+        q, K = 3.0 * _RX.keys[4], _RX.keys
+        inside = local_mask(0, 1, K.shape[0])  # positions 1..2 (counted from 0 here)
+        ref = {"global": float(attend(q, K, _RX.values).weights[4]),
+               "local": float(softmax64(np.where(inside, K @ q, -np.inf))[4])}
+        for key, where in self.COMPARED.items():
             x = comp[key]
             if x is Ellipsis:
                 return "fail", f"window_comparison: {key} is still `...`"

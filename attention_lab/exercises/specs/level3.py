@@ -16,9 +16,10 @@ from ...masks import padding_mask
 from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
 from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
-                   describe_type, diagnose, expect_shape, fmt, numeric, rand, scores_shape,
-                   softmax_axis, to_array, value_mismatch)
-from .level2 import FAR_BELOW, judge_test_answer, masked_softmax_mistakes, softmax64
+                   describe_type, diagnose, expect_shape, fmt, judge_test_answer, numeric, rand,
+                   rounded, scores_shape, softmax_axis, to_array, values_or_mistake,
+                   weights_or_mistake)
+from .level2 import FAR_BELOW, masked_softmax_mistakes, softmax64
 
 _RX = running_example()
 
@@ -28,29 +29,12 @@ def _vec(x) -> str:
     return "[" + ", ".join("nan" if np.isnan(v) else f"{v:.3f}" for v in np.ravel(x)) + "]"
 
 
-def _weights_of(comp: dict, key: str, name: str, what: str):
-    """``comp[key]`` as float64 weights (S,), or the message saying why it is not."""
-    x = comp[key]
-    if x is Ellipsis:
-        return None, f"{name}: {key} is still `...`"
-    try:
-        arr = numeric(to_array(x, key), key).astype(np.float64)
-    except Reject as r:
-        return None, f"{name}: {r}; write {what}"
-    return arr, None
-
-
 def _weights_and_context(case, out, ref_w, ref_c, mistakes, context_shape: str) -> None:
     """An answer's ``(weights, context)``: the weights first (a wrong array of the right shape is
     named by the mistake it matches, see :func:`diagnose`), then the context."""
     w, c = as_tuple(out, 2, "(weights, context)")
-    warr = numeric(to_array(w, "your weights"), "your weights")
-    try:
-        check_weights(warr, ref_w, what="your weights")
-    except Reject as r:
-        if warr.shape == ref_w.shape and warr.dtype.kind == "f":
-            raise Reject(diagnose(case, warr, mistakes, ref=ref_w) or str(r)) from None
-        raise
+    weights_or_mistake(case, numeric(w, "your weights"), ref_w, mistakes, floats=True,
+                       what="your weights")
     check_values(c, ref_c, "your context", context_shape)
 
 
@@ -63,6 +47,7 @@ class StableSoftmax(Spec):
     #: the large scores exercise 8 compares the two softmaxes on
     LARGE = np.array([1e4, 1e4 - 1, 0.0])
     KEYS = ("naive", "stable")
+    NAMES = ("scores",)
 
     def judge_declared(self):
         name = "softmax_comparison"
@@ -76,10 +61,13 @@ class StableSoftmax(Spec):
         stable_ref = softmax(self.LARGE)
         got = {}
         for key in self.KEYS:
-            arr, why = _weights_of(comp, key, name, "three weights, NaN included where the "
-                                                    "formula gives NaN")
-            if why:
-                return "fail", why
+            if comp[key] is Ellipsis:
+                return "fail", f"{name}: {key} is still `...`"
+            try:
+                arr = numeric(comp[key], key).astype(np.float64)
+            except Reject as r:
+                return "fail", (f"{name}: {r}; write three weights, NaN included where the "
+                                "formula gives NaN")
             if arr.shape != (3,):
                 return "fail", (f"{name}: {key} has shape {tuple(arr.shape)}; write the three "
                                 f"weights of the scores [1e4, 1e4 - 1, 0], in order")
@@ -108,27 +96,24 @@ class StableSoftmax(Spec):
 
     def fixed(self):
         return [
-            Case("small scores [1 2 3]", (np.array([1.0, 2.0, 3.0]),), ("scores",)),
-            Case("logits of +1e4: [1e4, 1e4 - 1, 0]", (np.array([1e4, 1e4 - 1, 0.0]),),
-                 ("scores",), data={"big": "+"}),
-            Case("logits of -1e4: [-1e4, -1e4 + 1, -1e4 + 2]",
-                 (np.array([-1e4, -1e4 + 1, -1e4 + 2]),), ("scores",), data={"big": "-"}),
-            Case("two rows with very different ranges: [[1e4, 0, -1e4], [-1e4, -1e4, -1e4 + 3]]",
-                 (np.array([[1e4, 0.0, -1e4], [-1e4, -1e4, -1e4 + 3]]),), ("scores",),
-                 data={"big": "rows"}),
-            Case("a single score (S=1) of 1e4", (np.array([1e4]),), ("scores",), data={"big": "+"}),
-            Case("float16 scores [12, 11, 0]: exp(12) overflows float16 (max 65504)",
-                 (np.array([12.0, 11.0, 0.0], dtype=np.float16),), ("scores",),
-                 data={"big": "f16"}),
-            Case("a -inf score (a masked key) gets weight 0: [0, -inf, 1]",
-                 (np.array([0.0, -np.inf, 1.0]),), ("scores",)),
+            self.case("small scores [1 2 3]", np.array([1.0, 2.0, 3.0])),
+            self.case("logits of +1e4: [1e4, 1e4 - 1, 0]", np.array([1e4, 1e4 - 1, 0.0]), big="+"),
+            self.case("logits of -1e4: [-1e4, -1e4 + 1, -1e4 + 2]",
+                      np.array([-1e4, -1e4 + 1, -1e4 + 2]), big="-"),
+            self.case("two rows with very different ranges: [[1e4, 0, -1e4], [-1e4, -1e4, -1e4 + "
+                      "3]]", np.array([[1e4, 0.0, -1e4], [-1e4, -1e4, -1e4 + 3]]), big="rows"),
+            self.case("a single score (S=1) of 1e4", np.array([1e4]), big="+"),
+            self.case("float16 scores [12, 11, 0]: exp(12) overflows float16 (max 65504)",
+                      np.array([12.0, 11.0, 0.0], dtype=np.float16), big="f16"),
+            self.case("a -inf score (a masked key) gets weight 0: [0, -inf, 1]",
+                      np.array([0.0, -np.inf, 1.0])),
         ]
 
     def random_case(self, rng, i):
         shape = scores_shape(rng, i)
         scale = float(10 ** rng.uniform(0, 3))
-        return Case(f"random: scores of shape {shape}, spread about {scale:.0f}",
-                    (np.round(rng.normal(size=shape) * scale, 2),), ("scores",))
+        return self.case(f"random: scores of shape {shape}, spread about {scale:.0f}",
+                         np.round(rng.normal(size=shape) * scale, 2))
 
     NOTES = {"+": "exp(1e4) overflows to inf and inf/inf is NaN; subtract each row's maximum "
                   "before exponentiating",
@@ -143,24 +128,18 @@ class StableSoftmax(Spec):
         ref = softmax(s.astype(np.float64))
         arr = to_array(out, "your weights")
         dtype = arr.dtype if arr.dtype.kind == "f" else None
-        mask = np.isfinite(s)
-        try:
-            check_weights(arr, ref, mask=mask, dtype=dtype, what="your weights",
-                          overflow_note=self.NOTES.get(case.data.get("big"), ""))
-        except Reject:
-            if arr.shape == ref.shape and arr.dtype.kind == "f" and s.ndim > 1:
-                why = diagnose(case, arr, [
-                    (lambda c: softmax_axis(c.args[0], 0),
-                     "you normalised over axis 0 (down the columns); softmax runs over the last "
-                     "axis, the keys"),
-                    (lambda c: softmax_axis(c.args[0], None),
-                     "you normalised over the whole array (axis=None, the default of "
-                     "scipy.special.softmax): each row must sum to 1 on its own; softmax runs "
-                     "over the last axis, the keys (axis=-1), with each row's own maximum"),
-                ], dtype=dtype, ref=ref)
-                if why:
-                    raise Reject(why) from None
-            raise
+        axes = [
+            (lambda c: softmax_axis(c.args[0], 0),
+             "you normalised over axis 0 (down the columns); softmax runs over the last "
+             "axis, the keys"),
+            (lambda c: softmax_axis(c.args[0], None),
+             "you normalised over the whole array (axis=None, the default of "
+             "scipy.special.softmax): each row must sum to 1 on its own; softmax runs "
+             "over the last axis, the keys (axis=-1), with each row's own maximum"),
+        ]
+        weights_or_mistake(case, arr, ref, axes if s.ndim > 1 else [], mask=np.isfinite(s),
+                           dtype=dtype, floats=True, what="your weights",
+                           overflow_note=self.NOTES.get(case.data.get("big"), ""))
 
     def on_pass(self, cases, outputs):
         comp = self.declared["softmax_comparison"]
@@ -184,6 +163,9 @@ class SafeMaskedSoftmax(Spec):
     n_random = 2
     NAMES = ("scores", "mask")
 
+    def case(self, note, *args, fn=1, **data):  # the implementation's cases (fn 0 is the policy)
+        return super().case(note, *args, fn=fn, **data)
+
     @property
     def policy(self):
         return self.declared.get("all_masked_policy")
@@ -201,30 +183,25 @@ class SafeMaskedSoftmax(Spec):
 
     def fixed(self):
         s = _RX.keys @ _RX.query
-        rng = np.random.default_rng(3)
-        b = np.round(rng.normal(size=(3, 5)), 2)
+        b = rounded(3)(3, 5)
         big16 = np.array([[1e4, -1e4, 5.0, 0.0], [2.0, 1.0, 0.0, -1.0]], dtype=np.float16)
         far = np.array([True, True, True, False])
-        n = self.NAMES
         return [
-            Case("the chapter's five scores, keys 4-5 masked (float64)", (s, _RX.valid.copy()), n,
-                 1),
-            Case("float64 eligible scores around -1e4 beside a masked key",
-                 (np.array([-1e4, -1e4 + 1, -1e4 + 2, 3.0]), far), n, 1, data={"far": True}),
-            Case("float16 eligible scores far below zero, [-20 -19 -18], beside a masked key",
-                 (np.array([-20.0, -19.0, -18.0, 0.5], dtype=np.float16), far), n, 1,
-                 data={"far": True}),
-            Case("float16 scores, keys 4-5 masked (no all-masked row)",
-                 (s.astype(np.float16), _RX.valid.copy()), n, 1),
-            Case("lengths 5, 3 and 0: the last row is all masked (float64)",
-                 (b, padding_mask([5, 3, 0], 5)), n, 1),
-            Case("every key of every row masked", (b[:2, :3].copy(), np.zeros((2, 3), bool)), n,
-                 1),
-            Case("a single all-masked row (1-D, S=4)", (b[0, :4].copy(), np.zeros(4, bool)), n, 1),
-            Case("float32 scores, lengths 2 and 0", (b[:2, :4].astype(np.float32),
-                                                     padding_mask([2, 0], 4)), n, 1),
-            Case("float16 scores with logits of +-1e4, lengths 3 and 0",
-                 (big16, padding_mask([3, 0], 4)), n, 1),
+            self.case("the chapter's five scores, keys 4-5 masked (float64)", s, _RX.valid.copy()),
+            self.case("float64 eligible scores around -1e4 beside a masked key",
+                      np.array([-1e4, -1e4 + 1, -1e4 + 2, 3.0]), far, far=True),
+            self.case("float16 eligible scores far below zero, [-20 -19 -18], beside a masked key",
+                      np.array([-20.0, -19.0, -18.0, 0.5], dtype=np.float16), far, far=True),
+            self.case("float16 scores, keys 4-5 masked (no all-masked row)",
+                      s.astype(np.float16), _RX.valid.copy()),
+            self.case("lengths 5, 3 and 0: the last row is all masked (float64)",
+                      b, padding_mask([5, 3, 0], 5)),
+            self.case("every key of every row masked", b[:2, :3].copy(), np.zeros((2, 3), bool)),
+            self.case("a single all-masked row (1-D, S=4)", b[0, :4].copy(), np.zeros(4, bool)),
+            self.case("float32 scores, lengths 2 and 0", b[:2, :4].astype(np.float32),
+                      padding_mask([2, 0], 4)),
+            self.case("float16 scores with logits of +-1e4, lengths 3 and 0",
+                      big16, padding_mask([3, 0], 4)),
         ] + [Case(IMPL_NOTES[code], (Impl(code),), ("masked_softmax",), 2)
              for code in ("G", "H", "I", "N", "J")]
 
@@ -233,9 +210,8 @@ class SafeMaskedSoftmax(Spec):
         m = rng.random((T, S)) < 0.5
         m[int(rng.integers(0, T))] = False
         dt = [np.float64, np.float32][int(rng.integers(0, 2))]
-        return Case(f"random: {np.dtype(dt).name} scores ({T}, {S}), at least one "
-                    f"all-masked row", (rand(rng, T, S, scale=3).astype(dt), m),
-                    self.NAMES, 1)
+        return self.case(f"random: {np.dtype(dt).name} scores ({T}, {S}), at least one "
+                         f"all-masked row", rand(rng, T, S, scale=3).astype(dt), m)
 
     @staticmethod
     def _has_empty_row(case) -> bool:
@@ -268,7 +244,7 @@ class SafeMaskedSoftmax(Spec):
                 f"0, the others summing to 1)")
         s, m = case.args
         ref = softmax64(s, mask=m)
-        arr = numeric(to_array(out, "your weights"), "your weights")
+        arr = numeric(out, "your weights")
         expect_shape(arr, ref.shape, "your weights", "one weight per key")
         dtype = arr.dtype if arr.dtype.kind == "f" else None
         mb = np.broadcast_to(m, ref.shape)
@@ -288,8 +264,7 @@ class SafeMaskedSoftmax(Spec):
             check_weights(rows[keep], ref.reshape(-1, S)[keep], mask=mb.reshape(-1, S)[keep],
                           dtype=dtype, what="your weights")
         except Reject as r:
-            why = diagnose(case, arr, masked_softmax_mistakes(
-                lambda c: np.broadcast_to(c.args[1], np.shape(c.args[0]))), dtype=dtype, ref=ref)
+            why = diagnose(case, arr, masked_softmax_mistakes(), dtype=dtype, ref=ref)
             raise Reject(why or str(r)) from None
 
     def _empty_row(self, row, where, dtype) -> None:
@@ -362,8 +337,7 @@ class DotBilinear(Spec):
 
     def fixed(self):
         q, K, V, W = _RX.query, _RX.keys, _RX.values, _RX.W
-        rng = np.random.default_rng(12)
-        r = lambda *s: np.round(rng.normal(size=s), 2)  # noqa: E731
+        r = rounded(12)
         Wsq = np.array([[1.0, 0.5, 0.0], [-0.3, 0.8, 0.2], [0.6, 0.0, 1.0]])
         dn, bn = ("Q", "K", "V"), ("Q", "K", "V", "W")
         return [
@@ -397,26 +371,22 @@ class DotBilinear(Spec):
         scores, weights, context = ref.scores, ref.weights, ref.context
         name = self.NAMES[case.fn]
         s, w, c = as_tuple(out, 3, "(scores, weights, context)")
-        sarr = numeric(to_array(s, f"{name}'s scores"), f"{name}'s scores")
+        sarr = numeric(s, f"{name}'s scores")
         if sarr.shape == scores.shape[::-1] and sarr.shape != scores.shape:
             raise Reject(f"{name}'s scores have shape {sarr.shape} = (S, T): put the queries on the "
                          f"rows, scores (T, S)")
         expect_shape(sarr, scores.shape, f"{name}'s scores", "(T, S): one row per query")
-        if not close(sarr, scores):
-            mistakes = [(lambda c: Q @ K.T / math.sqrt(K.shape[1]),
-                         "your scores are divided by sqrt(D_k); the chapter's dot product is "
-                         "unscaled")]
-            if W is not None:
-                mistakes = [
-                    (lambda c: Q @ W.T @ K.T if W.shape[0] == W.shape[1] else None,
-                     "your scores use W transposed: with W of shape (D_q, D_k) the score is "
-                     "q^T W k, i.e. Q @ W @ K.T"),
-                    (lambda c: Q @ K.T if Q.shape[1] == K.shape[1] else None,
-                     "your bilinear scores ignore W"),
-                ]
-            why = diagnose(case, sarr, mistakes, ref=scores)
-            raise Reject(why or value_mismatch(sarr, scores, what=f"{name}'s scores"))
-        warr = numeric(to_array(w, f"{name}'s weights"), f"{name}'s weights")
+        values_or_mistake(case, sarr, scores, [
+            (lambda c: Q @ K.T / math.sqrt(K.shape[1]),
+             "your scores are divided by sqrt(D_k); the chapter's dot product is unscaled")
+        ] if W is None else [
+            (lambda c: Q @ W.T @ K.T if W.shape[0] == W.shape[1] else None,
+             "your scores use W transposed: with W of shape (D_q, D_k) the score is "
+             "q^T W k, i.e. Q @ W @ K.T"),
+            (lambda c: Q @ K.T if Q.shape[1] == K.shape[1] else None,
+             "your bilinear scores ignore W"),
+        ], f"{name}'s scores")
+        warr = numeric(w, f"{name}'s weights")
         try:
             check_weights(warr, weights, what=f"{name}'s weights")
         except Reject:
@@ -445,29 +415,27 @@ class Additive(Spec):
     NAMES = ("q", "keys", "values", "W_q", "W_k", "v")
 
     def fixed(self):
-        rng = np.random.default_rng(13)
-        r = lambda *s: np.round(rng.normal(size=s), 2)  # noqa: E731
+        r = rounded(13)
         ex = additive_example(19)
         return [
-            Case("every width 3: D_q = D_k = A = 3, so W_q and W_k are square",
-                 (r(3), r(4, 3), r(4, 2), r(3, 3), r(3, 3), r(3)), self.NAMES),
-            Case("equal widths D_q = D_k = 3, alignment width A = 4",
-                 (r(3), r(5, 3), r(5, 3), r(4, 3), r(4, 3), r(4)), self.NAMES),
-            Case("the chapter's example: D_q = 4, D_k = 6, A = 5 (default_rng(19))",
-                 (ex.q, ex.source, ex.source, ex.W_q, ex.W_h, ex.v_a), self.NAMES),
-            Case("one key (S=1), D_q = 2, D_k = 3", (r(2), r(1, 3), r(1, 2), r(3, 2), r(3, 3), r(3)),
-                 self.NAMES),
-            Case("alignment width A = 1", (r(3), r(4, 2), r(4, 3), r(1, 3), r(1, 2), r(1)),
-                 self.NAMES),
-            Case("values of width D_v = 2 (D_v differs from D_k = 4)",
-                 (r(3), r(5, 4), r(5, 2), r(6, 3), r(6, 4), r(6)), self.NAMES),
+            self.case("every width 3: D_q = D_k = A = 3, so W_q and W_k are square",
+                      r(3), r(4, 3), r(4, 2), r(3, 3), r(3, 3), r(3)),
+            self.case("equal widths D_q = D_k = 3, alignment width A = 4",
+                      r(3), r(5, 3), r(5, 3), r(4, 3), r(4, 3), r(4)),
+            self.case("the chapter's example: D_q = 4, D_k = 6, A = 5 (default_rng(19))",
+                      ex.q, ex.source, ex.source, ex.W_q, ex.W_h, ex.v_a),
+            self.case("one key (S=1), D_q = 2, D_k = 3",
+                      r(2), r(1, 3), r(1, 2), r(3, 2), r(3, 3), r(3)),
+            self.case("alignment width A = 1", r(3), r(4, 2), r(4, 3), r(1, 3), r(1, 2), r(1)),
+            self.case("values of width D_v = 2 (D_v differs from D_k = 4)",
+                      r(3), r(5, 4), r(5, 2), r(6, 3), r(6, 4), r(6)),
         ]
 
     def random_case(self, rng, i):
         S, Dq, Dk, Dv, A = (int(x) for x in rng.integers(1, 7, size=5))
-        return Case(f"random: S={S}, D_q={Dq}, D_k={Dk}, D_v={Dv}, A={A}",
-                    (rand(rng, Dq), rand(rng, S, Dk), rand(rng, S, Dv), rand(rng, A, Dq),
-                     rand(rng, A, Dk), rand(rng, A)), self.NAMES)
+        return self.case(f"random: S={S}, D_q={Dq}, D_k={Dk}, D_v={Dv}, A={A}", rand(rng, Dq),
+                         rand(rng, S, Dk), rand(rng, S, Dv), rand(rng, A, Dq), rand(rng, A, Dk),
+                         rand(rng, A))
 
     def compare(self, case, out):
         q, K, V, Wq, Wk, v = case.args
@@ -514,27 +482,25 @@ class Additive(Spec):
 # ---------------------------------------------------------------- 3.5 batched, right axis
 class Batched(Spec):
     n_random = 2
+    NAMES = ("Q", "K", "V")
 
     def fixed(self):
-        rng = np.random.default_rng(14)
-        r = lambda *s: np.round(rng.normal(size=s), 2)  # noqa: E731
-        n = ("Q", "K", "V")
+        r = rounded(14)
         return [
-            Case("one query: B=1, T=1, S=3", (r(1, 1, 2), r(1, 3, 2), r(1, 3, 3)), n),
-            Case("every axis a different size: B=2 sequences of T=1 query, S=3 keys",
-                 (r(2, 1, 2), r(2, 3, 2), r(2, 3, 2)), n),
-            Case("the chapter's shapes: B=2, T=3, S=5, D_k=4, D_v=6", (r(2, 3, 4), r(2, 5, 4),
-                                                                       r(2, 5, 6)), n),
-            Case("T = S = 4: a square score matrix, where a wrong axis keeps the shape",
-                 (r(2, 4, 3), r(2, 4, 3), r(2, 4, 2)), n),
-            Case("one key (S=1): every weight is 1", (r(3, 2, 2), r(3, 1, 2), r(3, 1, 3)), n),
+            self.case("one query: B=1, T=1, S=3", r(1, 1, 2), r(1, 3, 2), r(1, 3, 3)),
+            self.case("every axis a different size: B=2 sequences of T=1 query, S=3 keys",
+                      r(2, 1, 2), r(2, 3, 2), r(2, 3, 2)),
+            self.case("the chapter's shapes: B=2, T=3, S=5, D_k=4, D_v=6",
+                      r(2, 3, 4), r(2, 5, 4), r(2, 5, 6)),
+            self.case("T = S = 4: a square score matrix, where a wrong axis keeps the shape",
+                      r(2, 4, 3), r(2, 4, 3), r(2, 4, 2)),
+            self.case("one key (S=1): every weight is 1", r(3, 2, 2), r(3, 1, 2), r(3, 1, 3)),
         ]
 
     def random_case(self, rng, i):
         B, T, S, Dk, Dv = (int(x) for x in rng.integers(1, 6, size=5))
-        return Case(f"random: B={B}, T={T}, S={S}, D_k={Dk}, D_v={Dv}",
-                    (rand(rng, B, T, Dk), rand(rng, B, S, Dk), rand(rng, B, S, Dv)),
-                    ("Q", "K", "V"))
+        return self.case(f"random: B={B}, T={T}, S={S}, D_k={Dk}, D_v={Dv}",
+                         rand(rng, B, T, Dk), rand(rng, B, S, Dk), rand(rng, B, S, Dv))
 
     def compare(self, case, out):
         Q, K, V = case.args

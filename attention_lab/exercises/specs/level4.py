@@ -12,8 +12,8 @@ from ...analysis.cost import multiply_adds, score_matrix_elements
 from ...examples import running_example
 from ..implementations import Readout, make_readout
 from ...softmax import entropy, softmax
-from .base import (Case, Reject, Spec, as_tuple, close, describe_type, diagnose, expect_shape,
-                   numeric, rand, to_array, value_mismatch, whole_number)
+from .base import (Reject, Spec, as_tuple, describe_type, expect_shape, numeric, rand,
+                   values_or_mistake, whole_number)
 
 _RX = running_example()
 
@@ -21,23 +21,20 @@ _RX = running_example()
 # ---------------------------------------------------------------- 4.1 score-matrix size
 class ScoreSize(Spec):
     n_random = 2
-    N = ("batch", "target", "source", "heads")
+    NAMES = ("batch", "target", "source", "heads")
 
     def fixed(self):
         return [
-            Case("the chapter's case: batch 8, target 64, source 512, 4 heads", (8, 64, 512, 4),
-                 self.N),
-            Case("everything 1", (1, 1, 1, 1), self.N),
-            Case("one head: (B, T, S) or (B, 1, T, S) are both fine", (2, 3, 5, 1), self.N),
-            Case("batch 3, target 7, source 11, 2 heads", (3, 7, 11, 2), self.N),
-            Case("one query per item: batch 8, target 1, source 512, 4 heads", (8, 1, 512, 4),
-                 self.N),
+            self.case("the chapter's case: batch 8, target 64, source 512, 4 heads", 8, 64, 512, 4),
+            self.case("everything 1", 1, 1, 1, 1),
+            self.case("one head: (B, T, S) or (B, 1, T, S) are both fine", 2, 3, 5, 1),
+            self.case("batch 3, target 7, source 11, 2 heads", 3, 7, 11, 2),
+            self.case("one query per item: batch 8, target 1, source 512, 4 heads", 8, 1, 512, 4),
         ]
 
     def random_case(self, rng, i):
         B, T, S, H = (int(x) for x in rng.integers(1, 40, size=4))
-        return Case(f"random: batch {B}, target {T}, source {S}, {H} heads",
-                    (B, T, S, H), self.N)
+        return self.case(f"random: batch {B}, target {T}, source {S}, {H} heads", B, T, S, H)
 
     def compare(self, case, out):
         B, T, S, H = case.args
@@ -78,20 +75,20 @@ class ScoreSize(Spec):
 # ---------------------------------------------------------------- 4.2 multiply-adds
 class MultiplyAdds(Spec):
     n_random = 2
-    N = ("T", "S", "D_k", "D_v")
+    NAMES = ("T", "S", "D_k", "D_v")
 
     def fixed(self):
         return [
-            Case("everything 1", (1, 1, 1, 1), self.N),
-            Case("T=3, S=5, D_k=4, D_v=6 (D_k differs from D_v)", (3, 5, 4, 6), self.N),
-            Case("the chapter's sizes: T=64, S=512, D_k = D_v = 64", (64, 512, 64, 64), self.N),
-            Case("one query (T=1), S=10, D_k=8, D_v=2", (1, 10, 8, 2), self.N),
-            Case("T=7, S=3, D_k=2, D_v=9", (7, 3, 2, 9), self.N),
+            self.case("everything 1", 1, 1, 1, 1),
+            self.case("T=3, S=5, D_k=4, D_v=6 (D_k differs from D_v)", 3, 5, 4, 6),
+            self.case("the chapter's sizes: T=64, S=512, D_k = D_v = 64", 64, 512, 64, 64),
+            self.case("one query (T=1), S=10, D_k=8, D_v=2", 1, 10, 8, 2),
+            self.case("T=7, S=3, D_k=2, D_v=9", 7, 3, 2, 9),
         ]
 
     def random_case(self, rng, i):
         T, S, Dk, Dv = (int(x) for x in rng.integers(1, 100, size=4))
-        return Case(f"random: T={T}, S={S}, D_k={Dk}, D_v={Dv}", (T, S, Dk, Dv), self.N)
+        return self.case(f"random: T={T}, S={S}, D_k={Dk}, D_v={Dv}", T, S, Dk, Dv)
 
     def compare(self, case, out):
         T, S, Dk, Dv = case.args
@@ -146,32 +143,34 @@ def leave_one_out(scores, values, j, readout) -> tuple[float, float]:
     return float(np.linalg.norm(new - old)), float(0.5 * np.abs(readout(new) - readout(old)).sum())
 
 
+def _near(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)
+
+
 class Intervention(Spec):
     """``replace_and_measure(scores, values, control, readout) -> (position, context_change,
     output_change)``; positions 1..S; the readout is the layers after the context."""
 
     n_random = 2
-    N = ("scores", "values", "control", "readout")
+    NAMES = ("scores", "values", "control", "readout")
 
     def fixed(self):
         s, V = _RX.keys @ _RX.query, _RX.values
         rng = np.random.default_rng(15)
         return [
-            Case("the running example's dot scores, control = the mean of the values",
-                 (s, V, V.mean(axis=0), _readout(rng, 3)), self.N),
-            Case("the running example, control = zeros", (s, V, np.zeros(3), _readout(rng, 3)),
-                 self.N),
-            Case("one source (S=1)", (s[:1], V[:1], np.ones(3), _readout(rng, 3)), self.N),
-            Case("six sources, values of width 4, control = ones",
-                 (np.round(rng.normal(size=6), 2), np.round(rng.normal(size=(6, 4)), 2),
-                  np.ones(4), _readout(rng, 4)), self.N),
+            self.case("the running example's dot scores, control = the mean of the values",
+                      s, V, V.mean(axis=0), _readout(rng, 3)),
+            self.case("the running example, control = zeros", s, V, np.zeros(3), _readout(rng, 3)),
+            self.case("one source (S=1)", s[:1], V[:1], np.ones(3), _readout(rng, 3)),
+            self.case("six sources, values of width 4, control = ones",
+                      np.round(rng.normal(size=6), 2), np.round(rng.normal(size=(6, 4)), 2),
+                      np.ones(4), _readout(rng, 4)),
         ]
 
     def random_case(self, rng, i):
         S, Dv = int(rng.integers(2, 8)), int(rng.integers(2, 5))
-        return Case(f"random: S={S}, D_v={Dv}",
-                    (rand(rng, S, scale=2), rand(rng, S, Dv), rand(rng, Dv),
-                     _readout(rng, Dv)), self.N)
+        return self.case(f"random: S={S}, D_v={Dv}", rand(rng, S, scale=2), rand(rng, S, Dv),
+                         rand(rng, Dv), _readout(rng, Dv))
 
     def compare(self, case, out):
         s, V, ctl, ro = case.args
@@ -196,13 +195,12 @@ class Intervention(Spec):
                 raise Reject(f"{name} is {describe_type(x)}; expected one number") from None
         got_c, got_o = numbers
         left_out = leave_one_out(s, V, pos - 1, readout)
-        if math.isclose(got_c, left_out[0], rel_tol=1e-6, abs_tol=1e-12) and not math.isclose(
-                got_c, change, rel_tol=1e-6, abs_tol=1e-12):
+        if _near(got_c, left_out[0]) and not _near(got_c, change):
             raise Reject("you left the top position out (masked it and renormalised the other "
                          "weights): that is leave-one-out, another intervention. Replace its "
                          "value by the control vector instead, and keep every weight as it is")
-        if not math.isclose(got_c, change, rel_tol=1e-6, abs_tol=1e-12):
-            if math.isclose(got_c, change ** 2, rel_tol=1e-6, abs_tol=1e-12):
+        if not _near(got_c, change):
+            if _near(got_c, change ** 2):
                 raise Reject("your context_change is the squared distance; use the Euclidean norm "
                              "(np.linalg.norm of the difference)")
             if got_c == 0:
@@ -210,7 +208,7 @@ class Intervention(Spec):
                              "unchanged but changes the context")
             raise Reject(f"your context_change {got_c:.6g} is not the norm of the context "
                          f"difference")
-        if math.isclose(got_o, tvd, rel_tol=1e-6, abs_tol=1e-12):
+        if _near(got_o, tvd):
             return
         p_before = readout(w @ V)
         replaced = np.array(V, dtype=float)
@@ -224,7 +222,7 @@ class Intervention(Spec):
                  "the exercise asks for the total variation distance 1/2 sum |p - q|"),
                 (change, "your output_change equals the context's change: pass both contexts "
                          "through readout and compare the two output distributions")):
-            if math.isclose(got_o, wrong, rel_tol=1e-6, abs_tol=1e-12):
+            if _near(got_o, wrong):
                 raise Reject(why)
         raise Reject(f"your output_change {got_o:.6g} is not the total variation distance between "
                      f"the outputs before and after the replacement")
@@ -239,18 +237,18 @@ class Intervention(Spec):
 # ---------------------------------------------------------------- 4.6 entropy
 class Entropy(Spec):
     n_random = 2
+    NAMES = ("weights",)
 
     def fixed(self):
         return [
-            Case("uniform weights over five keys", (np.full(5, 0.2),), ("weights",)),
-            Case("one-hot weights", (np.array([0.0, 1.0, 0.0, 0.0]),), ("weights",)),
-            Case("two eligible keys and two masked zeros: [0.5 0.5 0 0]",
-                 (np.array([0.5, 0.5, 0.0, 0.0]),), ("weights",)),
-            Case("the running example's softmax weights", (softmax(_RX.keys @ _RX.query),),
-                 ("weights",)),
-            Case("a batch of rows, the last one all zeros (an all-masked row, zeros policy)",
-                 (np.array([[0.7, 0.2, 0.1], [0.0, 0.5, 0.5], [0.0, 0.0, 0.0]]),), ("weights",)),
-            Case("a single key (S=1)", (np.array([1.0]),), ("weights",)),
+            self.case("uniform weights over five keys", np.full(5, 0.2)),
+            self.case("one-hot weights", np.array([0.0, 1.0, 0.0, 0.0])),
+            self.case("two eligible keys and two masked zeros: [0.5 0.5 0 0]",
+                      np.array([0.5, 0.5, 0.0, 0.0])),
+            self.case("the running example's softmax weights", softmax(_RX.keys @ _RX.query)),
+            self.case("a batch of rows, the last one all zeros (an all-masked row, zeros policy)",
+                      np.array([[0.7, 0.2, 0.1], [0.0, 0.5, 0.5], [0.0, 0.0, 0.0]])),
+            self.case("a single key (S=1)", np.array([1.0])),
         ]
 
     def random_case(self, rng, i):
@@ -258,13 +256,12 @@ class Entropy(Spec):
         w = rng.dirichlet(np.ones(S), size=T)
         w[0, 0] = 0.0
         w[0] /= w[0].sum()
-        return Case(f"random: {T} weight rows over S={S} keys, one zero weight",
-                    (w,), ("weights",))
+        return self.case(f"random: {T} weight rows over S={S} keys, one zero weight", w)
 
     def compare(self, case, out):
         (w,) = case.args
         ref = entropy(w)
-        arr = numeric(to_array(out, "your entropy"), "your entropy")
+        arr = numeric(out, "your entropy")
         if arr.shape != ref.shape:
             if arr.size == 1 and ref.shape == ():
                 arr = arr.reshape(())
@@ -282,17 +279,14 @@ class Entropy(Spec):
                              "use them as they are")
             raise Reject("your entropy is NaN where a weight is 0: 0 * log(0) is NaN in numpy, but "
                          "it must count as 0 (compute the log only where w > 0)")
-        if close(a, ref):
-            return
-        why = diagnose(case, a, [
+        values_or_mistake(case, a, ref, [
             (lambda c: entropy(w, base=2), "your entropy is in bits (log base 2); use the natural "
                                            "log (nats)"),
             (lambda c: -entropy(w), "your entropy has the wrong sign: H = -sum w log w >= 0"),
             (lambda c: entropy(w) / np.log(w.shape[-1]) if w.shape[-1] > 1 else None,
              "you divided by log(S) (a normalised entropy); the exercise asks for the entropy in "
              "nats"),
-        ], ref=ref)
-        raise Reject(why or value_mismatch(a, ref, what="your entropy"))
+        ], "your entropy")
 
     def on_pass(self, cases, outputs):
         return (f"Uniform weights: {float(np.asarray(outputs[0])):.3f} nats over 5 keys (log 5); "
