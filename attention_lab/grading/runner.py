@@ -2,36 +2,25 @@
 
 One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in named steps:
 
-1. **prepare** (once): the job's folders (:class:`.sandbox_base.JobFolders`), the kernel's (minimal)
-   environment, the cells not worth running;
-2. **start** (per kernel): nbclient/jupyter_client start a kernel through the sandbox
-   (:class:`.sandbox_base.Sandbox`: limits, namespaces); it inherits two sockets of the grader's
-   (:mod:`.channel`): its harness channel and its stderr (whose last lines the grader keeps in
-   memory: nothing of a kernel reaches the grader's disk, and a socket cannot be reopened through
-   ``/proc/self/fd``);
-3. **run cells**: the student's code cells, one at a time, each with the per-cell time limit and
-   all of them within the whole-notebook limit; errors (from the execute replies) are recorded,
-   never fatal. What the grader reads from the kernel is capped: it keeps no outputs and does not
-   wait for them (printed text and displays are not even sent to it: it subscribes only to the
-   kernel's own IOPub topics, which it needs to see the kernel start), ZeroMQ refuses any frame
-   above ``MAX_MESSAGE_BYTES`` and queues at most ``QUEUE_MESSAGES`` messages;
-4. **ask for the answers**: the grader's harness cells (the source of
-   :mod:`attention_lab.exercises.probe`, in a fresh namespace) answer the grader over the channel
-   (:mod:`.channel`): it asks for each answer by name and for one case at a time, in the run's
-   order, runs the functions a case hands over in its own process, and keeps the records (one
-   cell per exercise whose answer the notebook defines, one cell for all the others);
-5. **recover**: a cell that times out is interrupted (by nbclient: ``interrupt_on_timeout``)
-   and the kernel asked whether it still answers (the alive check); a kernel that died (``os._exit``, a crash) or hangs is killed (the
-   sandbox stops every process of the job) and a new one started, skipping the cells that killed
-   it, and the harness continues with the exercises not yet recorded (at most ``max_attempts``
-   kernels).
+1. **prepare** (once): the job's folders, the kernel's minimal environment, the cells not worth
+   running;
+2. **start** (per kernel): a kernel started through the sandbox (:class:`.sandbox_base.Sandbox`)
+   inherits two sockets of the grader's (:mod:`.channel`), its harness channel and its stderr:
+   nothing of a kernel reaches the grader's disk, and a socket cannot be reopened through
+   ``/proc/self/fd``;
+3. **run cells**: the student's code cells, each within the per-cell limit and all within the
+   whole-notebook limit; errors are recorded, never fatal. The grader keeps no outputs and
+   subscribes only to the kernel's own IOPub topics (printed text is never sent to it); ZeroMQ
+   refuses frames above ``MAX_MESSAGE_BYTES`` and queues at most ``QUEUE_MESSAGES`` messages;
+4. **ask for the answers**: harness cells (the source of :mod:`attention_lab.exercises.probe`)
+   answer the grader over the channel, one case at a time, in the run's order;
+5. **recover**: a cell that times out is interrupted and the kernel asked whether it still
+   answers (the alive check); a kernel that died or hangs is killed and a new one started,
+   skipping the cells that killed it (at most ``max_attempts`` kernels).
 
-Nothing computed in the kernel is trusted except those raw outputs, and those only as outputs: a
-record passes only if its outputs match the reference on this run's inputs, which the grader
-computes in its own process (:mod:`.batch`) with code the kernel cannot see; what a kernel can
-and cannot forge is in :mod:`.channel` and the threat model (``docs/design/grading.md``). The
-grader's own work on a job runs in the job's thread, and its CPU time is bounded
-(``Limits.grader_seconds``).
+Nothing computed in the kernel is trusted except those raw outputs, judged in the grader's own
+process (:mod:`.batch`); the threat model is in ``docs/design/grading.md``. The grader's own work
+on a job runs in the job's thread, its CPU time bounded by ``Limits.grader_seconds``.
 """
 
 from __future__ import annotations
@@ -182,7 +171,7 @@ def names_defined(source: str) -> set[str]:
 
 
 def defined_names(source: str, names) -> set[str]:
-    """Which of ``names`` a cell defines (see :func:`names_defined`)."""
+    """Which of ``names`` a cell defines."""
     return names_defined(source) & set(names)
 
 
@@ -371,8 +360,8 @@ class _Kernel:
 
     def _on_executed(self, cell=None, cell_index=None, execute_reply=None, **_):
         content = (execute_reply or {}).get("content") or {}
-        payload = content.get("payload") or []
-        if any(isinstance(p, dict) and p.get("source") == "ask_exit" for p in payload):
+        if any(isinstance(p, dict) and p.get("source") == "ask_exit"
+               for p in content.get("payload") or []):
             self.asked_exit.add(cell_index)
         if content.get("status") == "error":
             self.error = (str(content.get("ename", ""))[:200],
@@ -528,9 +517,7 @@ class _Job:
         try:
             await kernel.start(self.env)
         except Exception as exc:
-            report = self.sandbox.report(kernel.attempt)
-            if report:
-                self.result.sandbox = report
+            self.result.sandbox = self.sandbox.report(kernel.attempt) or self.result.sandbox
             self.start_failures += 1
             refusal = self.sandbox.refusal(self.result.sandbox)
             if self.start_failures >= 3 or refusal:
