@@ -174,9 +174,8 @@ class Batch:
         try:
             g = self._grade(index, sub)
         except Exception as exc:  # never abort the batch
-            g = SubmissionGrade(sub.rel, sub.sha256, "error", f"internal grader error: "
-                                                              f"{type(exc).__name__}: {exc}")
-            g.exercises = _all("error", g.message)
+            message = f"internal grader error: {type(exc).__name__}: {exc}"
+            g = SubmissionGrade(sub.rel, sub.sha256, "error", message, _all("error", message))
         g.meta = dict(sub.meta)
         g.seconds = time.monotonic() - t0
         g.grader_seconds = time.thread_time() - cpu0
@@ -188,9 +187,8 @@ class Batch:
 
         def not_run(status: str, message: str, each: str = "", summary: str = ""):
             """A submission that is not run: every exercise gets the same grade."""
-            g = SubmissionGrade(rel, digest, status, message)
-            g.exercises = _all(each or status, message, [ex.id for ex in exercises], summary)
-            return g
+            return SubmissionGrade(rel, digest, status, message, _all(
+                each or status, message, [ex.id for ex in exercises], summary))
 
         if sub.held is not None:
             return not_run("no_notebook", sub.problem)
@@ -208,13 +206,12 @@ class Batch:
             return g
         run, sandbox_keys = self._run(index, nb, exercises)
         grades, status, message = verdicts_from_run(run, self.cases, nb, exercises)
-        g = SubmissionGrade(rel, digest, status, "; ".join(notes + ([message] if message else [])))
-        g.exercises = grades
-        g.attempts = run.attempts
-        g.sandbox = {k: run.sandbox[k] for k in sandbox_keys if k in run.sandbox}
-        g.cells = [{"cell": e.index, "event": e.kind, "name": e.name, "message": e.message}
-                   for e in run.events]
-        return g
+        return SubmissionGrade(
+            rel, digest, status, "; ".join(notes + ([message] if message else [])), grades,
+            attempts=run.attempts,
+            sandbox={k: run.sandbox[k] for k in sandbox_keys if k in run.sandbox},
+            cells=[{"cell": e.index, "event": e.kind, "name": e.name, "message": e.message}
+                   for e in run.events])
 
     def _run(self, index: int, nb, exercises):
         """Run ``nb`` in a job folder of its own (removed after) and a sandbox of its own,
@@ -295,8 +292,7 @@ def identify(subs: list[Submission], assignment: str | None = None, roster=None,
             meta["due"] = due.isoformat(timespec="seconds")
         when = _dt.datetime.fromisoformat(meta["submitted"])
         meta.update(late.lateness(when, due, bool(meta.get("lms_late"))))
-        meta["late_kept"] = policy.kept(meta["late_days"])
-        meta["late_policy"] = policy.describe()
+        meta.update(late_kept=policy.kept(meta["late_days"]), late_policy=policy.describe())
     twins = students.near_duplicates({s.meta["student"] for s in subs})
     for sub in subs:
         if sub.meta["student"] in twins:
@@ -341,10 +337,9 @@ def _stop_on_signals(batch: Batch, stop: threading.Event):
 
 
 def collect(folder, out=None, files=None, skipped=None) -> tuple[list[Submission], list[Path]]:
-    """(every submission under ``folder``, read once, in path order; the files skipped): the
-    notebooks and submission files, and a ``no_notebook`` submission per upload that holds
-    none. ``files`` and ``skipped``: what :func:`.submissions.discover` found (found again
-    when not given)."""
+    """(every submission under ``folder``, read once, in path order, with a ``no_notebook`` one
+    per upload that holds none; the files skipped). ``files`` and ``skipped``: what
+    :func:`.submissions.discover` found (found again when not given)."""
     folder = Path(folder)
     root = folder.resolve()
     if files is None:
@@ -400,12 +395,10 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     results: list = [kept.get(i) for i in range(len(subs))]
     stop = threading.Event()
     restore = _stop_on_signals(batch, stop)
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr,
-                   dynamic_ncols=True)
+    bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr,
+               dynamic_ncols=True, disable=not progress)
     pool = cf.ThreadPoolExecutor(max_workers=max(1, int(jobs)),
                                  thread_name_prefix="attention-lab-grade")
     try:
@@ -416,21 +409,18 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
             for fut in finished:
                 i = futures[fut]
                 results[i] = fut.result()
-                if bar is not None:
-                    bar.set_postfix_str(f"{_cli.shown(results[i].file[:30])}: "
-                                        f"{results[i].status}", refresh=False)
-                    bar.update(1)
+                bar.set_postfix_str(f"{_cli.shown(results[i].file[:30])}: {results[i].status}",
+                                    refresh=False)
+                bar.update(1)
     except KeyboardInterrupt:  # outside the main thread's handlers (no signal handler there)
         stop.set()
-        batch.kill_all()
     finally:
         if stop.is_set():
             batch.kill_all()
             pool.shutdown(wait=False, cancel_futures=True)
             cf.wait(pending, timeout=1.5)  # the cancelled jobs end; their grades are not kept
         pool.shutdown(wait=not stop.is_set())
-        if bar is not None:
-            bar.close()
+        bar.close()
         scratch.close()
         restore()
     changed = []

@@ -346,8 +346,6 @@ class NamespaceSandbox(Sandbox):
         host = Path(host)
         if host.parent == self.folders.inp:
             return f"{JOB}/in/{host.name}"
-        if host.parent == self.folders.out:
-            return f"{JOB}/out/{host.name}"
         raise ValueError(f"{host} is not a file the kernel can see")
 
     def wrap(self, kernel_cmd, *, attempt, connection_file):

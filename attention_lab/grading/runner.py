@@ -114,23 +114,17 @@ class RunResult:
 
 
 def skip_slow_optional_imports() -> None:
-    """Make ``import nbformat`` fast in the command-line tools.
-
-    jsonschema (imported by nbformat) optionally imports ``rfc3987_syntax``, which builds a parser
-    grammar at import time: about 4 s on this project's machines, more than grading a notebook.
-    It only checks the "iri" string format, which notebooks do not use. Called by ``grade`` and
-    ``submit`` before nbformat is imported; has no effect if it is already imported.
-    """
+    """Make ``import nbformat`` fast in ``grade`` and ``submit`` (no effect once it is imported):
+    jsonschema optionally imports ``rfc3987_syntax``, whose grammar takes about 4 s to build, for
+    the "iri" string format, which notebooks do not use."""
     if "rfc3987_syntax" not in sys.modules and "jsonschema" not in sys.modules:
         sys.modules["rfc3987_syntax"] = None  # an ImportError for jsonschema's optional import
 
 
 def _harness_source(config: dict, compile_module: bool) -> str:
-    """The harness cell. The first one of a kernel (``compile_module``) compiles the source of
-    :mod:`attention_lab.exercises.probe` into a private module (the grader's own text, not the
-    package a notebook may have patched); the following ones reuse it. Nothing here is secret or
-    trusted: the grader keeps the cases, asks for them over the channel one at a time, and judges
-    the outputs in its own process."""
+    """The harness cell. The first one of a kernel (``compile_module``) compiles the grader's own
+    text of :mod:`attention_lab.exercises.probe` (not the package a notebook may have patched)
+    into a private module; the following ones reuse it. Nothing here is secret or trusted."""
     source = HARNESS_MODULE_SOURCE if compile_module else None
     return (
         ALIVE_CHECK_CELL + "\n"
@@ -326,8 +320,7 @@ class _Kernel:
         import nbformat
 
         self.job, self.attempt = job, attempt
-        folders = job.folders
-        self.connection_file = folders.inp / f"kernel-{attempt}.json"
+        self.connection_file = job.folders.inp / f"kernel-{attempt}.json"
         self.channel, self.log = Channel(job.cases), KernelLog()
         KM, Client = job.client_classes
         self.context = _zmq_context()
@@ -347,13 +340,12 @@ class _Kernel:
                              startup_timeout=int(job.limits.startup_timeout),
                              kernel_name="python3", record_timing=False,
                              store_widget_state=False, iopub_timeout=IOPUB_SECONDS,
-                             resources={"metadata": {"path": str(folders.work)}},
+                             resources={"metadata": {"path": str(job.folders.work)}},
                              log=_NBCLIENT_LOG)
         self.timeout = job.limits.cell_timeout
         self.client.timeout_func = lambda cell: self.timeout
-        # exit()/quit() make ipykernel stop its loop 0.1 s *after* the cell, so whether the next
-        # cells still run is a race. The execute reply carries an "ask_exit" payload: treat it as
-        # "the kernel ends after this cell", every time, whatever the machine's load.
+        # exit()/quit() stop ipykernel 0.1 s *after* the cell (a race with the next cells): its
+        # reply's "ask_exit" payload means "the kernel ends after this cell", whatever the load
         self.asked_exit: set[int] = set()
         self.error: tuple[str, str] | None = None  # of the last cell executed
         self.client.on_cell_executed = self._on_executed
@@ -405,10 +397,9 @@ class _Kernel:
         self.channel.drain()
         self.channel.close()
         self.log.close()
-        # Closed here, in the job's event loop: whatever socket is still open. ZeroMQ's term then
-        # takes about 0.1 s more (its I/O thread winding down) and waits for nothing of ours:
-        # it runs in a thread of its own, so that the next notebook does not wait for it; the
-        # sandbox lets go of what the channels reached (sockets it pinned) only after that.
+        # Every socket still open is closed here, in the job's loop; ZeroMQ's term (0.1 s more)
+        # runs in a thread of its own so the next notebook does not wait for it, and only then
+        # does the sandbox let go of the sockets it pinned.
         for sock in zmq_compat.open_sockets(self.context):
             sock.close(linger=0)
         release = self.job.sandbox.connections_released
@@ -458,8 +449,7 @@ class _Job:
         work on the job, has used ``Limits.grader_seconds`` of CPU."""
         while True:
             await asyncio.sleep(0.05)
-            used = time.thread_time() - self.cpu0
-            if used > self.limits.grader_seconds:
+            if time.thread_time() - self.cpu0 > self.limits.grader_seconds:
                 self.result.too_large = (f"the grader's own work on this notebook took more than "
                                          f"{self.limits.grader_seconds:g} s of CPU (the limit)")
                 self.sandbox.kill()
@@ -467,18 +457,15 @@ class _Job:
 
     async def kernels(self) -> None:
         for attempt in range(1, self.limits.max_attempts + 1):
-            if not self.pending or self.result.too_large or self.sandbox.cancelled:
-                break
-            if self.time_left(0) is None:
+            if (not self.pending or self.result.too_large or self.sandbox.cancelled
+                    or self.time_left(0) is None):
                 break
             self.result.attempts = attempt
             kernel = _Kernel(self, attempt)
             try:
-                step = await self.start(kernel)
-                if step == NEXT:
-                    step = await self.run_cells(kernel)
-                if step == NEXT:
-                    step = await self.ask_answers(kernel)
+                for do in (self.start, self.run_cells, self.ask_answers):
+                    if (step := await do(kernel)) != NEXT:
+                        break
             finally:
                 await kernel.shutdown()
             if step == STOP:
@@ -551,8 +538,7 @@ class _Job:
         for idx, cell in enumerate(self.cells):
             if cell.get("cell_type") == "code" and idx not in self.skip and str(
                     cell.get("source", "")).strip():
-                step = await self.run_cell(kernel, idx)
-                if step != NEXT:
+                if (step := await self.run_cell(kernel, idx)) != NEXT:
                     return step
         return NEXT
 
@@ -633,7 +619,7 @@ class _Job:
         kernel.timeout = self.time_left(self.limits.check_seconds + 5)
         if kernel.timeout is None:
             return STOP
-        config = {"channel": channel.kernel_number,
+        config = {"channel": channel.kernel_fd,
                   "exercises": [{"id": ex.id, "kind": ex.kind, "names": list(ex.answer_names)}
                                 for ex in group]}
         kernel.nb.cells[kernel.harness_index].source = _harness_source(
@@ -751,12 +737,10 @@ def _run_coroutine(coro) -> None:
 def run_notebook(nb, workdir: Path, exercises: list, cases: dict, limits: Limits,
                  sandbox: Sandbox | None = None) -> RunResult:
     """Run ``nb`` (an nbformat v4 notebook) in sandboxed kernels in ``workdir`` and return the
-    raw records of ``exercises`` on ``cases`` (id -> the run's cases, in order:
-    :func:`.cases.run_cases`). Never raises; problems end up in the result.
+    raw records of ``exercises`` on ``cases`` (id -> :func:`.cases.run_cases`). Never raises.
 
-    ``sandbox`` (default: :func:`.sandbox.for_job` for ``workdir``, closed at the end) confines
-    the kernels; a caller that passes its own can stop the job from another thread with
-    ``sandbox.kill()`` and closes it itself.
+    ``sandbox`` (default: :func:`.sandbox.for_job`, closed at the end): a caller that passes its
+    own can stop the job from another thread with ``sandbox.kill()`` and closes it itself.
     """
     result = RunResult()
     folders = JobFolders(Path(workdir))

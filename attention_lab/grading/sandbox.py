@@ -120,12 +120,9 @@ def for_job(folders: JobFolders, limits) -> Sandbox:
 
 # ====================================================================== scratch folders
 class ScratchRoot:
-    """A batch's scratch folder, ``<tmp>/attention-lab-batch-XXXX``, locked (``flock`` on the
-    folder) while the batch runs.
-
-    Creating one first removes what graders that died left behind (:func:`clean_stale`). Use as
-    a context manager; :attr:`path` is the folder.
-    """
+    """A batch's scratch folder :attr:`path`, ``<tmp>/attention-lab-batch-XXXX``, locked
+    (``flock``) while the batch runs; creating one first removes what graders that died left
+    behind (:func:`clean_stale`)."""
 
     def __init__(self) -> None:
         clean_stale()

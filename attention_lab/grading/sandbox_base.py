@@ -83,7 +83,7 @@ class Sandbox(abc.ABC):
         return kernel_dirs(str(self.folders.home))
 
     def path(self, host: Path) -> str:
-        """The job file ``host`` (in ``in/`` or ``out/``) as the kernel sees it."""
+        """The job file ``host`` (in ``in/``) as the kernel sees it."""
         return str(host)
 
     @abc.abstractmethod

@@ -95,12 +95,9 @@ def no_notebook(path: Path, root: Path, held: list[str]) -> "Submission":
         problem = f"no notebook in this upload: it holds {what}"
     else:
         problem = f"not a notebook (*{SUFFIXES[0]} or *{SUFFIXES[1]}) but {path.suffix or 'a file'}"
-    st = os.lstat(path)
-    sub = Submission(path, str(path.relative_to(root.resolve())), None, None,
-                     problem + ": ask the student to hand in the notebook itself",
-                     mtime=st.st_mtime)
-    sub.held, sub.is_folder = list(held), path.is_dir()
-    return sub
+    return Submission(path, str(path.relative_to(root.resolve())), None, None,
+                      problem + ": ask the student to hand in the notebook itself",
+                      mtime=os.lstat(path).st_mtime, held=list(held), is_folder=path.is_dir())
 
 
 def not_a_file(st: os.stat_result) -> str:
