@@ -539,10 +539,9 @@ def _hand_scores_at_risk(out: Path, merge, previous: Report | None = None) -> st
     path = out / "written.csv"
     if not path.is_file() or (merge and Path(merge).resolve() == path.resolve()):
         return ""
-    merged = set()
-    for s in previous.counted() if previous is not None else []:
-        merged |= {(s.student, s.assignment, i, g.score, g.comment)
-                   for i, g in s.exercises.items() if g.status == "hand_graded" or g.comment}
+    merged = {(s.student, s.assignment, i, g.score, g.comment)
+              for s in (previous.counted() if previous is not None else [])
+              for i, g in s.exercises.items() if g.status == "hand_graded" or g.comment}
     try:
         rows = written.read(path)
         filled = sum(1 for r in rows if (r.score is not None or r.comment) and (

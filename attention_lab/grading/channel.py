@@ -64,9 +64,10 @@ class _Pair:
         """Read from now on (the kernel has started: its end is closed here)."""
         self.kernel_end.close()
         self.loop = loop
-        loop.add_reader(self.sock.fileno(), self.read)
+        loop.add_reader(self.sock.fileno(), self.drain)
 
-    def read(self) -> None:
+    def drain(self) -> None:
+        """Read what the kernel sent (also what the loop has not delivered yet)."""
         while self.loop is not None:
             try:
                 chunk = self.sock.recv(1 << 16)
@@ -79,9 +80,6 @@ class _Pair:
                 return
             self.received += len(chunk)
             self.take(chunk)
-
-    def take(self, chunk: bytes) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
 
     def close(self) -> None:
         if self.loop is not None:
@@ -107,8 +105,7 @@ class KernelLog(_Pair):
 
     def tail(self) -> str:
         """The last line written (what a sandbox that did not start said)."""
-        if self.loop is not None:
-            self.read()
+        self.drain()
         lines = self.last.decode("utf-8", "replace").strip().splitlines()
         return lines[-1][:300] if lines else "no message"
 
@@ -282,11 +279,6 @@ class Channel(_Pair):
             self.problem = f"the notebook interfered with the grader's channel: {why}"
         self.waiting = ""
         self.close()
-
-    def drain(self) -> None:
-        """Read what the kernel sent and the loop has not delivered yet."""
-        if self.loop is not None:
-            self.read()
 
 
 def _compute(fn, raw_args) -> dict:
