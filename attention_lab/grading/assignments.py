@@ -57,10 +57,6 @@ ASSIGNMENTS: dict[str, Assignment] = {
 }
 
 
-def of_exercise(ex: Exercise) -> Assignment:
-    return next(a for a in ASSIGNMENTS.values() if a.level == ex.level)
-
-
 class UnknownAssignment(ValueError):
     pass
 
@@ -117,4 +113,4 @@ def detect(metadata, *names: str) -> tuple[Assignment | None, str, str]:
 
 
 __all__ = ["ASSIGNMENTS", "Assignment", "METADATA_KEY", "UnknownAssignment", "detect",
-           "from_file_name", "of_exercise", "points", "resolve"]
+           "from_file_name", "points", "resolve"]

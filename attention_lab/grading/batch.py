@@ -1,41 +1,25 @@
 """``python -m attention_lab grade SUBMISSIONS_DIR --out OUT_DIR``: grade a folder of submissions.
 
-Every ``.ipynb`` and ``.submission.json`` (from ``python -m attention_lab submit``) under the
-folder is graded into ``OUT_DIR/grades.csv`` (one row per submission: file, student, assignment,
-status, totals, one column per exercise) and ``OUT_DIR/grades.json`` (per exercise: status,
-score, message; the written answers' text for the instructor), plus the course's outputs:
-``written.csv`` (:mod:`.written`), ``gradebook.csv`` (:mod:`.gradebook`) and ``feedback/``
-(:mod:`.feedback`). Each submission is graded as one assignment (:mod:`.assignments`: its
-notebook's metadata, its file name, or ``--assignment``) and belongs to one student
-(:mod:`.students`: its folder, its metadata, or its file name).
+Every ``.ipynb`` and ``.submission.json`` under the folder is graded into ``OUT_DIR/grades.csv``
+(one row per submission) and ``OUT_DIR/grades.json`` (per exercise: status, score, message), plus
+the course's outputs (:mod:`.written`, :mod:`.gradebook`, :mod:`.feedback`). Each submission is
+graded as one assignment (:mod:`.assignments`) and belongs to one student (:mod:`.students`).
 
-How a submission is graded (:mod:`.runner` runs it, :mod:`.sandbox` confines it):
-
-* its bytes are read once, hashed, and copied into a scratch folder of its own; the original is
-  never opened for writing, and every original is re-hashed at the end (a change is reported);
-* a fresh kernel runs the student's cells in a sandbox of its own (:mod:`.sandbox`: namespaces
-  made by bubblewrap, a size-capped scratch, cgroups, hard limits, per-cell and whole-notebook
-  time limits); where isolation is unavailable the grader says so once and records it, and
-  ``--require-sandbox`` refuses to run;
-* the grader's harness calls each answer on inputs chosen by the grader (fixed edge cases plus
-  cases drawn from this run's seed, :mod:`.cases`), asked for one at a time over the kernel's
-  channel (:mod:`.channel`), and the grader keeps the raw outputs as JSON;
-* the grader judges those outputs against the package's reference implementations in its own
-  process. Redefining ``check``, editing or deleting a check cell, or patching
-  ``attention_lab.exercises`` inside the notebook changes nothing.
+How a submission is graded: its bytes are read once, hashed and copied into a scratch folder of
+its own (the original is never opened for writing, and is re-hashed at the end); a fresh kernel
+runs the student's cells in a sandbox (:mod:`.runner`, :mod:`.sandbox`); the grader's harness
+calls each answer on the grader's cases (:mod:`.cases`, :mod:`.channel`) and the grader judges the
+raw outputs against the package's references in its own process, so redefining ``check`` or
+patching ``attention_lab.exercises`` in the notebook changes nothing.
 
 Statuses per exercise: ``pass | fail | error | not_attempted | timeout | unreadable |
 too_large | needs_instructor``. The batch never aborts: one bad notebook only ever affects its
-own row.
-The command exits 0 when the report is written, 2 for a bad folder or argument.
+own row. The command exits 0 when the report is written, 2 for a bad folder or argument.
 
-The steps, in order: :func:`.submissions.discover` the files and
-:func:`.submissions.read_submissions` (bytes, hash and ``Submission.meta``), :class:`Batch` grades
-each one into a :class:`.report.SubmissionGrade` (carrying the submission's ``meta`` into
-grades.json), :func:`grade_folder` collects them into a :class:`.report.Report`, and
-:func:`.outputs.write_report` runs every writer of ``outputs.REPORT_WRITERS``. Facts about a
-submission besides its content (its assignment, its student) go in ``Submission.meta`` where the
-submissions are read; further outputs (feedback, a gradebook) are further writers.
+The steps: :func:`collect` the files (:mod:`.submissions`), :func:`identify` them (facts besides
+their content go in ``Submission.meta``), :class:`Batch` grades each into a
+:class:`.report.SubmissionGrade`, :func:`grade_folder` collects those into a
+:class:`.report.Report`, and :func:`.outputs.write_report` runs every writer.
 """
 
 from __future__ import annotations
@@ -118,7 +102,7 @@ def _judged(ex, raw, cases: list, cell_events: list, earlier: list) -> ExerciseG
 
 def _unrecorded(ex, run, timeouts: list) -> ExerciseGrade:
     """The grade of an answer the run has no record of, and why."""
-    if ex.id in run.interrupted and run.interrupted[ex.id] == "crash":
+    if run.interrupted.get(ex.id) == "crash":
         return _grade("error", f"the kernel died while your answer `{ex.answer_label}` was "
                                f"running (os._exit, a crash in compiled code, or memory)",
                       "kernel died in the answer")
@@ -190,9 +174,8 @@ class Batch:
         try:
             g = self._grade(index, sub)
         except Exception as exc:  # never abort the batch
-            g = SubmissionGrade(sub.rel, sub.sha256, "error", f"internal grader error: "
-                                                              f"{type(exc).__name__}: {exc}")
-            g.exercises = _all("error", g.message)
+            message = f"internal grader error: {type(exc).__name__}: {exc}"
+            g = SubmissionGrade(sub.rel, sub.sha256, "error", message, _all("error", message))
         g.meta = dict(sub.meta)
         g.seconds = time.monotonic() - t0
         g.grader_seconds = time.thread_time() - cpu0
@@ -204,9 +187,8 @@ class Batch:
 
         def not_run(status: str, message: str, each: str = "", summary: str = ""):
             """A submission that is not run: every exercise gets the same grade."""
-            g = SubmissionGrade(rel, digest, status, message)
-            g.exercises = _all(each or status, message, [ex.id for ex in exercises], summary)
-            return g
+            return SubmissionGrade(rel, digest, status, message, _all(
+                each or status, message, [ex.id for ex in exercises], summary))
 
         if sub.held is not None:
             return not_run("no_notebook", sub.problem)
@@ -224,13 +206,12 @@ class Batch:
             return g
         run, sandbox_keys = self._run(index, nb, exercises)
         grades, status, message = verdicts_from_run(run, self.cases, nb, exercises)
-        g = SubmissionGrade(rel, digest, status, "; ".join(notes + ([message] if message else [])))
-        g.exercises = grades
-        g.attempts = run.attempts
-        g.sandbox = {k: run.sandbox[k] for k in sandbox_keys if k in run.sandbox}
-        g.cells = [{"cell": e.index, "event": e.kind, "name": e.name, "message": e.message}
-                   for e in run.events]
-        return g
+        return SubmissionGrade(
+            rel, digest, status, "; ".join(notes + ([message] if message else [])), grades,
+            attempts=run.attempts,
+            sandbox={k: run.sandbox[k] for k in sandbox_keys if k in run.sandbox},
+            cells=[{"cell": e.index, "event": e.kind, "name": e.name, "message": e.message}
+                   for e in run.events])
 
     def _run(self, index: int, nb, exercises):
         """Run ``nb`` in a job folder of its own (removed after) and a sandbox of its own,
@@ -311,8 +292,7 @@ def identify(subs: list[Submission], assignment: str | None = None, roster=None,
             meta["due"] = due.isoformat(timespec="seconds")
         when = _dt.datetime.fromisoformat(meta["submitted"])
         meta.update(late.lateness(when, due, bool(meta.get("lms_late"))))
-        meta["late_kept"] = policy.kept(meta["late_days"])
-        meta["late_policy"] = policy.describe()
+        meta.update(late_kept=policy.kept(meta["late_days"]), late_policy=policy.describe())
     twins = students.near_duplicates({s.meta["student"] for s in subs})
     for sub in subs:
         if sub.meta["student"] in twins:
@@ -357,10 +337,9 @@ def _stop_on_signals(batch: Batch, stop: threading.Event):
 
 
 def collect(folder, out=None, files=None, skipped=None) -> tuple[list[Submission], list[Path]]:
-    """(every submission under ``folder``, read once, in path order; the files skipped): the
-    notebooks and submission files, and a ``no_notebook`` submission per upload that holds
-    none. ``files`` and ``skipped``: what :func:`.submissions.discover` found (found again
-    when not given)."""
+    """(every submission under ``folder``, read once, in path order, with a ``no_notebook`` one
+    per upload that holds none; the files skipped). ``files`` and ``skipped``: what
+    :func:`.submissions.discover` found (found again when not given)."""
     folder = Path(folder)
     root = folder.resolve()
     if files is None:
@@ -416,12 +395,10 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     results: list = [kept.get(i) for i in range(len(subs))]
     stop = threading.Event()
     restore = _stop_on_signals(batch, stop)
-    bar = None
-    if progress:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr,
-                   dynamic_ncols=True)
+    bar = tqdm(total=len(todo), desc="grading", unit="notebook", file=sys.stderr,
+               dynamic_ncols=True, disable=not progress)
     pool = cf.ThreadPoolExecutor(max_workers=max(1, int(jobs)),
                                  thread_name_prefix="attention-lab-grade")
     try:
@@ -432,27 +409,23 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
             for fut in finished:
                 i = futures[fut]
                 results[i] = fut.result()
-                if bar is not None:
-                    bar.set_postfix_str(f"{_cli.shown(results[i].file[:30])}: "
-                                        f"{results[i].status}", refresh=False)
-                    bar.update(1)
+                bar.set_postfix_str(f"{_cli.shown(results[i].file[:30])}: {results[i].status}",
+                                    refresh=False)
+                bar.update(1)
     except KeyboardInterrupt:  # outside the main thread's handlers (no signal handler there)
         stop.set()
-        batch.kill_all()
     finally:
         if stop.is_set():
             batch.kill_all()
             pool.shutdown(wait=False, cancel_futures=True)
             cf.wait(pending, timeout=1.5)  # the cancelled jobs end; their grades are not kept
         pool.shutdown(wait=not stop.is_set())
-        if bar is not None:
-            bar.close()
+        bar.close()
         scratch.close()
         restore()
     changed = []
     for sub, res in zip(subs, results):
-        what = unchanged(sub)
-        if what and res is not None:
+        if res is not None and (what := unchanged(sub)):
             changed.append({"file": sub.rel, "change": what})
             res.message = (res.message + "; " if res.message else "") + \
                 f"WARNING: this file was {what} while the batch was graded (it was graded " \
@@ -475,8 +448,7 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
 
 def isolation_record() -> dict:
     """The batch's isolation, for grades.json: the sandbox, or why there is none."""
-    problem = isolation_problem()
-    if problem:
+    if problem := isolation_problem():
         return {"sandbox": None, "problem": problem}
     from .namespaces import cgroup_parents, visible_paths
 
@@ -567,10 +539,9 @@ def _hand_scores_at_risk(out: Path, merge, previous: Report | None = None) -> st
     path = out / "written.csv"
     if not path.is_file() or (merge and Path(merge).resolve() == path.resolve()):
         return ""
-    merged = set()
-    for s in previous.counted() if previous is not None else []:
-        merged |= {(s.student, s.assignment, i, g.score, g.comment)
-                   for i, g in s.exercises.items() if g.status == "hand_graded" or g.comment}
+    merged = {(s.student, s.assignment, i, g.score, g.comment)
+              for s in (previous.counted() if previous is not None else [])
+              for i, g in s.exercises.items() if g.status == "hand_graded" or g.comment}
     try:
         rows = written.read(path)
         filled = sum(1 for r in rows if (r.score is not None or r.comment) and (
@@ -590,8 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     if args is None:
         return code
     folder, out = Path(args.submissions), Path(args.out)
-    problem = _folder_problem(folder, out)
-    if problem:
+    if problem := _folder_problem(folder, out):
         return _cli.fail("grade", problem)
     files, skipped = discover(folder, out)
     if not files and not without_notebook(folder, files, skipped, out):
@@ -613,8 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     options, problem = _course_options(args, out)
     if problem:
         return _cli.fail("grade", problem)
-    problem = _hand_scores_at_risk(out, args.merge, options["previous"])
-    if problem:
+    if problem := _hand_scores_at_risk(out, args.merge, options["previous"]):
         return _cli.fail("grade", problem)
     try:
         import nbclient  # noqa: F401

@@ -1,15 +1,11 @@
 """The cases a grading run gives each exercise, in the order the kernel meets them.
 
-The checks' own cases (``exercises.judging.cases_for``: fixed edge cases, then cases drawn from
-the run's seed), except that the cases handing an implementation to a student's *test* (checks
-1.4, 2.6, 3.2: correct and broken attentions and masked softmaxes, :class:`Impl`) come after the
-answer's other cases, in an order drawn from the seed. With the channel (:mod:`.channel`), which
-reveals one case at a time and runs the implementations in the grader only:
-
-* a test's verdict cannot be given by position: which implementation comes when is this run's,
-  and the seed is never shown to a kernel;
-* no implementation is handed over before the answer's own cases of that exercise are recorded
-  (a correct masked softmax handed to 2.6's test cannot compute 2.6's answers).
+The checks' own cases (``exercises.judging.cases_for``), except that the cases handing an
+implementation (:class:`Impl`) to a student's *test* (1.4, 2.6, 3.2) come after the answer's
+other cases, in an order drawn from the seed. With the channel revealing one case at a time, a
+test's verdict cannot be given by position (the seed is never shown to a kernel), and no
+implementation is handed over before that exercise's own cases are recorded (a correct masked
+softmax handed to 2.6's test cannot compute 2.6's answers).
 """
 
 from __future__ import annotations

@@ -21,12 +21,9 @@ the kernel sends) and keeps the schedule (:class:`.probe.Schedule`) and the reco
 
 **Bounds.** The grader reads at most ``MAX_BYTES`` from a kernel and no line above
 ``probe.MAX_MESSAGE_BYTES``; anything that is not the message it waits for (junk, a forged
-record, a message out of turn, a line too long, too many calls) *cuts* the channel: the grader
-stops reading it at once and the exercises it had not recorded get an error saying why. Each line
-is parsed once, as it arrives. The kernel's stderr (:class:`KernelLog`) keeps its last
-``LOG_TAIL`` bytes in memory and is closed after ``LOG_MAX_BYTES``; a kernel cannot reopen either
-socket through ``/proc/self/fd`` (Linux refuses to open a socket by path). All of this runs in
-the job's own thread, whose CPU time counts against the job (``Limits.grader_seconds``).
+record, a message out of turn, a line too long) *cuts* the channel: the grader stops reading it
+and the exercises it had not recorded get an error saying why. The kernel's stderr
+(:class:`KernelLog`) keeps its last ``LOG_TAIL`` bytes and is closed after ``LOG_MAX_BYTES``.
 """
 
 from __future__ import annotations
@@ -59,21 +56,18 @@ class _Pair:
         self.sock, self.kernel_end = socket.socketpair()
         self.sock.setblocking(False)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2 ** 20)  # (Linux caps it)
-        self.kernel_number = self.kernel_end.fileno()  # the kernel's descriptor number too
+        self.kernel_fd = self.kernel_end.fileno()  # the kernel's descriptor number too
         self.loop = None
         self.received = 0
-
-    @property
-    def kernel_fd(self) -> int:
-        return self.kernel_end.fileno()
 
     def attach(self, loop) -> None:
         """Read from now on (the kernel has started: its end is closed here)."""
         self.kernel_end.close()
         self.loop = loop
-        loop.add_reader(self.sock.fileno(), self.read)
+        loop.add_reader(self.sock.fileno(), self.drain)
 
-    def read(self) -> None:
+    def drain(self) -> None:
+        """Read what the kernel sent (also what the loop has not delivered yet)."""
         while self.loop is not None:
             try:
                 chunk = self.sock.recv(1 << 16)
@@ -86,9 +80,6 @@ class _Pair:
                 return
             self.received += len(chunk)
             self.take(chunk)
-
-    def take(self, chunk: bytes) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
 
     def close(self) -> None:
         if self.loop is not None:
@@ -114,8 +105,7 @@ class KernelLog(_Pair):
 
     def tail(self) -> str:
         """The last line written (what a sandbox that did not start said)."""
-        if self.loop is not None:
-            self.read()
+        self.drain()
         lines = self.last.decode("utf-8", "replace").strip().splitlines()
         return lines[-1][:300] if lines else "no message"
 
@@ -178,19 +168,18 @@ class Channel(_Pair):
             return
         case = self.cases[self.current][i]
         self.keys = {}
-        args = []
-        for a in case.args:
-            if is_marker(a):
-                fn = callable_of(a)
-                key = secrets.token_hex(8)
-                self.keys[key] = fn
-                args.append({"__callable__": {"key": key, "name": fn.__name__}})
-            else:
-                args.append(probe.encode(a))
+        args = [self._hand_over(callable_of(a)) if is_marker(a) else probe.encode(a)
+                for a in case.args]
         self.asked = 0
         self.waiting = "result"
         self._send({"call": {"fn": case.fn, "args": args,
                              "seconds": self.schedule.seconds(self.call_seconds)}})
+
+    def _hand_over(self, fn) -> dict:
+        """A function of the case's, as the kernel gets it: a key only this case may call."""
+        key = secrets.token_hex(8)
+        self.keys[key] = fn
+        return {"__callable__": {"key": key, "name": fn.__name__}}
 
     def on_head(self, head) -> None:
         if not isinstance(head, dict):
@@ -290,11 +279,6 @@ class Channel(_Pair):
             self.problem = f"the notebook interfered with the grader's channel: {why}"
         self.waiting = ""
         self.close()
-
-    def drain(self) -> None:
-        """Read what the kernel sent and the loop has not delivered yet."""
-        if self.loop is not None:
-            self.read()
 
 
 def _compute(fn, raw_args) -> dict:

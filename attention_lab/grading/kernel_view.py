@@ -1,14 +1,10 @@
 """``attention_lab`` as a graded kernel sees it: the chapter's data and check/hint/status only.
 
 Not imported by the grader: :func:`.namespaces.build_view` copies this file as
-``attention_lab/__init__.py`` (beside ``examples.py`` and an ``exercises/__init__.py`` that
-re-exports ``check``, ``hint`` and ``status``) into a folder that the kernel's sandbox mounts over
-the package. So an answer cannot delegate to the package's implementations (``softmax``,
-``attend``, the scores, masks, costs, the torch path, the checks' own helpers): they are not there.
-Using one raises :class:`ReferenceNotAvailable`, whose message says why, and the grader reports
-such an answer as not earning its mark.
-
-``check``, ``hint`` and ``status`` only say that the grader checks every answer itself.
+``attention_lab/__init__.py`` into the folder the kernel's sandbox mounts over the package. So an
+answer cannot delegate to the package's implementations: they are not there, and using one raises
+:class:`ReferenceNotAvailable`, reported as not earning its mark. ``check``, ``hint`` and
+``status`` only say that the grader checks every answer itself.
 """
 
 import importlib.abc

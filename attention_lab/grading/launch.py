@@ -1,23 +1,13 @@
 """The first process of every grading kernel: limits and cgroups, then ``exec`` of the sandbox.
 
-Run as a script by the grader, ``python -I -S launch.py CONFIG.json -- COMMAND ARGS...``
-(standard library only: nothing from the package is imported, and nothing the student wrote has run
-yet). In order, it
-
-1. asks Linux to SIGKILL it when the grader's thread that started it dies (``prctl``
-   ``PR_SET_PDEATHSIG``, kept across ``exec``: bubblewrap's outer process then dies with the
-   grader, and the sandbox with it), and exits if the grader is already gone;
-2. joins the job's cgroups (writes its pid to each ``cgroup.procs`` of ``CONFIG["cgroups"]``), so
-   that everything started after it counts against the job's pids and CPU limits;
-3. sets hard resource limits (soft = hard, so the kernel cannot raise them again): address space,
-   file size, CPU time, core dumps, and (where no cgroup caps the job's processes) the number of
-   processes of its user;
-4. opens ``CONFIG["info"]`` for writing and puts its descriptor number in place of ``{info_fd}`` in
-   COMMAND (bubblewrap writes the pid of the sandbox's first process there);
-5. writes what it applied to ``CONFIG["report"]`` (JSON) and replaces itself with COMMAND
-   (``execvp`` keeps the pid and everything set here).
-
-A limit or cgroup it cannot apply is reported, not fatal; the grader decides what is required.
+Run as a script by the grader, ``python -I -S launch.py CONFIG.json -- COMMAND ARGS...``, with the
+standard library only (nothing of the package is imported, nothing the student wrote has run
+yet). It asks Linux to SIGKILL it when the grader's thread that started it dies
+(``PR_SET_PDEATHSIG`` survives ``exec``, so the sandbox dies with the grader), joins the job's
+cgroups (``CONFIG["cgroups"]``), sets hard limits (soft = hard, so the kernel cannot raise them),
+hands bubblewrap a descriptor of ``CONFIG["info"]`` in place of ``{info_fd}``, writes what it
+applied to ``CONFIG["report"]`` and ``execvp``s COMMAND. A limit or cgroup it cannot apply is
+reported, not fatal: the grader decides what is required.
 """
 
 from __future__ import annotations

@@ -1,32 +1,17 @@
 """The isolated sandbox: every kernel in namespaces of its own, made by bubblewrap, in job cgroups.
 
-A kernel runs as ``launch.py`` (hard limits, cgroups) -> ``bwrap`` -> the kernel. bubblewrap gives
-it, on top of the launcher's hard limits:
+A kernel runs as ``launch.py`` (hard limits, cgroups) -> ``bwrap`` -> the kernel, with its own
+PID namespace (killing its first process kills the whole job), network namespace (only a loopback
+of its own; its ZeroMQ channels are unix sockets in its scratch, which the grader pins without
+following links, :meth:`NamespaceSandbox._pin`), mount namespace (a read-only root of the system's
+``/usr``, the Python installation, the package's kernel view (:mod:`.kernel_view`), ``/job/in``,
+and a size-capped tmpfs ``/job``: no submissions, no other job, no home), IPC and UTS namespaces,
+a new session, no capabilities and no further user namespaces.
 
-* its own **PID namespace**: it sees and can signal, renice, prlimit or ptrace only its own
-  processes; when the namespace's first process dies, the kernel kills every process in it, so
-  the job is stopped by killing that one process (no process of a job outlives it, whatever it
-  did to its session or environment);
-* its own **network namespace** with only a loopback device of its own: nothing outside is
-  reachable (TCP, UDP, raw sockets, abstract unix sockets). Its ZeroMQ channels are unix sockets
-  in its scratch folder. The grader opens each one once, as soon as the kernel has bound it and
-  before any student code runs, through ``/proc/PID/root`` one path component at a time without
-  following links (``O_PATH | O_NOFOLLOW``), and connects (and reconnects) only to the socket it
-  holds (``/proc/self/fd/N``): a kernel that later swaps a socket file for a link, or binds
-  another socket there, makes the grader reach nothing but the socket it held;
-* its own **mount namespace**: a read-only root holding only the system's ``/usr`` (and the
-  ``/lib``, ``/bin`` links), the Python installation and its site-packages, the package as answers
-  may use it (:mod:`.kernel_view`, mounted over the package's folder), ``/job/in`` (its connection
-  file, read-only), a fresh ``/proc`` and a minimal ``/dev``; and ``/job``, a
-  tmpfs of ``Limits.scratch_mb`` (its working directory, home, temporary files, sockets) that
-  vanishes with the namespace (``/tmp`` and ``/dev/shm`` are small tmpfs of their own). No submissions folder, no other job, no checkout, no home;
-* its own IPC and UTS namespaces, a new session (no terminal), no capabilities (also when the
-  grader runs as root) and no further user namespaces.
-
-The launcher puts the job in a **pids** cgroup (``Limits.max_tasks`` processes and threads) and a
-**cpu** cgroup (one core) where the grader may create them (cgroup v1 hierarchies or a v2 tree with
-those controllers delegated; as root on this project's machines). Without them, the pids limit
-falls back to ``RLIMIT_NPROC`` (effective for a non-root grader only).
+The launcher puts the job in a **pids** cgroup (``Limits.max_tasks``) and a **cpu** cgroup (one
+core) where the grader may create them (cgroup v1, or v2 with those controllers delegated);
+without them, the pids limit falls back to ``RLIMIT_NPROC`` (a non-root grader only). Each
+promise and the test that attacks it: ``docs/design/grading.md``.
 """
 
 from __future__ import annotations
@@ -79,9 +64,7 @@ def visible_paths() -> tuple[tuple[str, ...], ...]:
             args.append(("--symlink", os.readlink(top), top))
         elif os.path.isdir(top):
             args.append(("--ro-bind", top, top))
-    python = {sys.base_prefix, sys.prefix, *site.getsitepackages()}
-    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
-        python.add(site.getusersitepackages())
+    python = {sys.base_prefix, sys.prefix, *_site_packages()}
     bound = [a[2] for a in args if a[0] == "--ro-bind"]
     for path in sorted(python, key=len):
         if os.path.isdir(path) and not any(_inside(path, b) for b in bound):
@@ -93,10 +76,14 @@ def visible_paths() -> tuple[tuple[str, ...], ...]:
 def kernel_path() -> list[str]:
     """What a graded kernel (started with ``-S``) puts on ``sys.path``: the package's parent folder
     (inside the sandbox it holds only the package's view), then the site-packages."""
-    path = [str(package_dir().parent), *site.getsitepackages()]
-    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
-        path.append(site.getusersitepackages())
-    return list(dict.fromkeys(path))
+    return list(dict.fromkeys([str(package_dir().parent), *_site_packages()]))
+
+
+def _site_packages() -> list[str]:
+    """The grader's site-packages, and the user's where Python uses it."""
+    user = site.getusersitepackages()
+    return site.getsitepackages() + ([user] if site.ENABLE_USER_SITE and os.path.isdir(user)
+                                     else [])
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -359,8 +346,6 @@ class NamespaceSandbox(Sandbox):
         host = Path(host)
         if host.parent == self.folders.inp:
             return f"{JOB}/in/{host.name}"
-        if host.parent == self.folders.out:
-            return f"{JOB}/out/{host.name}"
         raise ValueError(f"{host} is not a file the kernel can see")
 
     def wrap(self, kernel_cmd, *, attempt, connection_file):

@@ -2,36 +2,25 @@
 
 One call of :func:`run_notebook` = one submission, run by a :class:`_Job` in named steps:
 
-1. **prepare** (once): the job's folders (:class:`.sandbox_base.JobFolders`), the kernel's (minimal)
-   environment, the cells not worth running;
-2. **start** (per kernel): nbclient/jupyter_client start a kernel through the sandbox
-   (:class:`.sandbox_base.Sandbox`: limits, namespaces); it inherits two sockets of the grader's
-   (:mod:`.channel`): its harness channel and its stderr (whose last lines the grader keeps in
-   memory: nothing of a kernel reaches the grader's disk, and a socket cannot be reopened through
-   ``/proc/self/fd``);
-3. **run cells**: the student's code cells, one at a time, each with the per-cell time limit and
-   all of them within the whole-notebook limit; errors (from the execute replies) are recorded,
-   never fatal. What the grader reads from the kernel is capped: it keeps no outputs and does not
-   wait for them (printed text and displays are not even sent to it: it subscribes only to the
-   kernel's own IOPub topics, which it needs to see the kernel start), ZeroMQ refuses any frame
-   above ``MAX_MESSAGE_BYTES`` and queues at most ``QUEUE_MESSAGES`` messages;
-4. **ask for the answers**: the grader's harness cells (the source of
-   :mod:`attention_lab.exercises.probe`, in a fresh namespace) answer the grader over the channel
-   (:mod:`.channel`): it asks for each answer by name and for one case at a time, in the run's
-   order, runs the functions a case hands over in its own process, and keeps the records (one
-   cell per exercise whose answer the notebook defines, one cell for all the others);
-5. **recover**: a cell that times out is interrupted (by nbclient: ``interrupt_on_timeout``)
-   and the kernel asked whether it still answers (the alive check); a kernel that died (``os._exit``, a crash) or hangs is killed (the
-   sandbox stops every process of the job) and a new one started, skipping the cells that killed
-   it, and the harness continues with the exercises not yet recorded (at most ``max_attempts``
-   kernels).
+1. **prepare** (once): the job's folders, the kernel's minimal environment, the cells not worth
+   running;
+2. **start** (per kernel): a kernel started through the sandbox (:class:`.sandbox_base.Sandbox`)
+   inherits two sockets of the grader's (:mod:`.channel`), its harness channel and its stderr:
+   nothing of a kernel reaches the grader's disk, and a socket cannot be reopened through
+   ``/proc/self/fd``;
+3. **run cells**: the student's code cells, each within the per-cell limit and all within the
+   whole-notebook limit; errors are recorded, never fatal. The grader keeps no outputs and
+   subscribes only to the kernel's own IOPub topics (printed text is never sent to it); ZeroMQ
+   refuses frames above ``MAX_MESSAGE_BYTES`` and queues at most ``QUEUE_MESSAGES`` messages;
+4. **ask for the answers**: harness cells (the source of :mod:`attention_lab.exercises.probe`)
+   answer the grader over the channel, one case at a time, in the run's order;
+5. **recover**: a cell that times out is interrupted and the kernel asked whether it still
+   answers (the alive check); a kernel that died or hangs is killed and a new one started,
+   skipping the cells that killed it (at most ``max_attempts`` kernels).
 
-Nothing computed in the kernel is trusted except those raw outputs, and those only as outputs: a
-record passes only if its outputs match the reference on this run's inputs, which the grader
-computes in its own process (:mod:`.batch`) with code the kernel cannot see; what a kernel can
-and cannot forge is in :mod:`.channel` and the threat model (``docs/design/grading.md``). The
-grader's own work on a job runs in the job's thread, and its CPU time is bounded
-(``Limits.grader_seconds``).
+Nothing computed in the kernel is trusted except those raw outputs, judged in the grader's own
+process (:mod:`.batch`); the threat model is in ``docs/design/grading.md``. The grader's own work
+on a job runs in the job's thread, its CPU time bounded by ``Limits.grader_seconds``.
 """
 
 from __future__ import annotations
@@ -125,23 +114,17 @@ class RunResult:
 
 
 def skip_slow_optional_imports() -> None:
-    """Make ``import nbformat`` fast in the command-line tools.
-
-    jsonschema (imported by nbformat) optionally imports ``rfc3987_syntax``, which builds a parser
-    grammar at import time: about 4 s on this project's machines, more than grading a notebook.
-    It only checks the "iri" string format, which notebooks do not use. Called by ``grade`` and
-    ``submit`` before nbformat is imported; has no effect if it is already imported.
-    """
+    """Make ``import nbformat`` fast in ``grade`` and ``submit`` (no effect once it is imported):
+    jsonschema optionally imports ``rfc3987_syntax``, whose grammar takes about 4 s to build, for
+    the "iri" string format, which notebooks do not use."""
     if "rfc3987_syntax" not in sys.modules and "jsonschema" not in sys.modules:
         sys.modules["rfc3987_syntax"] = None  # an ImportError for jsonschema's optional import
 
 
 def _harness_source(config: dict, compile_module: bool) -> str:
-    """The harness cell. The first one of a kernel (``compile_module``) compiles the source of
-    :mod:`attention_lab.exercises.probe` into a private module (the grader's own text, not the
-    package a notebook may have patched); the following ones reuse it. Nothing here is secret or
-    trusted: the grader keeps the cases, asks for them over the channel one at a time, and judges
-    the outputs in its own process."""
+    """The harness cell. The first one of a kernel (``compile_module``) compiles the grader's own
+    text of :mod:`attention_lab.exercises.probe` (not the package a notebook may have patched)
+    into a private module; the following ones reuse it. Nothing here is secret or trusted."""
     source = HARNESS_MODULE_SOURCE if compile_module else None
     return (
         ALIVE_CHECK_CELL + "\n"
@@ -182,7 +165,7 @@ def names_defined(source: str) -> set[str]:
 
 
 def defined_names(source: str, names) -> set[str]:
-    """Which of ``names`` a cell defines (see :func:`names_defined`)."""
+    """Which of ``names`` a cell defines."""
     return names_defined(source) & set(names)
 
 
@@ -337,8 +320,7 @@ class _Kernel:
         import nbformat
 
         self.job, self.attempt = job, attempt
-        folders = job.folders
-        self.connection_file = folders.inp / f"kernel-{attempt}.json"
+        self.connection_file = job.folders.inp / f"kernel-{attempt}.json"
         self.channel, self.log = Channel(job.cases), KernelLog()
         KM, Client = job.client_classes
         self.context = _zmq_context()
@@ -358,21 +340,20 @@ class _Kernel:
                              startup_timeout=int(job.limits.startup_timeout),
                              kernel_name="python3", record_timing=False,
                              store_widget_state=False, iopub_timeout=IOPUB_SECONDS,
-                             resources={"metadata": {"path": str(folders.work)}},
+                             resources={"metadata": {"path": str(job.folders.work)}},
                              log=_NBCLIENT_LOG)
         self.timeout = job.limits.cell_timeout
         self.client.timeout_func = lambda cell: self.timeout
-        # exit()/quit() make ipykernel stop its loop 0.1 s *after* the cell, so whether the next
-        # cells still run is a race. The execute reply carries an "ask_exit" payload: treat it as
-        # "the kernel ends after this cell", every time, whatever the machine's load.
+        # exit()/quit() stop ipykernel 0.1 s *after* the cell (a race with the next cells): its
+        # reply's "ask_exit" payload means "the kernel ends after this cell", whatever the load
         self.asked_exit: set[int] = set()
         self.error: tuple[str, str] | None = None  # of the last cell executed
         self.client.on_cell_executed = self._on_executed
 
     def _on_executed(self, cell=None, cell_index=None, execute_reply=None, **_):
         content = (execute_reply or {}).get("content") or {}
-        payload = content.get("payload") or []
-        if any(isinstance(p, dict) and p.get("source") == "ask_exit" for p in payload):
+        if any(isinstance(p, dict) and p.get("source") == "ask_exit"
+               for p in content.get("payload") or []):
             self.asked_exit.add(cell_index)
         if content.get("status") == "error":
             self.error = (str(content.get("ename", ""))[:200],
@@ -416,10 +397,9 @@ class _Kernel:
         self.channel.drain()
         self.channel.close()
         self.log.close()
-        # Closed here, in the job's event loop: whatever socket is still open. ZeroMQ's term then
-        # takes about 0.1 s more (its I/O thread winding down) and waits for nothing of ours:
-        # it runs in a thread of its own, so that the next notebook does not wait for it; the
-        # sandbox lets go of what the channels reached (sockets it pinned) only after that.
+        # Every socket still open is closed here, in the job's loop; ZeroMQ's term (0.1 s more)
+        # runs in a thread of its own so the next notebook does not wait for it, and only then
+        # does the sandbox let go of the sockets it pinned.
         for sock in zmq_compat.open_sockets(self.context):
             sock.close(linger=0)
         release = self.job.sandbox.connections_released
@@ -469,8 +449,7 @@ class _Job:
         work on the job, has used ``Limits.grader_seconds`` of CPU."""
         while True:
             await asyncio.sleep(0.05)
-            used = time.thread_time() - self.cpu0
-            if used > self.limits.grader_seconds:
+            if time.thread_time() - self.cpu0 > self.limits.grader_seconds:
                 self.result.too_large = (f"the grader's own work on this notebook took more than "
                                          f"{self.limits.grader_seconds:g} s of CPU (the limit)")
                 self.sandbox.kill()
@@ -478,18 +457,15 @@ class _Job:
 
     async def kernels(self) -> None:
         for attempt in range(1, self.limits.max_attempts + 1):
-            if not self.pending or self.result.too_large or self.sandbox.cancelled:
-                break
-            if self.time_left(0) is None:
+            if (not self.pending or self.result.too_large or self.sandbox.cancelled
+                    or self.time_left(0) is None):
                 break
             self.result.attempts = attempt
             kernel = _Kernel(self, attempt)
             try:
-                step = await self.start(kernel)
-                if step == NEXT:
-                    step = await self.run_cells(kernel)
-                if step == NEXT:
-                    step = await self.ask_answers(kernel)
+                for do in (self.start, self.run_cells, self.ask_answers):
+                    if (step := await do(kernel)) != NEXT:
+                        break
             finally:
                 await kernel.shutdown()
             if step == STOP:
@@ -528,9 +504,7 @@ class _Job:
         try:
             await kernel.start(self.env)
         except Exception as exc:
-            report = self.sandbox.report(kernel.attempt)
-            if report:
-                self.result.sandbox = report
+            self.result.sandbox = self.sandbox.report(kernel.attempt) or self.result.sandbox
             self.start_failures += 1
             refusal = self.sandbox.refusal(self.result.sandbox)
             if self.start_failures >= 3 or refusal:
@@ -564,8 +538,7 @@ class _Job:
         for idx, cell in enumerate(self.cells):
             if cell.get("cell_type") == "code" and idx not in self.skip and str(
                     cell.get("source", "")).strip():
-                step = await self.run_cell(kernel, idx)
-                if step != NEXT:
+                if (step := await self.run_cell(kernel, idx)) != NEXT:
                     return step
         return NEXT
 
@@ -646,7 +619,7 @@ class _Job:
         kernel.timeout = self.time_left(self.limits.check_seconds + 5)
         if kernel.timeout is None:
             return STOP
-        config = {"channel": channel.kernel_number,
+        config = {"channel": channel.kernel_fd,
                   "exercises": [{"id": ex.id, "kind": ex.kind, "names": list(ex.answer_names)}
                                 for ex in group]}
         kernel.nb.cells[kernel.harness_index].source = _harness_source(
@@ -764,12 +737,10 @@ def _run_coroutine(coro) -> None:
 def run_notebook(nb, workdir: Path, exercises: list, cases: dict, limits: Limits,
                  sandbox: Sandbox | None = None) -> RunResult:
     """Run ``nb`` (an nbformat v4 notebook) in sandboxed kernels in ``workdir`` and return the
-    raw records of ``exercises`` on ``cases`` (id -> the run's cases, in order:
-    :func:`.cases.run_cases`). Never raises; problems end up in the result.
+    raw records of ``exercises`` on ``cases`` (id -> :func:`.cases.run_cases`). Never raises.
 
-    ``sandbox`` (default: :func:`.sandbox.for_job` for ``workdir``, closed at the end) confines
-    the kernels; a caller that passes its own can stop the job from another thread with
-    ``sandbox.kill()`` and closes it itself.
+    ``sandbox`` (default: :func:`.sandbox.for_job`, closed at the end): a caller that passes its
+    own can stop the job from another thread with ``sandbox.kill()`` and closes it itself.
     """
     result = RunResult()
     folders = JobFolders(Path(workdir))

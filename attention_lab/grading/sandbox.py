@@ -1,27 +1,14 @@
-"""How a grading kernel is confined: the interface the runner calls, and which sandbox a job gets.
+"""Which sandbox confines a job's kernels, and the batch's scratch folders.
 
-**The interface** (grader side; defined in :mod:`.sandbox_base`, which both sandboxes build
-on, and imported from here). For every submission the runner gets a :class:`Sandbox` from
-:func:`for_job` and uses it for every kernel it starts: :meth:`~Sandbox.env` (the kernel's
-variables), :meth:`~Sandbox.path` (a job file as the kernel sees it), :attr:`~Sandbox.transport`
-and :attr:`~Sandbox.kernel_ip` (where the kernel binds its ZeroMQ channels), :meth:`~Sandbox.wrap`
-(the command that starts the kernel confined; it keeps the descriptors the runner passes),
-:meth:`~Sandbox.started` (where the grader connects once it runs),
-:meth:`~Sandbox.connections_released` (the grader's sockets to that kernel are closed),
-:meth:`~Sandbox.report` (what was applied, for grades.json),
-:meth:`~Sandbox.refusal` and :meth:`~Sandbox.kill` (stop every process of the job; also called by
-the batch on Ctrl-C).
+The interface the runner calls is :class:`.sandbox_base.Sandbox` (imported from here).
+:func:`isolation_problem` tries bubblewrap once per process. Where it works, a job gets a
+:class:`~.namespaces.NamespaceSandbox` (see :mod:`.namespaces`). Where it does not (no ``bwrap``,
+no user namespaces, not Linux), a job gets a :class:`ProcessSandbox`: the same hard limits and a
+session of its own, nothing more; the grader says so once and records it, and
+``--require-sandbox`` refuses to run. Both start the kernel through :mod:`.launch`.
 
-**The sandboxes.** :func:`isolation_problem` tries bubblewrap once per process. Where it works, a
-job gets a :class:`~.namespaces.NamespaceSandbox` (own PID, network, mount, IPC and UTS
-namespaces, a size-capped scratch, no capabilities, a pids and CPU cgroup, hard limits; see
-:mod:`.namespaces`). Where it does not (no ``bwrap``, no user namespaces, not Linux), a job gets a
-:class:`ProcessSandbox`: the same hard limits and a session of its own, nothing more; the grader
-says so once and records it, and ``--require-sandbox`` refuses to run.
-
-Both start the kernel through :mod:`.launch` (limits, cgroups, then ``exec``). The scratch folders
-of a batch live in one :func:`scratch_root`, locked while the batch runs, so the next run removes
-whatever a grader that died left behind.
+The scratch folders of a batch live in one :class:`ScratchRoot`, locked while the batch runs, so
+the next run removes whatever a grader that died left behind.
 """
 
 from __future__ import annotations
@@ -133,12 +120,9 @@ def for_job(folders: JobFolders, limits) -> Sandbox:
 
 # ====================================================================== scratch folders
 class ScratchRoot:
-    """A batch's scratch folder, ``<tmp>/attention-lab-batch-XXXX``, locked (``flock`` on the
-    folder) while the batch runs.
-
-    Creating one first removes what graders that died left behind (:func:`clean_stale`). Use as
-    a context manager; :attr:`path` is the folder.
-    """
+    """A batch's scratch folder :attr:`path`, ``<tmp>/attention-lab-batch-XXXX``, locked
+    (``flock``) while the batch runs; creating one first removes what graders that died left
+    behind (:func:`clean_stale`)."""
 
     def __init__(self) -> None:
         clean_stale()

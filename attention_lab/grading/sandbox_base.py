@@ -83,7 +83,7 @@ class Sandbox(abc.ABC):
         return kernel_dirs(str(self.folders.home))
 
     def path(self, host: Path) -> str:
-        """The job file ``host`` (in ``in/`` or ``out/``) as the kernel sees it."""
+        """The job file ``host`` (in ``in/``) as the kernel sees it."""
         return str(host)
 
     @abc.abstractmethod
@@ -101,17 +101,14 @@ class Sandbox(abc.ABC):
         """The grader's sockets to kernel number ``attempt`` are closed (called from any
         thread)."""
 
-    def limits_config(self) -> dict:
-        """The hard limits :mod:`.launch` sets (soft = hard)."""
-        limits = self.limits
-        return {"limits": {"memory_bytes": limits.memory_mb * 2 ** 20,
-                           "file_size_bytes": limits.fsize_mb * 2 ** 20,
-                           "cpu_seconds": int(limits.timeout * 2 + 60), "core_bytes": 0}}
-
     def launcher(self, attempt: int, config: dict, cmd: list[str]) -> list[str]:
-        """``cmd`` run by :mod:`.launch` with ``config`` (written to ``in/``)."""
-        path = self.folders.inp / f"launch-{attempt}.json"
-        config = {**self.limits_config(), **config, "report": str(self.report_path(attempt)),
+        """``cmd`` run by :mod:`.launch` with ``config`` (written to ``in/``) and the hard limits
+        it sets (soft = hard)."""
+        path, limits = self.folders.inp / f"launch-{attempt}.json", self.limits
+        hard = {"memory_bytes": limits.memory_mb * 2 ** 20,
+                "file_size_bytes": limits.fsize_mb * 2 ** 20,
+                "cpu_seconds": int(limits.timeout * 2 + 60), "core_bytes": 0}
+        config = {"limits": hard, **config, "report": str(self.report_path(attempt)),
                   "parent": os.getpid()}
         path.write_text(json.dumps(config), encoding="utf-8")
         return [sys.executable, "-I", "-S", str(LAUNCHER), str(path), "--", *cmd]

@@ -1,25 +1,18 @@
 """Submissions as files: finding them in a folder, reading each once, and parsing it.
 
 A submission is an ``.ipynb`` or a ``.submission.json`` written by ``python -m attention_lab
-submit`` (the notebook as text plus the student's own results, the package version, a timestamp
-and content hashes). Everything here treats the folder and the bytes as untrusted:
-
-* the folder is walked without following a link; an entry the grader would grade that is not a
-  regular file inside the folder (a link, a named pipe, a socket, a device), and a link where a
-  student folder would be, becomes a submission with no data and its reason (an ``unreadable``
-  row); a file is opened once with ``O_NOFOLLOW | O_NONBLOCK`` and read only if the descriptor
-  is the regular file the walk found, and re-hashed the same way;
-* what the grader does with a file's bytes is linear in their size and bounded: more than
-  ``MAX_FILE_BYTES``, more than ``MAX_JSON_ITEMS`` JSON items (counted in the bytes before any
-  parsing, so that parsing holds at most about 100 bytes per item), more than ``MAX_CELLS``
-  cells or more than ``MAX_SOURCE_BYTES`` of cell source gives :class:`TooLarge` (a
-  ``too_large`` row);
-* a file that is not a notebook gets :class:`Unreadable` with a one-line reason, never an
-  exception from a parser.
+submit``. The folder and the bytes are untrusted: the folder is walked without following a link
+(an entry that is not a regular file, or a link where a student folder would be, becomes an
+``unreadable`` row with its reason); a file is opened once with ``O_NOFOLLOW | O_NONBLOCK`` and
+read only if the descriptor is the regular file the walk found. The work on a file's bytes is
+linear in their size and bounded (``MAX_FILE_BYTES``; ``MAX_JSON_ITEMS`` counted in the bytes
+before any parsing; ``MAX_CELLS``; ``MAX_SOURCE_BYTES``: else :class:`TooLarge`), and a file that
+is not a notebook gets :class:`Unreadable` with a one-line reason, never a parser's exception.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -102,12 +95,9 @@ def no_notebook(path: Path, root: Path, held: list[str]) -> "Submission":
         problem = f"no notebook in this upload: it holds {what}"
     else:
         problem = f"not a notebook (*{SUFFIXES[0]} or *{SUFFIXES[1]}) but {path.suffix or 'a file'}"
-    st = os.lstat(path)
-    sub = Submission(path, str(path.relative_to(root.resolve())), None, None,
-                     problem + ": ask the student to hand in the notebook itself",
-                     mtime=st.st_mtime)
-    sub.held, sub.is_folder = list(held), path.is_dir()
-    return sub
+    return Submission(path, str(path.relative_to(root.resolve())), None, None,
+                      problem + ": ask the student to hand in the notebook itself",
+                      mtime=os.lstat(path).st_mtime, held=list(held), is_folder=path.is_dir())
 
 
 def not_a_file(st: os.stat_result) -> str:
@@ -164,41 +154,34 @@ def json_items(data: bytes) -> int:
 def read_submissions(files: list[Path], root: Path) -> list[Submission]:
     """Read and hash every file once (at most ``MAX_FILE_BYTES`` each), never through a link."""
     root = root.resolve()
-    subs = []
-    for p in files:
-        rel = str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
-        try:
-            st = os.lstat(p)
-        except OSError as exc:
-            subs.append(Submission(p, rel, None, None, f"could not be read: {exc.strerror}"))
-            continue
-        why = not_a_file(st)
-        if why:
-            subs.append(Submission(p, rel, None, None, why, mtime=st.st_mtime))
-            continue
-        if st.st_size > MAX_FILE_BYTES:
-            subs.append(Submission(p, rel, None, None, f"larger than {MAX_FILE_BYTES // 2 ** 20}"
-                                   f" MB: too large to grade", too_large=True,
-                                   mtime=st.st_mtime))
-            continue
-        try:
-            fd = _open_regular(p, st)
-            with os.fdopen(fd, "rb") as fh:
-                data = fh.read(MAX_FILE_BYTES + 1)
-        except OSError as exc:
-            subs.append(Submission(p, rel, None, None, f"could not be read: "
-                                   f"{exc.strerror or 'unknown error'}", mtime=st.st_mtime))
-            continue
-        digest = hashlib.sha256(data).hexdigest()
-        if len(data) > MAX_FILE_BYTES or json_items(data) > MAX_JSON_ITEMS:
-            what = (f"larger than {MAX_FILE_BYTES // 2 ** 20} MB" if len(data) > MAX_FILE_BYTES
-                    else f"more than {MAX_JSON_ITEMS:,} JSON values")
-            subs.append(Submission(p, rel, None, digest, f"{what}: too large to grade (clear "
-                                   f"the notebook's outputs and hand it in again)",
-                                   too_large=True, mtime=st.st_mtime))
-            continue
-        subs.append(Submission(p, rel, data, digest, mtime=st.st_mtime))
-    return subs
+    return [_read(p, str(p.relative_to(root)) if p.is_relative_to(root) else str(p))
+            for p in files]
+
+
+def _read(p: Path, rel: str) -> Submission:
+    try:
+        st = os.lstat(p)
+    except OSError as exc:
+        return Submission(p, rel, None, None, f"could not be read: {exc.strerror}")
+    unread = functools.partial(Submission, p, rel, None, mtime=st.st_mtime)
+    why = not_a_file(st)
+    if why:
+        return unread(None, why)
+    if st.st_size > MAX_FILE_BYTES:
+        return unread(None, f"larger than {MAX_FILE_BYTES // 2 ** 20} MB: too large to grade",
+                      too_large=True)
+    try:
+        with os.fdopen(_open_regular(p, st), "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        return unread(None, f"could not be read: {exc.strerror or 'unknown error'}")
+    digest = hashlib.sha256(data).hexdigest()
+    if len(data) > MAX_FILE_BYTES or json_items(data) > MAX_JSON_ITEMS:
+        what = (f"larger than {MAX_FILE_BYTES // 2 ** 20} MB" if len(data) > MAX_FILE_BYTES
+                else f"more than {MAX_JSON_ITEMS:,} JSON values")
+        return unread(digest, f"{what}: too large to grade (clear the notebook's outputs and "
+                              f"hand it in again)", too_large=True)
+    return Submission(p, rel, data, digest, mtime=st.st_mtime)
 
 
 def sha256_file(path: Path) -> str | None:
@@ -217,10 +200,7 @@ def sha256_file(path: Path) -> str | None:
 def unchanged(sub: Submission) -> str:
     """``""`` when ``sub`` still holds the bytes it was graded from, else what happened to it
     ("modified" or "deleted"); submissions that were never read are not checked."""
-    if sub.sha256 is None:
-        return ""
-    now = sha256_file(sub.path)
-    if now == sub.sha256:
+    if sub.sha256 is None or (now := sha256_file(sub.path)) == sub.sha256:
         return ""
     return "deleted" if now is None else "modified"
 
