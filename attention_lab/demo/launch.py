@@ -329,17 +329,16 @@ def main(argv: list[str] | None = None) -> int:
         if ":" in shown:
             shown = f"[{shown}]"
         url = f"http://{shown}:{port}/?token={token}"
-        print(f"attention-lab lecture demo ({notebook.name}) is running:", flush=True)
-        print(f"  {url}", flush=True)
+        lines = [f"attention-lab lecture demo ({notebook.name}) is running:", f"  {url}"]
         if local:
-            print("  (this machine only; Ctrl-C stops the demo)", flush=True)
+            lines.append("  (this machine only; Ctrl-C stops the demo)")
         else:
             others = lan_addresses() if host in ("0.0.0.0", "::") else [host]
-            for addr in others:
-                print(f"  from other machines: http://{addr}:{port}/?token={token}", flush=True)
-            print("  (reachable from the network; Ctrl-C stops the demo)", flush=True)
-        print(f"  capacity: {_capacity_line(pool, max_viewers, args.cull_after, defaults)}",
-              flush=True)
+            lines += [f"  from other machines: http://{addr}:{port}/?token={token}"
+                      for addr in others]
+            lines.append("  (reachable from the network; Ctrl-C stops the demo)")
+        lines.append(f"  capacity: {_capacity_line(pool, max_viewers, args.cull_after, defaults)}")
+        print("\n".join(lines), flush=True)
         if args.open:
             import webbrowser
 

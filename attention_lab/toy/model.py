@@ -76,12 +76,9 @@ class ToyConfig:
     attn: int = 32
 
     def __post_init__(self):
-        if self.score not in SCORES:
-            raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
-        if self.values not in VALUES:
-            raise ValueError(f"values must be one of {VALUES}, got {self.values!r}")
-        if self.context not in CONTEXTS:
-            raise ValueError(f"context must be one of {CONTEXTS}, got {self.context!r}")
+        for name, allowed in (("score", SCORES), ("values", VALUES), ("context", CONTEXTS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.context == "final_state" and (self.score, self.values) != ("additive",
                                                                             "embedding"):
             raise ValueError(f"a model without attention (context='final_state') has no score "

@@ -115,13 +115,12 @@ class _NoBar:
 
 
 def _progress(total: int, enabled: bool):
-    if not enabled:
-        return _NoBar()
     try:
         from tqdm.auto import tqdm
     except ImportError:  # tqdm is a dependency of the grading extra; training works without it
         return _NoBar()
-    return tqdm(total=total, desc="training", unit="step", file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, desc="training", unit="step", file=sys.stderr, dynamic_ncols=True,
+                disable=not enabled)
 
 
 def main(argv: list[str] | None = None) -> int:
