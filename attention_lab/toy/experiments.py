@@ -123,15 +123,12 @@ def entropy_by_length(model: ReversalModel, tokens, lengths) -> dict:
     d = decode_forced(model, tokens, lengths)
     L = model.config.max_len
     H = entropy(d.weights)  # (B, L); padding steps have zero weights -> 0
-    out = {"length": [], "mean_entropy": [], "normalised": [], "n_steps": []}
-    for S in np.unique(d.lengths):
-        rows = d.lengths == S
-        h = H[rows][:, :S]
-        out["length"].append(int(S))
-        out["mean_entropy"].append(float(h.mean()))
-        out["normalised"].append(float(h.mean() / np.log(S)))
-        out["n_steps"].append(int(h.size))
-    return {k: np.array(v) for k, v in out.items()} | {"max_len": L}
+    lengths_seen = np.unique(d.lengths)
+    h = [H[d.lengths == S][:, :S] for S in lengths_seen]  # each (sequences of length S, S)
+    means = np.array([x.mean() for x in h])
+    return {"length": lengths_seen.astype(int), "mean_entropy": means,
+            "normalised": means / np.log(lengths_seen), "n_steps": np.array([x.size for x in h]),
+            "max_len": L}
 
 
 def source_values(model: ReversalModel, tokens, lengths) -> np.ndarray:
