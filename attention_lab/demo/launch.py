@@ -23,6 +23,7 @@ so ``--help`` is fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import ipaddress
 import math
@@ -136,16 +137,12 @@ def lan_addresses() -> list[str]:
     """This machine's non-loopback IPv4 addresses (best effort; no packet is sent)."""
     found = []
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
+        with contextlib.suppress(OSError):
             s.connect(("10.255.255.255", 1))  # UDP connect: picks the outgoing interface, sends nothing
             found.append(s.getsockname()[0])
-        except OSError:
-            pass
-    try:
+    with contextlib.suppress(socket.gaierror):
         for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
             found.append(info[4][0])
-    except socket.gaierror:
-        pass
     return [a for a in dict.fromkeys(found) if not ipaddress.ip_address(a).is_loopback]
 
 
@@ -344,10 +341,8 @@ def main(argv: list[str] | None = None) -> int:
 
             webbrowser.open(url)
         while proc.poll() is None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(1.0)
-            except subprocess.TimeoutExpired:
-                pass
         print(f"error: Voila exited with code {proc.returncode}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -37,14 +37,15 @@ their versions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import os
-from datetime import datetime, timezone
 import re
 import sys
 import time
 from collections import deque
+from datetime import datetime, timezone
 
 import jinja2
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
@@ -304,11 +305,9 @@ class GatedVoilaHandler(voila_compat.PageHandler):
             found = KERNEL_ID.search(text)
             if found:
                 self._kernel_seen = True
-                try:
+                with contextlib.suppress(KeyError):
                     kernel = self.kernel_manager.get_kernel(found.group(1))
                     kernel.last_activity = utcnow()
-                except KeyError:
-                    pass
         return super().write(chunk)
 
     @web.authenticated
