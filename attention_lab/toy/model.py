@@ -291,8 +291,8 @@ class ReversalModel(nn.Module):
                              "state): temperature, window and extra_mask do not apply")
         B, L = tokens.shape
         memory = self._memory(tokens, lengths)
-        base = torch.arange(L)[None, :] < lengths[:, None]
-        step_mask = base[:, None, :].expand(B, L, L).clone()
+        valid = torch.arange(L)[None, :] < lengths[:, None]  # (B, L): source positions, output steps
+        step_mask = valid[:, None, :].expand(B, L, L).clone()
         if window is not None:
             step_mask &= torch.from_numpy(window_mask(window, L))[None, None, :]
         if extra_mask is not None:
@@ -321,13 +321,12 @@ class ReversalModel(nn.Module):
                 out_w[:, t], out_s[:, t] = w[:, 0], s[:, 0]
             out_q[:, t], out_c[:, t] = y[:, 0], c[:, 0]
             prev = tok if force_t is None else force_t[:, t]
-        valid_t = torch.arange(L)[None, :] < lengths[:, None]
-        out_tok = out_tok * valid_t
-        out_w = out_w * valid_t[:, :, None]
+        out_tok = out_tok * valid
+        out_w = out_w * valid[:, :, None]
         return Decoded(tokens=out_tok.numpy(), logits=out_logits.numpy(),
                        weights=out_w.numpy() if attends else None,
                        scores=out_s.numpy() if attends else None,
-                       mask=(step_mask & valid_t[:, :, None]).numpy() if attends else None,
+                       mask=(step_mask & valid[:, :, None]).numpy() if attends else None,
                        lengths=lengths.numpy(), queries=out_q.numpy(), contexts=out_c.numpy())
 
     def reverse(self, text: str, **kwargs) -> str:
