@@ -85,13 +85,9 @@ def additive_example(seed: int = 19) -> AdditiveExample:
     weights ``[0.012 0.073 0.498 0.26 0.157]``.
     """
     rng = np.random.default_rng(seed)
-    query_width, source_width, alignment_width = 4, 6, 5
-    q = rng.normal(size=query_width)
-    source = rng.normal(size=(5, source_width))
-    W_q = rng.normal(size=(alignment_width, query_width))
-    W_h = rng.normal(size=(alignment_width, source_width))
-    v_a = rng.normal(size=alignment_width)
-    return AdditiveExample(q=q, source=source, W_q=W_q, W_h=W_h, v_a=v_a)
+    A, D_q, D_h = 5, 4, 6  # the alignment, query and source widths
+    shapes = (D_q, (5, D_h), (A, D_q), (A, D_h), A)  # q, source, W_q, W_h, v_a
+    return AdditiveExample(*(rng.normal(size=shape) for shape in shapes))
 
 
 def tensor_example(seed: int = 19, dtype=None):

@@ -129,11 +129,8 @@ def _unpack(out):
     """(context, weights or None, scores or None) from what an attention callable returned."""
     if hasattr(out, "context") and hasattr(out, "weights"):  # (before tuples: NamedTuples)
         return out.context, out.weights, getattr(out, "scores", None)
-    if isinstance(out, tuple):
-        if len(out) == 2:
-            return out[0], out[1], None
-        if len(out) == 3:
-            return out
+    if isinstance(out, tuple) and len(out) in (2, 3):
+        return (*out, None)[:3]  # scores None when not returned
     if hasattr(out, "shape") and hasattr(out, "dtype"):  # the context alone (e.g. SDPA)
         return out, None, None
     raise TypeError("the audited function must return (context, weights), (context, weights, "
