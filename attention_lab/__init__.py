@@ -29,8 +29,8 @@ __all__ = [
     "naive_softmax", "safe_fill", "softmax", "__version__",
 ]
 
-_LAZY = {"tensor", "plots", "widgets", "analysis", "examples", "scores", "softmax", "masks",
-         "attention", "exercises", "toy", "streaming", "local"}
+# (the numpy reference's modules are imported above, so they are attributes already)
+_LAZY = {"tensor", "plots", "widgets", "analysis", "exercises", "toy", "streaming", "local"}
 
 
 def __getattr__(name: str):

@@ -47,11 +47,8 @@ def tensor_memory():
     def tensors(obj):
         if isinstance(obj, torch.Tensor):
             yield obj
-        elif isinstance(obj, (list, tuple)):
-            for o in obj:
-                yield from tensors(o)
-        elif isinstance(obj, dict):
-            for o in obj.values():
+        elif isinstance(obj, (list, tuple, dict)):
+            for o in obj.values() if isinstance(obj, dict) else obj:
                 yield from tensors(o)
 
     class Mode(TorchDispatchMode):

@@ -25,6 +25,7 @@ standard library only, before anything of the package may be imported.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -39,22 +40,16 @@ def _processes(root: subprocess.Popen | None, group: int | None, also: Iterable)
     found = []
     if group and group > 1 and group != os.getpgid(0):  # the group's members, to wait for them
         for proc in psutil.process_iter():
-            try:
+            with contextlib.suppress(OSError, psutil.Error):
                 if os.getpgid(proc.pid) == group:
                     found.append(proc)
-            except (OSError, psutil.Error):
-                pass
     if root is not None and root.poll() is None:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc = psutil.Process(root.pid)
             found += [proc, *proc.children(recursive=True)]
-        except psutil.Error:
-            pass
     for item in also:
-        try:
+        with contextlib.suppress(psutil.Error, ValueError):
             found.append(item if isinstance(item, psutil.Process) else psutil.Process(int(item)))
-        except (psutil.Error, ValueError):
-            pass
     return list({p.pid: p for p in found}.values())
 
 
@@ -107,10 +102,8 @@ def _signal_group(group: int | None, sig: int) -> None:
     """``killpg``, never on init's group or the caller's own."""
     if not group or group <= 1 or group == os.getpgid(0):
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def stop_tree(root: subprocess.Popen | None = None, *, group: int | None = None,
@@ -129,25 +122,17 @@ def stop_tree(root: subprocess.Popen | None = None, *, group: int | None = None,
         if group:
             _signal_group(group, signal.SIGTERM)
         else:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 root.terminate()
-            except ProcessLookupError:
-                pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             root.wait(grace)
-        except subprocess.TimeoutExpired:
-            pass
     _signal_group(group, signal.SIGKILL)
     for proc in family:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     if root is not None:
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             root.wait(max(wait, 0.1))
-        except subprocess.TimeoutExpired:
-            pass
     deadline = time.monotonic() + wait
     while True:
         left = [p.pid for p in family if _running(p)]

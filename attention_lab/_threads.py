@@ -9,7 +9,6 @@ depend on the machine's core count.
 from __future__ import annotations
 
 import contextlib
-import functools
 
 
 @contextlib.contextmanager
@@ -26,9 +25,5 @@ def single_thread():
 
 
 def one_thread(fn):
-    """Decorator form of :func:`single_thread`."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with single_thread():
-            return fn(*args, **kwargs)
-    return wrapper
+    """Decorator form of :func:`single_thread` (a ``contextmanager`` is a ``ContextDecorator``)."""
+    return single_thread()(fn)

@@ -175,14 +175,11 @@ def finite_tensors(**tensors) -> None:
 
 def _non_finite_message(name, arr, bad) -> str:
     """One message for every path: how many, which first, where."""
-    if _is_torch_tensor(bad):
-        n, first = int(bad.sum()), tuple(int(i) for i in bad.nonzero()[0])
-        value = float(arr[first])
-    else:
-        n, first = int(bad.sum()), tuple(int(i) for i in np.argwhere(bad)[0])
-        value = float(arr[first])
+    where = bad.nonzero()[0] if _is_torch_tensor(bad) else np.argwhere(bad)[0]
+    first = tuple(int(i) for i in where)
+    value = float(arr[first])
     what = "NaN" if math.isnan(value) else str(value)
-    return (f"{name} contains {n} non-finite value(s), first {what} at index {first}; "
+    return (f"{name} contains {int(bad.sum())} non-finite value(s), first {what} at index {first}; "
             f"inputs must be finite")
 
 

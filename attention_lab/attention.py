@@ -140,11 +140,7 @@ def _finish(e, vals, *, mask, lengths, temperature, empty, score) -> AttentionRe
         raise ValueError(
             f"values has shape {shape_str(vals.shape)}; a single query takes values (S, D_v)"
         )
-    try:
-        ok = np.broadcast_shapes(e.shape[:-2], vals.shape[:-2]) == e.shape[:-2]
-    except ValueError:
-        ok = False
-    if not ok:
+    if validate.broadcast_shapes(e.shape[:-2], vals.shape[:-2]) != e.shape[:-2]:
         raise ValueError(
             f"values batch dimensions {shape_str(vals.shape[:-2])} do not match the batch "
             f"dimensions {shape_str(e.shape[:-2])} of the scores {shape_str(e.shape)}"

@@ -42,12 +42,6 @@ VALID = (True, True, True, False, False)
 #: for the "two queries, one source" comparison (ours; the chapter's heatmap uses illustrative rows).
 LATER_QUERY = (-1.0, -0.8, -0.3)
 
-#: The chapter's illustrative weight rows for its two-query heatmap (Level 1 figure).
-ILLUSTRATIVE_TWO_QUERY_WEIGHTS = (
-    (0.05, 0.48, 0.36, 0.08, 0.03),
-    (0.03, 0.05, 0.10, 0.37, 0.45),
-)
-
 #: The chapter's convex-hull figure (Level 3): three 2-D values and two weight vectors.
 HULL_VALUES = ((0.0, 0.0), (2.6, 0.25), (0.55, 2.1))
 HULL_WEIGHTS = ((0.6, 0.3, 0.1), (0.15, 0.25, 0.6))
@@ -69,13 +63,7 @@ class RunningExample:
 
 def running_example() -> RunningExample:
     """The chapter's running example as fresh float64 arrays."""
-    return RunningExample(
-        query=np.array(QUERY),
-        keys=np.array(KEYS),
-        values=np.array(VALUES),
-        W=np.array(BILINEAR_W),
-        valid=np.array(VALID),
-    )
+    return RunningExample(*(np.array(x) for x in (QUERY, KEYS, VALUES, BILINEAR_W, VALID)))
 
 
 @dataclass(frozen=True)
@@ -97,13 +85,9 @@ def additive_example(seed: int = 19) -> AdditiveExample:
     weights ``[0.012 0.073 0.498 0.26 0.157]``.
     """
     rng = np.random.default_rng(seed)
-    query_width, source_width, alignment_width = 4, 6, 5
-    q = rng.normal(size=query_width)
-    source = rng.normal(size=(5, source_width))
-    W_q = rng.normal(size=(alignment_width, query_width))
-    W_h = rng.normal(size=(alignment_width, source_width))
-    v_a = rng.normal(size=alignment_width)
-    return AdditiveExample(q=q, source=source, W_q=W_q, W_h=W_h, v_a=v_a)
+    A, D_q, D_h = 5, 4, 6  # the alignment, query and source widths
+    shapes = (D_q, (5, D_h), (A, D_q), (A, D_h), A)  # q, source, W_q, W_h, v_a
+    return AdditiveExample(*(rng.normal(size=shape) for shape in shapes))
 
 
 def tensor_example(seed: int = 19, dtype=None):
@@ -113,12 +97,8 @@ def tensor_example(seed: int = 19, dtype=None):
 
     torch.manual_seed(seed)
     B, T, S, D_k, D_v = 2, 3, 5, 4, 6
-    Q = torch.randn(B, T, D_k)
-    K = torch.randn(B, S, D_k)
-    V = torch.randn(B, S, D_v)
-    if dtype is not None:
-        Q, K, V = Q.to(dtype), K.to(dtype), V.to(dtype)
-    return Q, K, V
+    Q, K, V = (torch.randn(B, n, d) for n, d in ((T, D_k), (S, D_k), (S, D_v)))
+    return (Q, K, V) if dtype is None else (Q.to(dtype), K.to(dtype), V.to(dtype))
 
 
 def running_additive_params(alignment_width: int = 4, seed: int = 19) -> dict:

@@ -87,11 +87,10 @@ def combine_masks(*masks) -> np.ndarray:
     if not masks:
         raise ValueError("combine_masks needs at least one mask")
     arrays = [validate.bool_mask(m, f"masks[{i}]") for i, m in enumerate(masks)]
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    except ValueError:
+    shape = validate.broadcast_shapes(*(a.shape for a in arrays))
+    if shape is None:
         shapes = ", ".join(shape_str(a.shape) for a in arrays)
-        raise ValueError(f"masks of shapes {shapes} do not broadcast together") from None
+        raise ValueError(f"masks of shapes {shapes} do not broadcast together")
     out = np.ones(shape, dtype=bool)
     for a in arrays:
         out &= a

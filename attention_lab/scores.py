@@ -166,23 +166,20 @@ def compute_scores(kind: str, query, keys, **params) -> np.ndarray:
 
     Chapter, Level 2, *Scores compare one query with every key*: ``e_i = score(q, k_i)``.
     """
-    functions = {
-        "dot": dot_scores,
-        "scaled_dot": scaled_dot_scores,
-        "bilinear": bilinear_scores,
-        "additive": additive_scores,
-    }
-    if kind not in functions:
+    # kind -> (function, the parameters it takes, those it needs)
+    table = {"dot": (dot_scores, {"scale"}, set()),
+             "scaled_dot": (scaled_dot_scores, set(), set()),
+             "bilinear": (bilinear_scores, {"W"}, {"W"}),
+             "additive": (additive_scores, {"W_q", "W_k", "v", "b"}, {"W_q", "W_k", "v"})}
+    if kind not in table:
         raise ValueError(f"score must be one of {SCORE_KINDS}, got {kind!r}")
-    allowed = {"dot": {"scale"}, "scaled_dot": set(), "bilinear": {"W"},
-               "additive": {"W_q", "W_k", "v", "b"}}[kind]
+    function, allowed, required = table[kind]
     unused = sorted(set(params) - allowed)
     if unused:
         raise TypeError(
             f"score={kind!r} takes parameters {sorted(allowed) or 'none'}; got unexpected {unused}"
         )
-    required = {"bilinear": {"W"}, "additive": {"W_q", "W_k", "v"}}.get(kind, set())
     missing = sorted(required - set(params))
     if missing:
         raise TypeError(f"score={kind!r} needs the parameter(s) {missing}")
-    return functions[kind](query, keys, **params)
+    return function(query, keys, **params)

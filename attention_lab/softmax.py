@@ -24,6 +24,8 @@ import numpy as np
 
 from . import _validate as validate
 
+_BF16_MAX = 3.3895313892515355e38  # the largest finite bfloat16
+
 
 def softmax(scores, *, temperature: float = 1.0, mask=None, axis: int = -1,
             empty: str = "zeros") -> np.ndarray:
@@ -99,7 +101,7 @@ def safe_fill(dtype) -> float:
     """
     name = validate.float_dtype(dtype)
     if name == "bfloat16":
-        return -3.3895313892515355e38
+        return -_BF16_MAX
     return float(np.finfo(np.dtype(name)).min)
 
 
@@ -107,7 +109,7 @@ def fill_overflows(fill: float, dtype) -> bool:
     """True when ``fill`` does not survive a cast to ``dtype`` as a finite number."""
     name = validate.float_dtype(dtype)
     if name == "bfloat16":
-        return bool(np.isfinite(fill) and abs(fill) > 3.3895313892515355e38 * (1 + 2 ** -9))
+        return bool(np.isfinite(fill) and abs(fill) > _BF16_MAX * (1 + 2 ** -9))
     with np.errstate(over="ignore"):
         return bool(np.isfinite(fill) and not np.isfinite(np.asarray(fill, dtype=np.dtype(name))))
 
@@ -173,7 +175,6 @@ class Concentration(NamedTuple):
 
 #: dtypes the precision demos understand; bfloat16 is emulated in numpy (see :func:`round_to_dtype`).
 DEMO_DTYPES = ("float64", "float32", "float16", "bfloat16")
-_BF16_MAX = 3.3895313892515355e38
 
 
 def round_to_dtype(x, dtype) -> np.ndarray:
@@ -218,8 +219,6 @@ def concentration(weights, axis: int = -1):
     eff = np.where(total > 0, np.exp(h), 0.0)
     eff = np.where(np.isnan(total), np.nan, eff)[()]
     return Concentration(top, h, eff)
-
-
 
 
 def hardmax(scores, *, mask=None, empty: str = "zeros") -> np.ndarray:

@@ -48,6 +48,7 @@ import numpy as np
 import torch
 
 from . import _validate as validate
+from . import masks
 
 
 class TensorAttention(NamedTuple):
@@ -71,9 +72,7 @@ def padding_mask(lengths, S: int, device=None) -> torch.Tensor:
     Chapter, Level 2, *Masks define which keys are eligible*. Use ``[:, None, :]`` for scores
     (B, T, S), or pass ``lengths=`` to :func:`attention`, which puts them on the batch axis.
     """
-    S = validate.count(S, "S")
-    L = torch.from_numpy(validate.lengths(lengths, S)).to(device)    # (...): lengths.shape
-    return torch.arange(S, device=device) < L[..., None]        # lengths.shape + (S,)
+    return torch.from_numpy(masks.padding_mask(lengths, S)).to(device)  # lengths.shape + (S,)
 
 
 def causal_mask(T: int, S: int | None = None, *, align: str = "upper_left", device=None):
@@ -82,11 +81,7 @@ def causal_mask(T: int, S: int | None = None, *, align: str = "upper_left", devi
     Chapter, Level 2, *Masks define which keys are eligible*: key j is eligible for query t when
     ``j <= t + offset`` (offset 0 upper-left, ``S - T`` lower-right).
     """
-    T = validate.count(T, "T")
-    S = T if S is None else validate.count(S, "S")
-    validate.causal_align(align)
-    offset = 0 if align == "upper_left" else S - T
-    return torch.ones(T, S, dtype=torch.bool, device=device).tril(diagonal=offset)  # (T, S)
+    return torch.from_numpy(masks.causal_mask(T, S, align=align)).to(device)  # (T, S)
 
 
 def check_call(Q, K, V, *, scale, temperature, empty, is_causal, causal_align,

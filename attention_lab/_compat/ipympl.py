@@ -28,35 +28,20 @@ def tested() -> str | None:
     return None
 
 
+def _renamed(private: str, doc: str) -> property:
+    """A public name for the WebAgg core's attribute ``private``, read and written."""
+    return property(lambda self: getattr(self, private),
+                    lambda self, value: setattr(self, private, value), doc=doc)
+
+
 class FrameState:
     """Named access to the WebAgg core's frame state: a mixin before ipympl's ``Canvas``."""
 
-    @property
-    def frame_pending(self) -> bool:
-        """A frame was drawn (or asked for) and not yet sent."""
-        return self._png_is_old
-
-    @frame_pending.setter
-    def frame_pending(self, value: bool) -> None:
-        self._png_is_old = value
-
-    @property
-    def whole_frame_asked(self) -> bool:
-        """The next frame must be whole (not a diff): a resize, a refresh, a new view."""
-        return self._force_full
-
-    @whole_frame_asked.setter
-    def whole_frame_asked(self, value: bool) -> None:
-        self._force_full = value
-
-    @property
-    def shown_pixels(self):
-        """The pixels of the last frame sent, ``(H, W)`` uint32 (one RGBA pixel each), or None."""
-        return self._last_buff
-
-    @shown_pixels.setter
-    def shown_pixels(self, value) -> None:
-        self._last_buff = value
+    frame_pending = _renamed("_png_is_old", "A frame was drawn (or asked for) and not yet sent.")
+    whole_frame_asked = _renamed("_force_full", "The next frame must be whole (not a diff): a "
+                                 "resize, a refresh, a new view.")
+    shown_pixels = _renamed("_last_buff", "The pixels of the last frame sent, ``(H, W)`` uint32 "
+                            "(one RGBA pixel each), or None.")
 
     def _handle_message(self, object, content, buffers):
         super()._handle_message(object, content, buffers)

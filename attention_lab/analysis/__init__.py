@@ -15,9 +15,6 @@ None of them imports torch at import time.
 
 from __future__ import annotations
 
-from .audit import AuditItem, AuditReport, audit
-from .cost import (AttentionCost, CacheCost, cache_cost, multiply_adds, score_matrix_elements,
-                   score_matrix_shape)
+from .cost import cache_cost
 
-__all__ = ["AuditItem", "AuditReport", "audit", "AttentionCost", "CacheCost", "cache_cost",
-           "multiply_adds", "score_matrix_elements", "score_matrix_shape"]
+__all__ = ["cache_cost"]

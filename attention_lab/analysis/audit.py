@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._validate import shape_str
 from .cost import human_bytes
 
 STATUS_MARK = {"ok": "[ok]", "info": "[--]", "warn": "[ ?]", "fail": "[!!]"}
@@ -128,11 +129,8 @@ def _unpack(out):
     """(context, weights or None, scores or None) from what an attention callable returned."""
     if hasattr(out, "context") and hasattr(out, "weights"):  # (before tuples: NamedTuples)
         return out.context, out.weights, getattr(out, "scores", None)
-    if isinstance(out, tuple):
-        if len(out) == 2:
-            return out[0], out[1], None
-        if len(out) == 3:
-            return out
+    if isinstance(out, tuple) and len(out) in (2, 3):
+        return (*out, None)[:3]  # scores None when not returned
     if hasattr(out, "shape") and hasattr(out, "dtype"):  # the context alone (e.g. SDPA)
         return out, None, None
     raise TypeError("the audited function must return (context, weights), (context, weights, "
@@ -150,10 +148,6 @@ def _dtype_name(x) -> str:
     return str(getattr(x, "dtype", np.asarray(x).dtype)).replace("torch.", "")
 
 
-def _shape(x) -> str:
-    return str(tuple(int(n) for n in x.shape))
-
-
 def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
           causal_align: str = "upper_left", mask_arg: str = "mask", sources: dict | None = None,
           score: str = "dot", scale: float = 1.0, temperature: float = 1.0, fill=None,
@@ -164,20 +158,15 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     Chapter, Level 4, *Attention modules need targeted tests*: the audit list, measured where a
     call can show it and declared where only the module's author knows it.
 
-    ``fn`` is any attention callable, called as ``fn(Q, K, V, mask=<bool eligibility>)`` when it
-    has a parameter named ``mask_arg`` (``"attn_mask"`` for ``torch.nn.functional.
-    scaled_dot_product_attention``), else as ``fn(Q, K, V, <eligibility>)``. It may return
-    ``(context, weights)``, ``(context, weights, scores)``, an object with ``.context`` and
-    ``.weights`` (``attention_lab.tensor.attention``, ``attention_lab.attend``) or the context
-    alone. ``mask``, ``lengths``, ``is_causal`` and
-    ``causal_align`` are combined into that one eligibility, True = eligible, broadcast to
-    ``(..., T, S)``.
-
-    Declared, not measured: ``sources`` (dict with keys ``query``, ``key``, ``value``,
-    ``projections``, ``sharing``, ``positions``, ``truncation``, ``cache``, ``rules``), ``score``
-    (the score function's name), ``scale`` and ``temperature`` (used to recompute dot-product
-    scores when the call returns none), ``fill`` (what the function writes at masked scores, if
-    known), ``dropout``. ``probe=False`` skips the extra call with an all-masked row.
+    ``fn`` is called as ``fn(Q, K, V, mask=<bool eligibility>)`` when it has a parameter named
+    ``mask_arg`` (``"attn_mask"`` for ``torch.nn.functional.scaled_dot_product_attention``), else
+    as ``fn(Q, K, V, <eligibility>)``; ``mask``, ``lengths``, ``is_causal`` and ``causal_align``
+    are combined into that one eligibility. ``sources`` is a dict with keys ``query``, ``key``,
+    ``value``, ``projections``, ``sharing``, ``positions``, ``truncation``, ``cache``, ``rules``;
+    ``score`` names the score function; ``scale`` and ``temperature`` recompute dot-product
+    scores when the call returns none; ``fill`` is what the function writes at masked scores, if
+    known; these, ``sources`` and ``dropout`` are declared, not measured. ``probe=False`` skips
+    the extra call with an all-masked row.
     """
     import torch
 
@@ -207,13 +196,9 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
         return fn(Q, K, V, **{mask_arg: arg}) if by_name else fn(Q, K, V, arg)
 
     declared = dict(sources or {})
-    rules = []
-    if mask is not None:
-        rules.append("explicit mask")
-    if lengths is not None:
-        rules.append("padding (lengths)")
-    if is_causal:
-        rules.append(f"causal ({causal_align})")
+    rules = [rule for rule, applies in (("explicit mask", mask is not None),
+                                        ("padding (lengths)", lengths is not None),
+                                        (f"causal ({causal_align})", is_causal)) if applies]
     declared.setdefault("rules", ", ".join(rules) if rules else "none (every key eligible)")
     if is_causal:
         declared.setdefault("positions", f"causal alignment {causal_align} (SDPA's is_causal is "
@@ -270,15 +255,15 @@ def _sources_and_shapes(rep, Q, K, V, ctx, w, declared, same_kv):
     sec = "Sources and shapes"
     for label, key, x in (("query", "query", Q), ("keys", "key", K), ("values", "value", V)):
         src = declared.get(key)
-        text = f"shape {_shape(x)}, {_dtype_name(x)}; source: {src or 'not declared'}"
+        text = f"shape {shape_str(x.shape)}, {_dtype_name(x)}; source: {src or 'not declared'}"
         rep.add(sec, label, text, measured=src is None)
     rep.add(sec, "projections", declared.get("projections", "not declared"), measured=False)
     sharing = declared.get("sharing")
     if sharing is None:
         sharing = "K and V are the same tensor" if same_kv else "K and V are separate tensors"
     rep.add(sec, "parameter sharing", sharing, measured=declared.get("sharing") is None)
-    rep.add(sec, "output shapes", f"context {_shape(ctx)}, weights "
-            f"{_shape(w) if w is not None else 'not returned'}")
+    rep.add(sec, "output shapes", f"context {shape_str(ctx.shape)}, weights "
+            f"{shape_str(w.shape) if w is not None else 'not returned'}")
 
 
 def _masked_mass(w, mask_np) -> float:

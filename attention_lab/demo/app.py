@@ -22,6 +22,7 @@ ipywidgets is imported when an app is built, not when this module is.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -139,7 +140,8 @@ class Demo:
         pages = []
         for t, ex in items:
             if isinstance(ex, Later):
-                box = W.Box([W.HTML(f"<p>{_escape(t)} opens when you choose this tab.</p>")])
+                box = W.Box([W.HTML(f"<p>{html.escape(t)} opens when you choose this "
+                                    f"tab.</p>")])
                 box.add_class("al-later")
                 self._later[t] = (ex, box)
                 pages.append(box)
@@ -155,7 +157,8 @@ class Demo:
         self.status.add_class("al-status")
         self.reset_button.on_click(lambda _b: self.reset())
         style = W.HTML(value=f"<style>{PRESENTATION_CSS}</style>", layout=W.Layout(height="0px"))
-        heading = W.HTML(value=f"<h1>{_escape(title)}</h1><span>{_escape(subtitle)}</span>",
+        heading = W.HTML(value=f"<h1>{html.escape(str(title))}</h1>"
+                               f"<span>{html.escape(str(subtitle))}</span>",
                          layout=W.Layout(flex="1 1 auto"))
         heading.add_class("al-demo-title")
         # one row above the tabs: the title, and the reset button where it is always in sight
@@ -195,7 +198,7 @@ class Demo:
 
             self.errors[title] = f"{type(exc).__name__}: {exc}"
             box.children = [W.HTML(f"<p>This tab could not be opened: "
-                                   f"{_escape(self.errors[title])}</p>")]
+                                   f"{html.escape(self.errors[title])}</p>")]
             raise
         del self._later[title]
         self.errors.pop(title, None)
@@ -276,12 +279,6 @@ class Demo:
             else:
                 tabs.append(f"{t} (built when opened)")
         return f"Lecture demo: {', '.join(tabs)}; reset button"
-
-
-def _escape(text: str) -> str:
-    import html
-
-    return html.escape(str(text))
 
 
 def build_demo(explorers, *, title: str = "Attention, live",

@@ -23,6 +23,7 @@ so ``--help`` is fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import ipaddress
 import math
@@ -136,16 +137,12 @@ def lan_addresses() -> list[str]:
     """This machine's non-loopback IPv4 addresses (best effort; no packet is sent)."""
     found = []
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
+        with contextlib.suppress(OSError):
             s.connect(("10.255.255.255", 1))  # UDP connect: picks the outgoing interface, sends nothing
             found.append(s.getsockname()[0])
-        except OSError:
-            pass
-    try:
+    with contextlib.suppress(socket.gaierror):
         for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
             found.append(info[4][0])
-    except socket.gaierror:
-        pass
     return [a for a in dict.fromkeys(found) if not ipaddress.ip_address(a).is_loopback]
 
 
@@ -329,26 +326,23 @@ def main(argv: list[str] | None = None) -> int:
         if ":" in shown:
             shown = f"[{shown}]"
         url = f"http://{shown}:{port}/?token={token}"
-        print(f"attention-lab lecture demo ({notebook.name}) is running:", flush=True)
-        print(f"  {url}", flush=True)
+        lines = [f"attention-lab lecture demo ({notebook.name}) is running:", f"  {url}"]
         if local:
-            print("  (this machine only; Ctrl-C stops the demo)", flush=True)
+            lines.append("  (this machine only; Ctrl-C stops the demo)")
         else:
             others = lan_addresses() if host in ("0.0.0.0", "::") else [host]
-            for addr in others:
-                print(f"  from other machines: http://{addr}:{port}/?token={token}", flush=True)
-            print("  (reachable from the network; Ctrl-C stops the demo)", flush=True)
-        print(f"  capacity: {_capacity_line(pool, max_viewers, args.cull_after, defaults)}",
-              flush=True)
+            lines += [f"  from other machines: http://{addr}:{port}/?token={token}"
+                      for addr in others]
+            lines.append("  (reachable from the network; Ctrl-C stops the demo)")
+        lines.append(f"  capacity: {_capacity_line(pool, max_viewers, args.cull_after, defaults)}")
+        print("\n".join(lines), flush=True)
         if args.open:
             import webbrowser
 
             webbrowser.open(url)
         while proc.poll() is None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(1.0)
-            except subprocess.TimeoutExpired:
-                pass
         print(f"error: Voila exited with code {proc.returncode}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

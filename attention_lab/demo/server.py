@@ -2,50 +2,30 @@
 
 ``python -m attention_lab demo`` runs ``python -m attention_lab.demo.server NOTEBOOK [options]``
 (:func:`attention_lab.demo.launch.voila_command` builds Voila's options). It is Voila with eight
-additions, each for a measured need (``python -m benchmarks.run demo``, README):
+additions, each for a measured need; the rows that keep each one, against the server without it,
+are in docs/maintainers/decisions.md (``python -m benchmarks.bench_demo --configs hall ablation``):
 
-- **Preheating one kernel at a time, in order** (:class:`DemoKernelManager`). Voila's preheated pool
-  (``--preheat_kernel=True --pool_size=P``) starts all P kernels at once and refills one for every
-  viewer that takes one. A kernel's preheating (start, imports, building the explorers, rendering their
-  figures) costs 2-5 s of CPU; P of them at once finish together, late, and a refill wave after a
-  class arrived competes with every viewer's slider. Here a kernel holds one of ``preheat_slots``
-  slots (default: half the cores) from its start until it has run the notebook, so kernels come
-  ready one after the other, first started first ready, and the other cores stay with the viewers.
-- **Refills wait for a quiet room** (:meth:`DemoKernelManager.quiet_room`). Voila refills its pool
-  a second after a viewer takes a kernel; a preheating then holds a core for ~3 s while a class is
-  arriving and moving sliders. Here a refill (Voila's page renderer for it included) starts once
-  no page has been requested and no page has sent a message for ``refill_quiet`` seconds
-  (default 3), or at once when a viewer has already taken it (the pool had no preheated kernel left).
-  30 simulated viewers arriving in 10 s
-  (``python -m benchmarks.bench_demo --n 30 --configs hall --chromium 0``), refills at once vs
-  after 3 s of quiet: page ready p95 0.93 -> 0.33 s, slider step -> frame p95 230 -> 130 ms.
-- **A viewer limit** (:class:`GatedVoilaHandler`, ``--DemoVoila.max_viewers=N``). A viewer is a
-  page whose kernel connected (or a page served in the last minute that has not connected yet);
-  the N+1-th gets a page that says the demo is full and retries by itself (HTTP 503).
-- **Culling** is jupyter_server's (``--MappingKernelManager.cull_idle_timeout``): a kernel without
-  a connected page and idle that long is shut down (Voila already shuts a kernel down when its page
-  is closed normally; culling catches viewers that vanished).
-- **Page templates compiled once** (:class:`CompiledTemplates`). Voila renders each preheated
-  kernel's page with a new exporter, whose new Jinja environment parsed and compiled the page
-  templates again. The compiled templates are now shared by every renderer of the server; with
-  the lighter watch of preheating below, the server's CPU to fill a pool of 8 went from 8.7 to 7.2 s.
-- **Websocket protocol v1 only** (:class:`DemoKernelWebsocketHandler`). Voila 0.5.8-0.5.13 read
-  every outgoing binary message as protocol v1; a client of the older protocol (no subprotocol)
-  makes it read a huge offset count and the whole server hangs (found with this project's load
-  client; the cause and the versions: :data:`attention_lab._compat.voila.WEBSOCKET_READS_V1_ONLY`).
-  Browsers speak v1; other clients are refused with HTTP 400 on those versions of Voila.
-- **The page's files from memory** (:mod:`attention_lab.demo.static`): each of the 102 files a
-  page loads is read once and replayed, gzip-compressed for browsers (5.5 MB -> 1.6 MB per
-  page); Voila's CPU per file 1.16 -> 0.94 ms (kept-alive connections, as a browser's).
-- **A lighter watch of kernel activity** (:meth:`DemoKernelManager.record_activity`): with it and
-  the refills' renderers deferred, 30 simulated viewers arriving in 10 s, each loading the page's
-  files (``python -m benchmarks.bench_demo --n 30 --configs hall``, one run each): Voila's CPU
-  per arriving viewer 214 -> 176 ms, page ready p95 3.7 -> 2.2 s.
+- **Preheating one kernel at a time, in order** (:class:`DemoKernelManager`). Voila's pool
+  (``--preheat_kernel=True --pool_size=P``) starts all P kernels at once; each costs 2-5 s of CPU,
+  so they finish together, late, and a refill wave competes with every viewer's slider. Here
+  ``preheat_slots`` kernels (default: half the cores) preheat at a time, first started first ready.
+- **Refills wait for a quiet room** (:meth:`DemoKernelManager.quiet_room`): a refill starts once no
+  page was requested and no page sent a message for ``refill_quiet`` seconds (default 3), or at
+  once when a viewer has already taken it.
+- **A viewer limit** (:class:`GatedVoilaHandler`, ``--DemoVoila.max_viewers=N``): the N+1-th viewer
+  gets a page that says the demo is full and retries by itself (HTTP 503).
+- **Culling** is jupyter_server's (``--MappingKernelManager.cull_idle_timeout``): it catches
+  viewers that vanished (Voila shuts a kernel down when its page closes normally).
+- **Page templates compiled once** (:class:`CompiledTemplates`), shared by the new exporter Voila
+  makes for each preheated kernel's page.
+- **Websocket protocol v1 only** (:class:`DemoKernelWebsocketHandler`) on the versions of Voila
+  that hang the whole server on a client of the older protocol
+  (:data:`attention_lab._compat.voila.WEBSOCKET_READS_V1_ONLY`); browsers speak v1.
+- **The page's files from memory** (:mod:`attention_lab.demo.static`), gzip-compressed once.
+- **A lighter watch of kernel activity** (:meth:`DemoKernelManager.record_activity`).
 
-The load benchmark turns each addition above but culling (jupyter_server's own) and the websocket
-check off in turn (``ATTENTION_LAB_DEMO_WITHOUT``, :func:`switched_off`;
-``python -m benchmarks.bench_demo --configs hall ablation``): each one's rows against the server
-without it (docs/maintainers/decisions.md). Lean kernels (ipykernel without its debugger and input
+``ATTENTION_LAB_DEMO_WITHOUT`` (:func:`switched_off`) turns each addition but culling and the
+websocket check off, for the ablation. Lean kernels (ipykernel without its debugger and input
 history) went that way: 8 % less memory per kernel, under the 10 % an addition must buy.
 
 Everything else (templates, tokens, the pool itself) is Voila's, configured on the command line.
@@ -57,14 +37,15 @@ their versions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import os
-from datetime import datetime, timezone
 import re
 import sys
 import time
 from collections import deque
+from datetime import datetime, timezone
 
 import jinja2
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
@@ -324,11 +305,9 @@ class GatedVoilaHandler(voila_compat.PageHandler):
             found = KERNEL_ID.search(text)
             if found:
                 self._kernel_seen = True
-                try:
+                with contextlib.suppress(KeyError):
                     kernel = self.kernel_manager.get_kernel(found.group(1))
                     kernel.last_activity = utcnow()
-                except KeyError:
-                    pass
         return super().write(chunk)
 
     @web.authenticated

@@ -68,10 +68,8 @@ def accepts_gzip(header: str) -> bool:
         name, _, params = part.strip().partition(";")
         if name.strip().lower() in ("gzip", "*"):
             q = params.strip().lower()
-            if not q.startswith("q="):
-                return True
             try:
-                return float(q[2:]) > 0
+                return not q.startswith("q=") or float(q[2:]) > 0
             except ValueError:  # a malformed weight: not accepted
                 return False
     return False

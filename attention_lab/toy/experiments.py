@@ -123,15 +123,12 @@ def entropy_by_length(model: ReversalModel, tokens, lengths) -> dict:
     d = decode_forced(model, tokens, lengths)
     L = model.config.max_len
     H = entropy(d.weights)  # (B, L); padding steps have zero weights -> 0
-    out = {"length": [], "mean_entropy": [], "normalised": [], "n_steps": []}
-    for S in np.unique(d.lengths):
-        rows = d.lengths == S
-        h = H[rows][:, :S]
-        out["length"].append(int(S))
-        out["mean_entropy"].append(float(h.mean()))
-        out["normalised"].append(float(h.mean() / np.log(S)))
-        out["n_steps"].append(int(h.size))
-    return {k: np.array(v) for k, v in out.items()} | {"max_len": L}
+    lengths_seen = np.unique(d.lengths)
+    h = [H[d.lengths == S][:, :S] for S in lengths_seen]  # each (sequences of length S, S)
+    means = np.array([x.mean() for x in h])
+    return {"length": lengths_seen.astype(int), "mean_entropy": means,
+            "normalised": means / np.log(lengths_seen), "n_steps": np.array([x.size for x in h]),
+            "max_len": L}
 
 
 def source_values(model: ReversalModel, tokens, lengths) -> np.ndarray:
@@ -252,10 +249,7 @@ def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: 
     d = decode_forced(model, tokens, lengths)
     values = source_values(model, tokens, lengths)
     control = control_value(model)
-    cols = {k: [] for k in ("b", "t", "length", "max_weight", "perm_median", "uniform",
-                            "replace", "replace_changed", "uniform_changed", "loo_top",
-                            "loo_top_changed", "tau_loo", "tau_gradient", "top1_loo",
-                            "top1_gradient")}
+    rows = []
     for b in range(len(tokens)):
         grads = gradients_of_sequence(model, tokens, lengths, b) if gradients else None
         for t in range(int(lengths[b])):
@@ -263,29 +257,21 @@ def explanation_table(model: ReversalModel, tokens, lengths, *, n_permutations: 
             grad = None if grads is None else grads[t]
             r = explain.explain_step(step, control, n_permutations=n_permutations,
                                      seed=seed + 1000 * b + t, gradient=grad)
-            w = r.weights
-            cols["b"].append(b)
-            cols["t"].append(t)
-            cols["length"].append(int(lengths[b]))
-            cols["max_weight"].append(float(w.max()))
-            cols["perm_median"].append(r.permutation.median)
-            cols["uniform"].append(r.uniform.tvd)
-            cols["replace"].append(r.replace.tvd)
-            cols["replace_changed"].append(r.replace.prediction_changed)
-            cols["uniform_changed"].append(r.uniform.prediction_changed)
-            top = int(np.argmax(w))
+            top = int(np.argmax(r.weights))
             left_out = step.mask.copy()
             left_out[top] = False
             without_top = step.outputs(softmax(step.scores, mask=left_out))
-            cols["loo_top"].append(float(r.loo[top]))
-            cols["loo_top_changed"].append(int(np.argmax(without_top)) != int(np.argmax(
-                step.probs)))
-            cols["tau_loo"].append(r.tau_loo)
-            cols["top1_loo"].append(int(np.argmax(w)) == int(np.nanargmax(r.loo)))
-            cols["tau_gradient"].append(np.nan if grad is None else r.tau_gradient)
-            cols["top1_gradient"].append(grad is not None and
-                                         int(np.argmax(w)) == int(np.argmax(grad)))
-    return {k: np.array(v) for k, v in cols.items()}
+            rows.append({
+                "b": b, "t": t, "length": int(lengths[b]), "max_weight": float(r.weights.max()),
+                "perm_median": r.permutation.median, "uniform": r.uniform.tvd,
+                "replace": r.replace.tvd, "replace_changed": r.replace.prediction_changed,
+                "uniform_changed": r.uniform.prediction_changed, "loo_top": float(r.loo[top]),
+                "loo_top_changed": int(np.argmax(without_top)) != int(np.argmax(step.probs)),
+                "tau_loo": r.tau_loo, "tau_gradient": np.nan if grad is None else r.tau_gradient,
+                "top1_loo": top == int(np.nanargmax(r.loo)),
+                "top1_gradient": grad is not None and top == int(np.argmax(grad)),
+            })
+    return {k: np.array([row[k] for row in rows]) for k in rows[0]}
 
 
 def summarise(tab: dict) -> dict:

@@ -76,12 +76,9 @@ class ToyConfig:
     attn: int = 32
 
     def __post_init__(self):
-        if self.score not in SCORES:
-            raise ValueError(f"score must be one of {SCORES}, got {self.score!r}")
-        if self.values not in VALUES:
-            raise ValueError(f"values must be one of {VALUES}, got {self.values!r}")
-        if self.context not in CONTEXTS:
-            raise ValueError(f"context must be one of {CONTEXTS}, got {self.context!r}")
+        for name, allowed in (("score", SCORES), ("values", VALUES), ("context", CONTEXTS)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.context == "final_state" and (self.score, self.values) != ("additive",
                                                                             "embedding"):
             raise ValueError(f"a model without attention (context='final_state') has no score "
@@ -294,8 +291,8 @@ class ReversalModel(nn.Module):
                              "state): temperature, window and extra_mask do not apply")
         B, L = tokens.shape
         memory = self._memory(tokens, lengths)
-        base = torch.arange(L)[None, :] < lengths[:, None]
-        step_mask = base[:, None, :].expand(B, L, L).clone()
+        valid = torch.arange(L)[None, :] < lengths[:, None]  # (B, L): source positions, output steps
+        step_mask = valid[:, None, :].expand(B, L, L).clone()
         if window is not None:
             step_mask &= torch.from_numpy(window_mask(window, L))[None, None, :]
         if extra_mask is not None:
@@ -324,13 +321,12 @@ class ReversalModel(nn.Module):
                 out_w[:, t], out_s[:, t] = w[:, 0], s[:, 0]
             out_q[:, t], out_c[:, t] = y[:, 0], c[:, 0]
             prev = tok if force_t is None else force_t[:, t]
-        valid_t = torch.arange(L)[None, :] < lengths[:, None]
-        out_tok = out_tok * valid_t
-        out_w = out_w * valid_t[:, :, None]
+        out_tok = out_tok * valid
+        out_w = out_w * valid[:, :, None]
         return Decoded(tokens=out_tok.numpy(), logits=out_logits.numpy(),
                        weights=out_w.numpy() if attends else None,
                        scores=out_s.numpy() if attends else None,
-                       mask=(step_mask & valid_t[:, :, None]).numpy() if attends else None,
+                       mask=(step_mask & valid[:, :, None]).numpy() if attends else None,
                        lengths=lengths.numpy(), queries=out_q.numpy(), contexts=out_c.numpy())
 
     def reverse(self, text: str, **kwargs) -> str:

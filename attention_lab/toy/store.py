@@ -176,14 +176,10 @@ def load(path=None, *, score: str = "additive", values: str = "embedding",
     unexpected = sorted(set(state) - set(expected))
     wrong = [f"{k}: file {tuple(state[k].shape)}, model {tuple(expected[k].shape)}"
              for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k].shape)]
-    if missing or unexpected or wrong:
-        parts = []
-        if missing:
-            parts.append(f"missing {missing}")
-        if unexpected:
-            parts.append(f"unexpected {unexpected}")
-        if wrong:
-            parts.append("wrong shapes " + "; ".join(wrong))
+    parts = [text for text, found in ((f"missing {missing}", missing),
+                                      (f"unexpected {unexpected}", unexpected),
+                                      ("wrong shapes " + "; ".join(wrong), wrong)) if found]
+    if parts:
         raise WeightsError(f"weights file {path} does not match the model its config describes "
                            f"({cfg}): " + ", ".join(parts))
     model.load_state_dict(state)
