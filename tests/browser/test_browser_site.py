@@ -62,7 +62,9 @@ def pages(chromium, site):
             page.on("console", lambda m, e=errors: e.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda exc, e=errors: e.append(str(exc)))
             page.goto((out / name).as_uri(), wait_until="load")
-            page.wait_for_load_state("networkidle")
+            # 'load' has waited for the page's images and scripts; a lazy image still loading is
+            # waited for here (not "networkidle", which timed out after 30 s in some runs under load)
+            page.wait_for_function("() => [...document.images].every(i => i.complete)")
             seen[name] = (errors, page.evaluate(IMAGES_JS), page.evaluate(EXPLORERS_JS),
                           page.evaluate(LINKS_JS), page.evaluate(IDS_JS), page.evaluate(MATH_JS))
             page.close()
