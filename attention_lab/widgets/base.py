@@ -42,7 +42,8 @@ from ..plots import fmt_vec
 from ._a11y import Accessibility
 from ._canvas import FigureView
 
-__all__ = ["Explorer", "Task", "frozen_state", "log_slider", "slider", "html_table", "num"]
+__all__ = ["Explorer", "Task", "frozen_state", "log_slider", "slider", "int_slider",
+           "policy_menu", "values_of", "html_table", "num"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,6 +126,21 @@ def log_slider(value, lo, hi, description, step=0.02):
 def slider(value, lo, hi, step, description, fmt=".2f"):
     return W.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
                          readout_format=fmt, continuous_update=True)
+
+
+def int_slider(value, lo, hi, description, step=1):
+    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+                       continuous_update=True)
+
+
+def policy_menu(description: str) -> W.Dropdown:
+    """The all-masked policy ("zeros", "nan" or "raise"), "zeros" first."""
+    return W.Dropdown(options=["zeros", "nan", "raise"], value="zeros", description=description)
+
+
+def values_of(controls: dict, names) -> np.ndarray:
+    """The values of the controls ``names`` as a float vector (a query, a weight vector)."""
+    return np.array([controls[n].value for n in names], dtype=float)
 
 
 def html_table(header, rows) -> str:
