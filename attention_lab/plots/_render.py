@@ -414,6 +414,14 @@ class Style:
             ax.set_axisbelow(True)
 
 
+def value_triangle(ax, v, *, size: float, lw=None, zorder: int = 4) -> None:
+    """The values ``v`` (n, 2) as points, the polygon they span shaded and outlined."""
+    ring = np.vstack([v, v[:1]])
+    ax.fill(ring[:, 0], ring[:, 1], color=PALETTE["sky"], alpha=0.15)
+    ax.plot(ring[:, 0], ring[:, 1], color=PALETTE["grey"], linestyle="--", lw=lw)
+    ax.scatter(v[:, 0], v[:, 1], s=size, color=PALETTE["source"], zorder=zorder)
+
+
 def positions_axis(ax, S: int, style: Style, label="source position"):
     ax.set_xticks(np.arange(S), [str(i + 1) for i in range(S)])
     ax.set_xlim(-0.6, S - 0.4)

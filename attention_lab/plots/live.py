@@ -22,7 +22,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ._render import (CMAP, PALETTE, Bars, LayeredFigure, Style, add_fast_text, fmt_vec,
-                      new_figure, positions_axis, text_on_weight)
+                      new_figure, positions_axis, text_on_weight, value_triangle)
 
 __all__ = ["LivePlot", "OverviewDiagram", "QueryPlot", "ScorePlot", "TemperaturePlot", "MaskPlot",
            "WindowPlot", "AxisPlot", "PrecisionPlot", "HullPlot", "GeometryPlot", "LocalPPlot"]
@@ -563,12 +563,9 @@ class WindowPlot(LivePlot):
         lo = max(centre - half_width, -0.5)
         hi = min(centre + half_width, S - 0.5)
         win = self.rows[1]["window"]
-        if hi >= lo:
-            win.set_visible(True)
-            win.set_x(lo + 0.475 - 0.47)
-            win.set_width(hi - lo + 0.94)
-        else:
-            win.set_visible(False)
+        win.set_visible(hi >= lo)  # an empty window: no outline
+        win.set_x(lo + 0.475 - 0.47)
+        win.set_width(hi - lo + 0.94)
         self.message("local", message)
 
 
@@ -638,10 +635,9 @@ class AxisPlot(LivePlot):
         self.sum_bars.set_heights(np.minimum(values, 2.0))
         self.sum_bars.set_facecolor([PALETTE["weight"] if abs(v - 1.0) < 1e-9 else PALETTE["score"]
                                      for v in values])
-        ok_groups = [bool(np.all(np.abs(np.asarray(s) - 1) < 1e-9))
-                     for s in (sums_keys, sums_queries, sums_batch)]
-        names = ["keys", "queries", "batch"]
-        sums_one = [n for n, ok in zip(names, ok_groups) if ok]
+        sums_one = [name for name, s in zip(("keys", "queries", "batch"),
+                                            (sums_keys, sums_queries, sums_batch))
+                    if np.all(np.abs(np.asarray(s) - 1) < 1e-9)]
         self.message("sums", "sums to 1 over: " + (", ".join(sums_one) if sums_one else "none"))
 
 
@@ -704,10 +700,7 @@ class HullPlot(LivePlot):
         v = np.asarray(values, float)
         ax = self._panel([0.09, 0.1, 0.58, 0.8], ylim=None, xlabel="value coordinate 1",
                          ylabel="value coordinate 2", grid_y=False)
-        poly = np.vstack([v, v[:1]])
-        ax.fill(poly[:, 0], poly[:, 1], color=PALETTE["sky"], alpha=0.15)
-        ax.plot(poly[:, 0], poly[:, 1], color=PALETTE["grey"], linestyle="--", lw=st.lw)
-        ax.scatter(v[:, 0], v[:, 1], s=80 * st.scale, color=PALETTE["source"], zorder=4)
+        value_triangle(ax, v, size=80 * st.scale, lw=st.lw)
         for i, (x, y) in enumerate(v):
             ax.text(x + 0.06, y + 0.08, f"value {i + 1}", fontsize=st.fs)
         for k, c in enumerate(np.asarray(chapter_contexts, float).reshape(-1, 2)):
@@ -812,10 +805,7 @@ class GeometryPlot(LivePlot):
         # the values' plane: the values, the context and a line to each value per weight
         ax_v = self._panel([0.74, 0.08, 0.25, 0.78], ylim=None, grid_y=False,
                            title="values vᵢ and the context c")
-        ring = np.vstack([v, v[:1]])
-        ax_v.fill(ring[:, 0], ring[:, 1], color=PALETTE["sky"], alpha=0.15)
-        ax_v.plot(ring[:, 0], ring[:, 1], color=PALETTE["grey"], linestyle="--", lw=st.lw)
-        ax_v.scatter(v[:, 0], v[:, 1], s=55 * st.scale, color=PALETTE["source"], zorder=4)
+        value_triangle(ax_v, v, size=55 * st.scale, lw=st.lw)
         centre = v.mean(0)
         for i, (x, y) in enumerate(v):
             dx, dy = np.array([x, y]) - centre
