@@ -1,17 +1,9 @@
-"""Figures: the chapter's six figures (static PNGs) and the live figures of the explorers.
+"""Figures: the chapter's six figures (:mod:`.chapter`, static PNGs with a text description) and
+the explorers' live figures (:mod:`.live`, built once, updated in place), both drawn with
+:mod:`._render` (the layered figure, fast labels, bars, the palette and the styles).
 
-Plots never compute attention. Every function and every ``update(...)`` receives the numbers
+Plots never compute attention: every function and every ``update(...)`` receives the numbers
 (scores, weights, contexts, masks) that the core computed, and only draws them.
-
-* :mod:`.chapter`: the chapter's figures (:func:`overview_figure`, :func:`two_query_heatmap`,
-  :func:`temperature_panels`, :func:`mask_figure`, :func:`window_figure`, :func:`hull_figure`),
-  each a :class:`StaticFigure` shown as an inline PNG with a text description.
-* :mod:`.live`: the explorers' figures (:class:`QueryPlot`, :class:`ScorePlot`, ...), built once;
-  ``update(...)`` changes their artists in place and its docstring is the contract with the
-  explorer.
-* :mod:`._render`: the engine both use: :class:`LayeredFigure` (static pixels cached, dynamic
-  artists drawn on top), :class:`FastText` (labels pasted from cached glyphs), :class:`Bars`,
-  the palette and the styles.
 """
 
 from __future__ import annotations

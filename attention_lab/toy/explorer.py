@@ -10,12 +10,10 @@ watch the trained model's decoded output and attention change.
 Positions are numbered 1..S in everything a student reads (the controls, the figure's ticks, the
 readout), as in notebooks 01-03; the state's arrays are indexed from 0 as numpy arrays are.
 
-It is an :class:`attention_lab.widgets.Explorer` like the explorers of notebooks 01-03: the same
-``.controls``, frozen ``.state`` (computed by the model), ``.plot`` / ``.figure`` (a
-:class:`~attention_lab.toy.figures.ModelFigure`, updated in place), canvas and inline fallback,
-``reset()`` / ``hold()`` / ``set()``, tasks (:data:`ModelExplorer.TASKS`) and
-``presentation=True``. A source the model cannot read is reported in the figure's title and the
-readout; the figure keeps the last decoding.
+It is an :class:`attention_lab.widgets.Explorer` like those of notebooks 01-03, its state
+computed by the model and its figure a :class:`~attention_lab.toy.figures.ModelFigure`. A source
+the model cannot read is reported in the figure's title and the readout; the figure keeps the last
+decoding.
 """
 
 from __future__ import annotations

@@ -41,12 +41,9 @@ class ModelFigure(LivePlot):
     """The explorer figure for sources up to ``max_len`` symbols: built once, :meth:`update`
     changes its artists in place.
 
-    Its figure is a :class:`attention_lab.plots.LayeredFigure`: the axes, ticks, tick labels,
-    colour bar and legend are rendered once and restored from a pixel cache; only the heatmap, the
-    alignment marks, the window shading and the title are drawn on every update. The cache is
-    refreshed when the tick labels change (another source, another decoded output); a new
-    temperature alone redraws in a few milliseconds instead of re-laying out the whole figure. The
-    title is drawn in a band kept free above the axes.
+    On its :class:`attention_lab.plots.LayeredFigure` only the heatmap, the alignment marks, the
+    window shading and the title (in a band kept free above the axes) are dynamic; the static
+    layer is drawn again when the tick labels change (another source, another decoded output).
     """
 
     def __init__(self, max_len: int, *, presentation: bool = False, cache: bool = True):

@@ -1,11 +1,5 @@
-"""Explorers: ipywidgets controls + a live figure + the core's numbers, nothing else.
-
-* :mod:`.base`: :class:`Explorer` (controls, frozen state, figure, reset / hold / set) and
-  :class:`Task` (a goal the student reaches, checked live from the state);
-* :mod:`.explorers`: the explorers of the level notebooks (:data:`EXPLORERS`, in notebook order);
-  the trained model's explorer is :class:`attention_lab.toy.explorer.ModelExplorer`;
-* :mod:`._canvas`: how a figure reaches the page (ipympl's canvas with faster PNG frames,
-  :mod:`._fast_canvas`; an inline PNG fallback; or a headless Agg canvas).
+"""Explorers: ipywidgets controls + a live figure + the core's numbers, nothing else (how they
+work, for students and maintainers: ``docs/design/explorers.md``).
 
     from attention_lab import widgets
     explorer = widgets.QueryExplorer()

@@ -389,11 +389,10 @@ class MaskExplorer(Explorer):
         mask = combine_masks(padding_mask(int(c["length"].value), 5), toggles)
         policy = c["empty"].value
         scores = dot_scores(ex.query, ex.keys)
-        weights, context, masked_mass, row_sum, error = attend_or_refuse(scores, ex.values, mask,
-                                                                          policy)
+        weights, context, mass, row_sum, error = attend_or_refuse(scores, ex.values, mask, policy)
         after = mask_after_softmax(scores, mask)
-        return MaskState(mask, scores, weights, context, masked_mass, row_sum, policy,
-                         not mask.any(), error, after, weighted_sum(after, ex.values), float(after.sum()),
+        return MaskState(mask, scores, weights, context, mass, row_sum, policy, not mask.any(),
+                         error, after, weighted_sum(after, ex.values), float(after.sum()),
                          bool(c["after_softmax"].value))
 
     def _show(self, s):
