@@ -458,10 +458,9 @@ class MaskPlot(LivePlot):
                  fontsize=st.small)
         self.before = self._bars(ax1, S, PALETTE["weight"])
         self.after = self._bars(ax2, S, PALETTE["wrong"], hatch="//", edgecolor="white")
-        self.sum_before = self._text(ax1, 0.98, 0.93, "", transform=ax1.transAxes, ha="right",
-                                     fontsize=st.small)
-        self.sum_after = self._text(ax2, 0.98, 0.93, "", transform=ax2.transAxes, ha="right",
-                                    fontsize=st.small)
+        self.sum_before, self.sum_after = (
+            self._text(ax, 0.98, 0.93, "", transform=ax.transAxes, ha="right", fontsize=st.small)
+            for ax in (ax1, ax2))
         self._crosses(self.axes[1:])
         for ax in self.axes[1:]:
             ax.text(1.0, -0.3, "× = masked", transform=ax.transAxes, ha="right",

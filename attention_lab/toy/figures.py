@@ -154,10 +154,13 @@ def alignment_grid(examples, *, ncols: int = 3) -> StaticFigure:
     nrows = int(np.ceil(n / ncols))
     fig = _figure((3.6 * ncols, 3.4 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)
-    image = None
+    image, panels = None, []
     for ax, ex in zip(axes.ravel(), examples):
         w = np.asarray(ex["weights"])
         T, S = w.shape
+        on_truth = int((w.argmax(-1) == S - 1 - np.arange(T)).sum())
+        panels.append(f"{ex['title']}: source {ex['source']}, decoded {ex['output']}, the "
+                      f"darkest cell on the orange square in {on_truth} of {T} rows")
         image = ax.imshow(w, cmap=CMAP, vmin=0, vmax=1, interpolation="nearest")
         ax.plot(S - 1 - np.arange(T), np.arange(T), linestyle="none", marker="s",
                 markersize=min(14, 110 / S), markerfacecolor="none", markeredgecolor=ORANGE,
@@ -171,13 +174,6 @@ def alignment_grid(examples, *, ncols: int = 3) -> StaticFigure:
         ax.set_visible(False)
     if image is not None:
         fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight")
-    panels = []
-    for ex in examples:
-        w = np.asarray(ex["weights"])
-        T, S = w.shape
-        on_truth = int((w.argmax(-1) == S - 1 - np.arange(T)).sum())
-        panels.append(f"{ex['title']}: source {ex['source']}, decoded {ex['output']}, the "
-                      f"darkest cell on the orange square in {on_truth} of {T} rows")
     description = (f"Figure: {n} heatmaps of attention weights (white 0, darker larger), rows "
                    f"the output steps, columns the source positions, orange squares on the true "
                    f"alignment (the anti-diagonal). " + "; ".join(panels) + ".")

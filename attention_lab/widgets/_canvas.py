@@ -40,11 +40,9 @@ def ipympl_canvas(figure):
     with warnings.catch_warnings():  # ipympl's Toolbar uses a deprecated traitlets API
         warnings.simplefilter("ignore", DeprecationWarning)
         FigureManager(canvas, next(_figure_numbers))
-    canvas.header_visible = False
-    canvas.footer_visible = False
-    canvas.toolbar_visible = False
-    canvas.resizable = False
-    canvas.capture_scroll = False
+    for trait in ("header_visible", "footer_visible", "toolbar_visible", "resizable",
+                  "capture_scroll"):
+        setattr(canvas, trait, False)
     return canvas
 
 
