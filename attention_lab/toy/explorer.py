@@ -26,7 +26,7 @@ import numpy as np
 
 from ..plots import StaticFigure
 from ..softmax import entropy
-from ..widgets.base import Explorer, Task, frozen_state
+from ..widgets.base import Explorer, Task, frozen_state, int_slider
 from . import data
 from .figures import ModelFigure
 
@@ -123,10 +123,8 @@ class ModelExplorer(Explorer):
                                             step=0.05, description="temperature",
                                             readout_format=".2f"),
             "window": W.Checkbox(value=v["window"], description="local window"),
-            "centre": W.IntSlider(value=v["centre"], min=1, max=c.max_len,
-                                  description="window centre"),
-            "half_width": W.IntSlider(value=v["half_width"], min=0, max=c.max_len - 1,
-                                      description="half-width"),
+            "centre": int_slider(v["centre"], 1, c.max_len, "window centre"),
+            "half_width": int_slider(v["half_width"], 0, c.max_len - 1, "half-width"),
         }
 
     def _style_controls(self) -> None:
