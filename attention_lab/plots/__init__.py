@@ -8,18 +8,16 @@ Plots never compute attention: every function and every ``update(...)`` receives
 
 from __future__ import annotations
 
-from ._render import (CMAP, LIVE_MAX_WIDTH, PALETTE, Bars, FastText, LayeredFigure, Style,
-                      add_fast_text, fmt_vec, text_on_weight)
+from ._render import CMAP, PALETTE, FastText, LayeredFigure, add_fast_text, fmt_vec
 from .chapter import (StaticFigure, hull_figure, mask_figure, overview_figure,
                       temperature_panels, two_query_heatmap, window_figure)
 from .live import (AxisPlot, GeometryPlot, HullPlot, LivePlot, LocalPPlot, MaskPlot,
                    PrecisionPlot, QueryPlot, ScorePlot, TemperaturePlot, WindowPlot)
 
 __all__ = [
-    "PALETTE", "CMAP", "LIVE_MAX_WIDTH", "LayeredFigure", "FastText", "Bars", "Style",
-    "add_fast_text", "fmt_vec", "text_on_weight", "StaticFigure", "LivePlot", "QueryPlot", "ScorePlot",
-    "TemperaturePlot", "MaskPlot", "WindowPlot", "AxisPlot", "PrecisionPlot", "HullPlot",
-    "GeometryPlot", "LocalPPlot",
+    "PALETTE", "CMAP", "LayeredFigure", "FastText", "add_fast_text", "fmt_vec", "StaticFigure",
+    "LivePlot", "QueryPlot", "ScorePlot", "TemperaturePlot", "MaskPlot", "WindowPlot", "AxisPlot",
+    "PrecisionPlot", "HullPlot", "GeometryPlot", "LocalPPlot",
     "overview_figure", "two_query_heatmap", "temperature_panels", "mask_figure", "window_figure",
     "hull_figure",
 ]

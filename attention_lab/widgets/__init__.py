@@ -10,7 +10,7 @@ work, for students and maintainers: ``docs/design/explorers.md``).
 
 from __future__ import annotations
 
-from ._canvas import BACKENDS, FigureView, ipympl_available, ipympl_canvas
+from ._canvas import ipympl_available
 from ._png import encode_png
 from .base import Explorer, Task
 from .explorers import (EXPLORERS, AxisExplorer, GeometryExplorer, HullExplorer,
@@ -20,6 +20,5 @@ from .explorers import (EXPLORERS, AxisExplorer, GeometryExplorer, HullExplorer,
 __all__ = [
     "Explorer", "Task", "QueryExplorer", "ScoreExplorer", "TemperatureExplorer", "MaskExplorer",
     "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer", "GeometryExplorer",
-    "LocalPExplorer", "EXPLORERS",
-    "ipympl_available", "ipympl_canvas", "encode_png", "FigureView", "BACKENDS",
+    "LocalPExplorer", "EXPLORERS", "ipympl_available", "encode_png",
 ]
