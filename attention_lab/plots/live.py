@@ -1,10 +1,8 @@
 """The explorers' live figures: built once, then ``update(...)`` changes their artists in place.
 
-Every live figure is a :class:`LivePlot`: its ``figure`` is a :class:`LayeredFigure` (static parts
-cached as pixels), its ``update(...)`` takes keyword arguments only, the numbers the core computed,
-and changes artists in place (``set_height``, ``set_data``, ``set_array``, ``set_text``); it never
-computes attention, never clears an axes and never creates a new figure. Each ``update``'s
-docstring is the contract between the figure and its explorer in :mod:`attention_lab.widgets`.
+Every live figure is a :class:`LivePlot`; its ``update(...)`` takes keyword arguments only, the
+numbers the core computed, and never computes attention, clears an axes or creates a figure. Each
+``update``'s docstring is the contract between the figure and its explorer.
 
 Colours are the Okabe-Ito palette (safe for the common colour-vision deficiencies), weights in a
 heatmap or a shaded box use the one weight scale :data:`CMAP` (0 to 1, darker = larger), and
@@ -32,10 +30,11 @@ class LivePlot:
     """Base of the explorers' figures.
 
     A subclass builds its axes and artists once in ``__init__`` (static ones as usual, the ones
-    that change through :meth:`_dyn`, :meth:`_bars`, :meth:`_text`, :meth:`_message_box`) and
-    defines ``update(**numbers)``, which only moves those artists. What an explorer relies on:
-    ``figure`` (a :class:`LayeredFigure` on an Agg canvas until the explorer gives it another),
-    ``update(...)``, :meth:`add_error_box`, :meth:`message` / :meth:`messages` and :meth:`png`.
+    that change through :meth:`_dyn`, :meth:`_line`, :meth:`_bars`, :meth:`_text`,
+    :meth:`_message_box`) and defines ``update(**numbers)``, which only moves those artists. What
+    an explorer relies on: ``figure`` (a :class:`LayeredFigure` on an Agg canvas until the
+    explorer gives it another), ``update(...)``, :meth:`add_error_box`, :meth:`message` /
+    :meth:`messages` and :meth:`png`.
     """
 
     #: (width, height) in inches at 100 dpi, before the presentation scale
