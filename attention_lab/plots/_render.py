@@ -1,18 +1,15 @@
 """The rendering engine of the live figures: a layered figure and fast labels.
 
-* :class:`LayeredFigure`: the parts that do not change (axes, ticks, labels, titles, static
-  patches) are rendered once and kept as a background (matplotlib's blitting); a draw after an
-  update restores it and draws only the artists registered as dynamic. Anything that changes a
-  static part calls :meth:`LayeredFigure.invalidate_static` (changes of size, dpi, axes limits or
-  axes visibility are detected automatically).
+* :class:`LayeredFigure`: static pixels cached, dynamic artists drawn on top (matplotlib's
+  blitting).
 * :class:`FastText`: a label for values that change on every update, pasted from cached glyph
   bitmaps. It stays because stock ``matplotlib.text.Text`` labels make the explorers' frames
   2.4-6x slower (``python -m benchmarks.run explorers``, the rows "changing labels as stock
   matplotlib Text"; ``docs/maintainers/decisions.md``).
 * :class:`Bars`: a group of bars as one artist (one draw call).
 * Shared styling: the Okabe-Ito :data:`PALETTE`, :data:`CMAP` (the one colour scale for attention
-  weights: white at 0, darkest green at 1, in every heatmap of the package), :class:`Style` (font
-  sizes, larger for a projector), :func:`new_figure`, :func:`positions_axis`, :func:`fmt_vec`.
+  weights), :class:`Style` (font sizes, larger for a projector), :func:`new_figure`,
+  :func:`positions_axis`, :func:`value_triangle`, :func:`fmt_vec`.
 
 Nothing here knows about attention; :mod:`.live` and :mod:`.chapter` draw with it.
 """
@@ -412,6 +409,14 @@ class Style:
         if grid_y:
             ax.yaxis.grid(True, color="#E6E6E6", linewidth=0.8)
             ax.set_axisbelow(True)
+
+
+def value_triangle(ax, v, *, size: float, lw=None, zorder: int = 4) -> None:
+    """The values ``v`` (n, 2) as points, the polygon they span shaded and outlined."""
+    ring = np.vstack([v, v[:1]])
+    ax.fill(ring[:, 0], ring[:, 1], color=PALETTE["sky"], alpha=0.15)
+    ax.plot(ring[:, 0], ring[:, 1], color=PALETTE["grey"], linestyle="--", lw=lw)
+    ax.scatter(v[:, 0], v[:, 1], s=size, color=PALETTE["source"], zorder=zorder)
 
 
 def positions_axis(ax, S: int, style: Style, label="source position"):

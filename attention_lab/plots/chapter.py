@@ -15,7 +15,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ._render import CMAP, PALETTE, Style, fmt_vec, new_figure, positions_axis, text_on_weight
+from ._render import (CMAP, PALETTE, Style, fmt_vec, new_figure, positions_axis, text_on_weight,
+                      value_triangle)
 from .live import OverviewDiagram
 
 __all__ = ["StaticFigure", "overview_figure", "two_query_heatmap", "temperature_panels",
@@ -181,10 +182,7 @@ def hull_figure(values, weight_sets, contexts, *, presentation=False) -> StaticF
     fig = new_figure((6.2, 5.0), st, layered=False)
     ax = fig.add_axes([0.11, 0.11, 0.85, 0.8])
     st.axes(ax, xlabel="value coordinate 1", ylabel="value coordinate 2", grid_y=False)
-    poly = np.vstack([v, v[:1]])
-    ax.fill(poly[:, 0], poly[:, 1], color=PALETTE["sky"], alpha=0.15)
-    ax.plot(poly[:, 0], poly[:, 1], color=PALETTE["grey"], linestyle="--")
-    ax.scatter(v[:, 0], v[:, 1], s=90, color=PALETTE["source"], zorder=3)
+    value_triangle(ax, v, size=90, zorder=3)
     for i, (x, y) in enumerate(v):
         ax.text(x + 0.06, y + 0.06, f"value {i + 1}", fontsize=st.fs)
     markers = ["o", "s", "^", "D"]

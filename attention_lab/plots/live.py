@@ -1,10 +1,8 @@
 """The explorers' live figures: built once, then ``update(...)`` changes their artists in place.
 
-Every live figure is a :class:`LivePlot`: its ``figure`` is a :class:`LayeredFigure` (static parts
-cached as pixels), its ``update(...)`` takes keyword arguments only, the numbers the core computed,
-and changes artists in place (``set_height``, ``set_data``, ``set_array``, ``set_text``); it never
-computes attention, never clears an axes and never creates a new figure. Each ``update``'s
-docstring is the contract between the figure and its explorer in :mod:`attention_lab.widgets`.
+Every live figure is a :class:`LivePlot`; its ``update(...)`` takes keyword arguments only, the
+numbers the core computed, and never computes attention, clears an axes or creates a figure. Each
+``update``'s docstring is the contract between the figure and its explorer.
 
 Colours are the Okabe-Ito palette (safe for the common colour-vision deficiencies), weights in a
 heatmap or a shaded box use the one weight scale :data:`CMAP` (0 to 1, darker = larger), and
@@ -22,7 +20,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from ._render import (CMAP, PALETTE, Bars, LayeredFigure, Style, add_fast_text, fmt_vec,
-                      new_figure, positions_axis, text_on_weight)
+                      new_figure, positions_axis, text_on_weight, value_triangle)
 
 __all__ = ["LivePlot", "OverviewDiagram", "QueryPlot", "ScorePlot", "TemperaturePlot", "MaskPlot",
            "WindowPlot", "AxisPlot", "PrecisionPlot", "HullPlot", "GeometryPlot", "LocalPPlot"]
@@ -32,10 +30,11 @@ class LivePlot:
     """Base of the explorers' figures.
 
     A subclass builds its axes and artists once in ``__init__`` (static ones as usual, the ones
-    that change through :meth:`_dyn`, :meth:`_bars`, :meth:`_text`, :meth:`_message_box`) and
-    defines ``update(**numbers)``, which only moves those artists. What an explorer relies on:
-    ``figure`` (a :class:`LayeredFigure` on an Agg canvas until the explorer gives it another),
-    ``update(...)``, :meth:`add_error_box`, :meth:`message` / :meth:`messages` and :meth:`png`.
+    that change through :meth:`_dyn`, :meth:`_line`, :meth:`_bars`, :meth:`_text`,
+    :meth:`_message_box`) and defines ``update(**numbers)``, which only moves those artists. What
+    an explorer relies on: ``figure`` (a :class:`LayeredFigure` on an Agg canvas until the
+    explorer gives it another), ``update(...)``, :meth:`add_error_box`, :meth:`message` /
+    :meth:`messages` and :meth:`png`.
     """
 
     #: (width, height) in inches at 100 dpi, before the presentation scale
@@ -85,7 +84,7 @@ class LivePlot:
         """A dynamic row of crosses on each of ``axes``, for :meth:`_cross_masked`."""
         kw = dict(linestyle="none", marker="x", markersize=8 * self.style.scale, color="black",
                   markeredgewidth=1.5 * self.style.lw, clip_on=False)
-        self.cross = [self._dyn(ax.plot([], [], **kw)[0]) for ax in axes]
+        self.cross = [self._line(ax, [], [], **kw) for ax in axes]
 
     def _cross_masked(self, mask):
         """Crosses at the masked positions (``mask`` (S,) bool: True = eligible)."""
@@ -96,12 +95,11 @@ class LivePlot:
     def _spokes(self, ax, values, markersize, label=None, **kw):
         """The context as a point, with a dynamic line to each of ``values`` (n, 2)."""
         self.values = np.asarray(values, float)
-        self.spokes = [self._dyn(ax.plot([], [], color=PALETTE["weight"], alpha=0.7,
-                                         solid_capstyle="round", **kw)[0]) for _ in values]
-        (self.point,) = ax.plot([], [], "o", markersize=markersize * self.style.scale,
+        self.spokes = [self._line(ax, [], [], color=PALETTE["weight"], alpha=0.7,
+                                  solid_capstyle="round", **kw) for _ in values]
+        self.point = self._line(ax, [], [], "o", markersize=markersize * self.style.scale,
                                 color=PALETTE["context"], markeredgecolor="black", zorder=6,
                                 label=label)
-        self._dyn(self.point)
 
     def _show_spokes(self, context, weights, width):
         """The context point, and its line to value i ``0.5 + width * weights[i]`` wide."""
@@ -113,6 +111,16 @@ class LivePlot:
     def _dyn(self, *artists):
         self.figure.add_dynamic(*artists)
         return artists[0] if len(artists) == 1 else artists
+
+    def _line(self, ax, *args, **kw):
+        """A dynamic line, ``ax.plot(*args, **kw)``."""
+        return self._dyn(ax.plot(*args, **kw)[0])
+
+    def _star(self, ax):
+        """A dynamic star marking the target position."""
+        return self._line(ax, [], [], linestyle="none", marker="*",
+                          markersize=13 * self.style.scale, color=PALETTE["score"],
+                          markeredgecolor="black")
 
     def _bars(self, ax, n, color, x=None, bottom=0.0, width=0.7, **kw):
         """``n`` bars as one dynamic :class:`Bars` artist."""
@@ -319,10 +327,9 @@ class ScorePlot(LivePlot):
                            ylabel="score eᵢ")
         ax_s.axhline(0, color="black", linewidth=0.8 * st.lw)
         self.bars = self._bars(ax_s, S, PALETTE["score"], label="chosen score")
-        (self.dot_marks,) = ax_s.plot(np.arange(S), np.zeros(S), linestyle="none", marker="o",
-                                      markersize=7 * st.scale, markerfacecolor="none",
-                                      markeredgecolor="black", label="dot product qᵀkᵢ")
-        self._dyn(self.dot_marks)
+        self.dot_marks = self._line(ax_s, np.arange(S), np.zeros(S), linestyle="none",
+                                    marker="o", markersize=7 * st.scale, markerfacecolor="none",
+                                    markeredgecolor="black", label="dot product qᵀkᵢ")
         ax_s.legend(fontsize=st.small, loc="lower left", frameon=False, ncol=2,
                     bbox_to_anchor=(0.0, 0.98))
         self.title = self._text(ax_s, 0.0, 1.17, "", transform=ax_s.transAxes,
@@ -369,10 +376,9 @@ class TemperaturePlot(LivePlot):
         S = ref.size
         ax_b = self._panel([0.065, 0.17, 0.38, 0.65], S, ylabel="weight αᵢ(τ)")
         self.bars = self._bars(ax_b, S, PALETTE["weight"], label="at τ")
-        (ref_marks,) = ax_b.plot(np.arange(S), ref, linestyle="none", marker="_",
-                                 markersize=26 * st.scale, markeredgewidth=2 * st.lw,
-                                 color="black", label="at τ = 1", zorder=5)
-        self._dyn(ref_marks)  # drawn on top of the bars
+        self._line(ax_b, np.arange(S), ref, linestyle="none", marker="_",  # on top of the bars
+                   markersize=26 * st.scale, markeredgewidth=2 * st.lw, color="black",
+                   label="at τ = 1", zorder=5)
         # upper right: the weights of positions 4 and 5 stay small at every temperature, so the
         # bars never cover the legend (upper left, position 2's bar reaches 1 as tau -> 0)
         ax_b.legend(fontsize=st.small, frameon=False, loc="upper right", ncol=2)
@@ -405,11 +411,10 @@ class TemperaturePlot(LivePlot):
         ax_c.legend(h1 + h2, l1 + l2, fontsize=st.small, frameon=False, loc="lower left",
                     bbox_to_anchor=(0.0, 1.0), ncol=2)
         self.vline = self._dyn(ax_c.axvline(1.0, color="black", lw=st.lw, linestyle=":"))
-        (self.pt_max,) = ax_c.plot([1.0], [0.0], "o", color=PALETTE["weight"],
-                                   markersize=7 * st.scale)
-        (self.pt_eff,) = ax_k.plot([1.0], [1.0], "s", color=PALETTE["source"],
-                                   markersize=7 * st.scale)
-        self._dyn(self.pt_max, self.pt_eff)
+        self.pt_max = self._line(ax_c, [1.0], [0.0], "o", color=PALETTE["weight"],
+                                 markersize=7 * st.scale)
+        self.pt_eff = self._line(ax_k, [1.0], [1.0], "s", color=PALETTE["source"],
+                                 markersize=7 * st.scale)
 
     def update(self, *, temperature, weights, max_weight, effective_keys):
         """Show the weights at one temperature.
@@ -452,10 +457,9 @@ class MaskPlot(LivePlot):
                  fontsize=st.small)
         self.before = self._bars(ax1, S, PALETTE["weight"])
         self.after = self._bars(ax2, S, PALETTE["wrong"], hatch="//", edgecolor="white")
-        self.sum_before = self._text(ax1, 0.98, 0.93, "", transform=ax1.transAxes, ha="right",
-                                     fontsize=st.small)
-        self.sum_after = self._text(ax2, 0.98, 0.93, "", transform=ax2.transAxes, ha="right",
-                                    fontsize=st.small)
+        self.sum_before, self.sum_after = (
+            self._text(ax, 0.98, 0.93, "", transform=ax.transAxes, ha="right", fontsize=st.small)
+            for ax in (ax1, ax2))
         self._crosses(self.axes[1:])
         for ax in self.axes[1:]:
             ax.text(1.0, -0.3, "× = masked", transform=ax.transAxes, ha="right",
@@ -522,9 +526,7 @@ class WindowPlot(LivePlot):
                            va="center", fontsize=st.small, color="black", zorder=4)
             bars = self._bars(ax, S, PALETTE["source"], x=np.arange(S) + 0.475, bottom=0.36,
                               width=0.5)
-            (star,) = ax.plot([], [], linestyle="none", marker="*", markersize=13 * st.scale,
-                              color=PALETTE["score"], markeredgecolor="black")
-            self._dyn(star)
+            star = self._star(ax)
             title = self._text(ax, 0.0, 1.58, "", fontsize=st.title, va="top")
             self.rows.append(dict(ax=ax, squares=squares, bars=bars, star=star, title=title))
         local = self.rows[1]
@@ -559,12 +561,9 @@ class WindowPlot(LivePlot):
         lo = max(centre - half_width, -0.5)
         hi = min(centre + half_width, S - 0.5)
         win = self.rows[1]["window"]
-        if hi >= lo:
-            win.set_visible(True)
-            win.set_x(lo + 0.475 - 0.47)
-            win.set_width(hi - lo + 0.94)
-        else:
-            win.set_visible(False)
+        win.set_visible(hi >= lo)  # an empty window: no outline
+        win.set_x(lo + 0.475 - 0.47)
+        win.set_width(hi - lo + 0.94)
         self.message("local", message)
 
 
@@ -634,10 +633,9 @@ class AxisPlot(LivePlot):
         self.sum_bars.set_heights(np.minimum(values, 2.0))
         self.sum_bars.set_facecolor([PALETTE["weight"] if abs(v - 1.0) < 1e-9 else PALETTE["score"]
                                      for v in values])
-        ok_groups = [bool(np.all(np.abs(np.asarray(s) - 1) < 1e-9))
-                     for s in (sums_keys, sums_queries, sums_batch)]
-        names = ["keys", "queries", "batch"]
-        sums_one = [n for n, ok in zip(names, ok_groups) if ok]
+        sums_one = [name for name, s in zip(("keys", "queries", "batch"),
+                                            (sums_keys, sums_queries, sums_batch))
+                    if np.all(np.abs(np.asarray(s) - 1) < 1e-9)]
         self.message("sums", "sums to 1 over: " + (", ".join(sums_one) if sums_one else "none"))
 
 
@@ -700,10 +698,7 @@ class HullPlot(LivePlot):
         v = np.asarray(values, float)
         ax = self._panel([0.09, 0.1, 0.58, 0.8], ylim=None, xlabel="value coordinate 1",
                          ylabel="value coordinate 2", grid_y=False)
-        poly = np.vstack([v, v[:1]])
-        ax.fill(poly[:, 0], poly[:, 1], color=PALETTE["sky"], alpha=0.15)
-        ax.plot(poly[:, 0], poly[:, 1], color=PALETTE["grey"], linestyle="--", lw=st.lw)
-        ax.scatter(v[:, 0], v[:, 1], s=80 * st.scale, color=PALETTE["source"], zorder=4)
+        value_triangle(ax, v, size=80 * st.scale, lw=st.lw)
         for i, (x, y) in enumerate(v):
             ax.text(x + 0.06, y + 0.08, f"value {i + 1}", fontsize=st.fs)
         for k, c in enumerate(np.asarray(chapter_contexts, float).reshape(-1, 2)):
@@ -775,12 +770,12 @@ class GeometryPlot(LivePlot):
             r = np.hypot(x, y)
             ax.text(x + 0.25 * x / r, y + 0.25 * y / r, f"k{i + 1}", fontsize=st.fs,
                     color=PALETTE["source"], ha="center", va="center", zorder=4)
-        (self.line,) = ax.plot([], [], color=PALETTE["query"], lw=0.9 * st.lw, linestyle=":",
-                               zorder=1)
+        self.line = self._line(ax, [], [], color=PALETTE["query"], lw=0.9 * st.lw,
+                               linestyle=":", zorder=1)
         self.drops = LineCollection([np.zeros((2, 2))] * S, colors=PALETTE["grey"],
                                     linestyles="--", linewidths=0.9 * st.lw, zorder=2)
         ax.add_collection(self.drops, autolim=False)
-        (self.feet,) = ax.plot([], [], linestyle="none", marker="o",
+        self.feet = self._line(ax, [], [], linestyle="none", marker="o",
                                markersize=5.5 * st.scale, color=PALETTE["score"],
                                markeredgecolor="black", markeredgewidth=0.6, zorder=5)
         self.arrow = FancyArrowPatch((0, 0), (1, 0), arrowstyle="-|>",
@@ -789,7 +784,7 @@ class GeometryPlot(LivePlot):
         ax.add_patch(self.arrow)
         self.q_label = self._text(ax, 0, 0, "q", fontsize=st.fs, color=PALETTE["query"],
                                   ha="center", va="center", zorder=7)
-        self._dyn(self.line, self.drops, self.feet, self.arrow)
+        self._dyn(self.drops, self.arrow)
         self.plane = ax
 
         # projections and weights, one bar per key
@@ -808,10 +803,7 @@ class GeometryPlot(LivePlot):
         # the values' plane: the values, the context and a line to each value per weight
         ax_v = self._panel([0.74, 0.08, 0.25, 0.78], ylim=None, grid_y=False,
                            title="values vᵢ and the context c")
-        ring = np.vstack([v, v[:1]])
-        ax_v.fill(ring[:, 0], ring[:, 1], color=PALETTE["sky"], alpha=0.15)
-        ax_v.plot(ring[:, 0], ring[:, 1], color=PALETTE["grey"], linestyle="--", lw=st.lw)
-        ax_v.scatter(v[:, 0], v[:, 1], s=55 * st.scale, color=PALETTE["source"], zorder=4)
+        value_triangle(ax_v, v, size=55 * st.scale, lw=st.lw)
         centre = v.mean(0)
         for i, (x, y) in enumerate(v):
             dx, dy = np.array([x, y]) - centre
@@ -877,9 +869,8 @@ class LocalPPlot(LivePlot):
                            xlabel="centre logit z", ylabel="centre pₜ")
         ax_c.plot(logit_grid, np.asarray(centre_grid) + 1, color=PALETTE["query"], lw=1.6 * st.lw)
         ax_c.set_xlim(min(logit_grid), max(logit_grid))
-        (self.centre_mark,) = ax_c.plot([], [], "o", color=PALETTE["query"],
-                                        markeredgecolor="black", markersize=7 * st.scale)
-        self._dyn(self.centre_mark)
+        self.centre_mark = self._line(ax_c, [], [], "o", color=PALETTE["query"],
+                                      markeredgecolor="black", markersize=7 * st.scale)
 
         ax = self._panel([0.36, 0.17, 0.62, 0.62], S, ylim=(0, 1.12), ylabel="weight")
         self.window = Rectangle((0, 0), 0, 1.12, facecolor=PALETTE["sky"], alpha=0.22,
@@ -888,14 +879,13 @@ class LocalPPlot(LivePlot):
         self.centre_line = ax.axvline(0, color=PALETTE["query"], linestyle="--",
                                       lw=1.2 * st.lw, zorder=1)
         self.bars = self._bars(ax, S, PALETTE["weight"], label="local-p weight aₜⱼ")
-        (self.alignment,) = ax.plot([], [], linestyle="none", marker="o", markerfacecolor="none",
-                                    markeredgecolor="black", markersize=7 * st.scale,
-                                    label="softmax over the window αₜⱼ")
-        (self.gaussian,) = ax.plot([], [], color=PALETTE["score"], marker=".",
+        self.alignment = self._line(ax, [], [], linestyle="none", marker="o",
+                                    markerfacecolor="none", markeredgecolor="black",
+                                    markersize=7 * st.scale, label="softmax over the window αₜⱼ")
+        self.gaussian = self._line(ax, [], [], color=PALETTE["score"], marker=".",
                                    lw=1.2 * st.lw, label="Gaussian factor")
-        (self.star,) = ax.plot([], [], linestyle="none", marker="*", markersize=13 * st.scale,
-                               color=PALETTE["score"], markeredgecolor="black")
-        self._dyn(self.window, self.centre_line, self.alignment, self.gaussian, self.star)
+        self.star = self._star(ax)
+        self._dyn(self.window, self.centre_line)
         ax.legend(fontsize=st.small, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3,
                   frameon=False)
         self.title = self._text(fig, 0.01, 0.975, "", transform=fig.transFigure, va="top",

@@ -10,12 +10,10 @@ watch the trained model's decoded output and attention change.
 Positions are numbered 1..S in everything a student reads (the controls, the figure's ticks, the
 readout), as in notebooks 01-03; the state's arrays are indexed from 0 as numpy arrays are.
 
-It is an :class:`attention_lab.widgets.Explorer` like the explorers of notebooks 01-03: the same
-``.controls``, frozen ``.state`` (computed by the model), ``.plot`` / ``.figure`` (a
-:class:`~attention_lab.toy.figures.ModelFigure`, updated in place), canvas and inline fallback,
-``reset()`` / ``hold()`` / ``set()``, tasks (:data:`ModelExplorer.TASKS`) and
-``presentation=True``. A source the model cannot read is reported in the figure's title and the
-readout; the figure keeps the last decoding.
+It is an :class:`attention_lab.widgets.Explorer` like those of notebooks 01-03, its state
+computed by the model and its figure a :class:`~attention_lab.toy.figures.ModelFigure`. A source
+the model cannot read is reported in the figure's title and the readout; the figure keeps the last
+decoding.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ import numpy as np
 
 from ..plots import StaticFigure
 from ..softmax import entropy
-from ..widgets.base import Explorer, Task, frozen_state
+from ..widgets.base import Explorer, Task, frozen_state, int_slider
 from . import data
 from .figures import ModelFigure
 
@@ -125,10 +123,8 @@ class ModelExplorer(Explorer):
                                             step=0.05, description="temperature",
                                             readout_format=".2f"),
             "window": W.Checkbox(value=v["window"], description="local window"),
-            "centre": W.IntSlider(value=v["centre"], min=1, max=c.max_len,
-                                  description="window centre"),
-            "half_width": W.IntSlider(value=v["half_width"], min=0, max=c.max_len - 1,
-                                      description="half-width"),
+            "centre": int_slider(v["centre"], 1, c.max_len, "window centre"),
+            "half_width": int_slider(v["half_width"], 0, c.max_len - 1, "half-width"),
         }
 
     def _style_controls(self) -> None:

@@ -41,12 +41,9 @@ class ModelFigure(LivePlot):
     """The explorer figure for sources up to ``max_len`` symbols: built once, :meth:`update`
     changes its artists in place.
 
-    Its figure is a :class:`attention_lab.plots.LayeredFigure`: the axes, ticks, tick labels,
-    colour bar and legend are rendered once and restored from a pixel cache; only the heatmap, the
-    alignment marks, the window shading and the title are drawn on every update. The cache is
-    refreshed when the tick labels change (another source, another decoded output); a new
-    temperature alone redraws in a few milliseconds instead of re-laying out the whole figure. The
-    title is drawn in a band kept free above the axes.
+    On its :class:`attention_lab.plots.LayeredFigure` only the heatmap, the alignment marks, the
+    window shading and the title (in a band kept free above the axes) are dynamic; the static
+    layer is drawn again when the tick labels change (another source, another decoded output).
     """
 
     def __init__(self, max_len: int, *, presentation: bool = False, cache: bool = True):
@@ -70,14 +67,10 @@ class ModelFigure(LivePlot):
         (self.truth,) = ax.plot([], [], linestyle="none", marker="s", markersize=z["marker"],
                                 markerfacecolor="none", markeredgecolor=ORANGE,
                                 markeredgewidth=2.0, label="true alignment (position S+1-t)")
-        self.left = Rectangle((-0.5, -0.5), 0, L, facecolor=GREY, alpha=0.55, hatch="//",
-                              edgecolor="white", visible=False)
-        self.right = Rectangle((-0.5, -0.5), 0, L, facecolor=GREY, alpha=0.55, hatch="//",
-                               edgecolor="white", visible=False)
-        legend_patch = Rectangle((0, 0), 1, 1, facecolor=GREY, alpha=0.55, hatch="//",
-                                 edgecolor="white", label="outside the local window")
-        ax.add_patch(self.left)
-        ax.add_patch(self.right)
+        outside = dict(facecolor=GREY, alpha=0.55, hatch="//", edgecolor="white")
+        self.left, self.right = (ax.add_patch(Rectangle((-0.5, -0.5), 0, L, visible=False,
+                                                        **outside)) for _ in range(2))
+        legend_patch = Rectangle((0, 0), 1, 1, label="outside the local window", **outside)
         ax.set_xlabel("source position j = 1..S (symbol)", fontsize=z["font"])
         ax.set_ylabel("output step t: decoded (expected), \u2717 = wrong", fontsize=z["font"])
         self.title = add_fast_text(ax, 0.012, 0.988, "", transform=self.figure.transFigure,
@@ -138,15 +131,11 @@ class ModelFigure(LivePlot):
                 tick.set_fontweight("normal" if ok else "bold")
             self.figure.invalidate_static()
         self.truth.set_data(np.asarray(truth), np.arange(T))
-        if window_bounds is None:
-            self.left.set_visible(False)
-            self.right.set_visible(False)
-        else:
-            lo, hi = window_bounds
-            self.left.set_bounds(-0.5, -0.5, min(lo, S), T)
-            self.right.set_bounds(hi + 0.5, -0.5, max(0.0, S - 1 - hi), T)
-            self.left.set_visible(lo > 0)
-            self.right.set_visible(hi < S - 1)
+        lo, hi = (0, S - 1) if window_bounds is None else window_bounds  # None: nothing outside
+        self.left.set_bounds(-0.5, -0.5, min(lo, S), T)
+        self.right.set_bounds(hi + 0.5, -0.5, max(0.0, S - 1 - hi), T)
+        self.left.set_visible(lo > 0)
+        self.right.set_visible(hi < S - 1)
         self.title.set_text(title)
         self.title.set_color(ORANGE if error else "black")
         self.figure.stale = True
@@ -165,10 +154,13 @@ def alignment_grid(examples, *, ncols: int = 3) -> StaticFigure:
     nrows = int(np.ceil(n / ncols))
     fig = _figure((3.6 * ncols, 3.4 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)
-    image = None
+    image, panels = None, []
     for ax, ex in zip(axes.ravel(), examples):
         w = np.asarray(ex["weights"])
         T, S = w.shape
+        on_truth = int((w.argmax(-1) == S - 1 - np.arange(T)).sum())
+        panels.append(f"{ex['title']}: source {ex['source']}, decoded {ex['output']}, the "
+                      f"darkest cell on the orange square in {on_truth} of {T} rows")
         image = ax.imshow(w, cmap=CMAP, vmin=0, vmax=1, interpolation="nearest")
         ax.plot(S - 1 - np.arange(T), np.arange(T), linestyle="none", marker="s",
                 markersize=min(14, 110 / S), markerfacecolor="none", markeredgecolor=ORANGE,
@@ -182,13 +174,6 @@ def alignment_grid(examples, *, ncols: int = 3) -> StaticFigure:
         ax.set_visible(False)
     if image is not None:
         fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight")
-    panels = []
-    for ex in examples:
-        w = np.asarray(ex["weights"])
-        T, S = w.shape
-        on_truth = int((w.argmax(-1) == S - 1 - np.arange(T)).sum())
-        panels.append(f"{ex['title']}: source {ex['source']}, decoded {ex['output']}, the "
-                      f"darkest cell on the orange square in {on_truth} of {T} rows")
     description = (f"Figure: {n} heatmaps of attention weights (white 0, darker larger), rows "
                    f"the output steps, columns the source positions, orange squares on the true "
                    f"alignment (the anti-diagonal). " + "; ".join(panels) + ".")
@@ -252,18 +237,16 @@ def tau_plot(tab: dict) -> StaticFigure:
     fig = _figure((6.5, 3.4))
     ax = fig.subplots()
     bins = np.linspace(-1, 1, 21)
-    for key, colour, label in (("tau_loo", BLUE, "leave-one-out"),
-                               ("tau_gradient", ORANGE, "gradient")):
+    parts = []
+    for key, colour, label, words in (("tau_loo", BLUE, "leave-one-out", "blue"),
+                                      ("tau_gradient", ORANGE, "gradient", "orange")):
         v = tab[key][np.isfinite(tab[key])]
         ax.hist(v, bins=bins, alpha=0.6, color=colour, label=label)
+        parts.append(f"{label} ({words}): {v.size} steps, median {np.median(v):.2f}, from "
+                     f"{v.min():.2f} to {v.max():.2f}")
     ax.set_xlabel("Kendall tau with the attention weights (per step)")
     ax.set_ylabel("steps")
     ax.legend(frameon=False)
-    parts = []
-    for key, label in (("tau_loo", "leave-one-out (blue)"), ("tau_gradient", "gradient (orange)")):
-        v = tab[key][np.isfinite(tab[key])]
-        parts.append(f"{label}: {v.size} steps, median {np.median(v):.2f}, from {v.min():.2f} "
-                     f"to {v.max():.2f}")
     description = ("Figure: histograms over decoder steps of Kendall's tau (-1 to 1) between "
                    "the attention weights and two importance measures; " + "; ".join(parts)
                    + ".")
@@ -276,12 +259,10 @@ def streaming_plot(sizes, seconds: dict, memory: dict) -> StaticFigure:
     fig = _figure((10, 3.6))
     a, b = fig.subplots(1, 2)
     styles = {"materialised": (BLUE, "o-"), "streaming": (ORANGE, "s-"), "sdpa": (TEAL, "^-")}
-    for name, t in seconds.items():
-        colour, style = styles.get(name, (GREY, ".-"))
-        a.plot(sizes, np.asarray(t) * 1e3, style, color=colour, label=name)
-    for name, m in memory.items():
-        colour, style = styles.get(name, (GREY, ".-"))
-        b.plot(sizes, np.asarray(m) / 2 ** 20, style, color=colour, label=name)
+    for ax, series, scale in ((a, seconds, 1e3), (b, memory, 2 ** -20)):  # in ms, in MiB
+        for name, y in series.items():
+            colour, style = styles.get(name, (GREY, ".-"))
+            ax.plot(sizes, np.asarray(y) * scale, style, color=colour, label=name)
     for ax in (a, b):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("source length S")
@@ -351,8 +332,7 @@ def bottleneck_plot(table: dict, *, chance: float | None = None) -> StaticFigure
     lengths = np.asarray(table["length"])
     names = [k for k in table if k not in ("length", "n")]
     styles = [(BLUE, "o-"), (ORANGE, "s-"), (TEAL, "^-"), (GREY, "d-")]
-    fig = Figure(figsize=(9.5, 3.6), layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = _figure((9.5, 3.6))
     panels = fig.subplots(1, 2, sharex=True)
     for ax, key, label in zip(panels, ("symbol", "exact"),
                               ("share of output symbols right", "share of sequences right")):

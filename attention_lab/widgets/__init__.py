@@ -1,11 +1,5 @@
-"""Explorers: ipywidgets controls + a live figure + the core's numbers, nothing else.
-
-* :mod:`.base`: :class:`Explorer` (controls, frozen state, figure, reset / hold / set) and
-  :class:`Task` (a goal the student reaches, checked live from the state);
-* :mod:`.explorers`: the explorers of the level notebooks (:data:`EXPLORERS`, in notebook order);
-  the trained model's explorer is :class:`attention_lab.toy.explorer.ModelExplorer`;
-* :mod:`._canvas`: how a figure reaches the page (ipympl's canvas with faster PNG frames,
-  :mod:`._fast_canvas`; an inline PNG fallback; or a headless Agg canvas).
+"""Explorers: ipywidgets controls + a live figure + the core's numbers, nothing else (how they
+work, for students and maintainers: ``docs/design/explorers.md``).
 
     from attention_lab import widgets
     explorer = widgets.QueryExplorer()
@@ -16,7 +10,7 @@
 
 from __future__ import annotations
 
-from ._canvas import BACKENDS, FigureView, ipympl_available, ipympl_canvas
+from ._canvas import ipympl_available
 from ._png import encode_png
 from .base import Explorer, Task
 from .explorers import (EXPLORERS, AxisExplorer, GeometryExplorer, HullExplorer,
@@ -26,6 +20,5 @@ from .explorers import (EXPLORERS, AxisExplorer, GeometryExplorer, HullExplorer,
 __all__ = [
     "Explorer", "Task", "QueryExplorer", "ScoreExplorer", "TemperatureExplorer", "MaskExplorer",
     "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer", "GeometryExplorer",
-    "LocalPExplorer", "EXPLORERS",
-    "ipympl_available", "ipympl_canvas", "encode_png", "FigureView", "BACKENDS",
+    "LocalPExplorer", "EXPLORERS", "ipympl_available", "encode_png",
 ]

@@ -1,10 +1,7 @@
-"""How an explorer's figure reaches the page: ipympl's widget canvas with faster PNG frames, or
-an inline PNG fallback, or nothing but an Agg canvas (headless tests and benchmarks).
-
-* :func:`ipympl_canvas`: a :class:`~attention_lab.widgets._fast_canvas.FastCanvas` (ipympl's
-  Canvas, sending its frames sooner and cheaper) attached to one figure outside pyplot (the
-  notebook's matplotlib backend stays as it is).
-* :class:`FigureView`: picks the backend and refreshes the figure after a change.
+"""How an explorer's figure reaches the page (:class:`FigureView`): ipympl's widget canvas with
+faster PNG frames (:func:`ipympl_canvas`, a :class:`~attention_lab.widgets._fast_canvas.FastCanvas`
+outside pyplot: the notebook's matplotlib backend stays as it is), an inline PNG fallback, or
+nothing but an Agg canvas (headless tests and benchmarks).
 """
 
 from __future__ import annotations
@@ -40,11 +37,9 @@ def ipympl_canvas(figure):
     with warnings.catch_warnings():  # ipympl's Toolbar uses a deprecated traitlets API
         warnings.simplefilter("ignore", DeprecationWarning)
         FigureManager(canvas, next(_figure_numbers))
-    canvas.header_visible = False
-    canvas.footer_visible = False
-    canvas.toolbar_visible = False
-    canvas.resizable = False
-    canvas.capture_scroll = False
+    for trait in ("header_visible", "footer_visible", "toolbar_visible", "resizable",
+                  "capture_scroll"):
+        setattr(canvas, trait, False)
     return canvas
 
 

@@ -1,27 +1,14 @@
-"""The Explorer base: controls, a frozen state computed by the core, a live figure, tasks.
+"""The Explorer base: controls, a frozen state computed by the core, a live figure, tasks (what
+an explorer offers its user: ``docs/design/explorers.md``).
 
-An explorer is an object with
-
-* ``.controls``: a dict name -> ipywidget. Setting ``explorer.controls["temperature"].value = 0.5``
-  runs exactly the code path of dragging the slider, so tests drive explorers without a browser;
-* ``.state``: a frozen dataclass (:func:`frozen_state`) of the numbers the core computed for the
-  current control values: always ``scores``, ``weights`` and ``context``, plus what that explorer
-  shows;
-* ``.plot`` / ``.figure``: the live figure (an :class:`attention_lab.plots.LivePlot`) and its
-  matplotlib Figure, built once; a control change hands the state's numbers to ``plot.update``;
-* ``.tasks``: goals the student reaches by moving the controls (:class:`Task`), checked live
-  from ``.state`` (:class:`TaskProgress`);
-* ``.widget``: the ipywidgets box (:func:`explorer_box`: title, tasks, controls, figure, a text
-  readout of the numbers, a reset button, and an invisible
-  :class:`~attention_lab.widgets._a11y.Accessibility` widget); a bare ``explorer`` displays it;
-* ``reset()``: every control back to its starting value (the tasks and their progress stay);
-  ``hold()``: several changes, one redraw; ``set(**values)``: several controls at once.
-
-A subclass defines ``_make_controls`` (the dict), ``_make_plot`` (the LivePlot), ``_compute`` (the
-state, by calling the core) and ``_show`` (the state's numbers to ``plot.update`` and the readout),
-and may declare ``TASKS``. How the figure reaches the page (ipympl canvas, inline PNG, headless
-Agg) is :class:`attention_lab.widgets._canvas.FigureView`'s business. Callbacks never print: an
-unexpected error is kept in ``explorer.last_error`` and shown as a message in the figure.
+A subclass defines ``_make_controls`` (a dict name -> ipywidget), ``_make_plot`` (its
+:class:`attention_lab.plots.LivePlot`), ``_compute`` (the :func:`frozen_state` of the current
+control values, computed by the core: always ``scores``, ``weights`` and ``context``, plus what
+that explorer shows) and ``_show`` (the state's numbers to ``plot.update`` and the readout), and
+may declare ``TASKS``. Setting ``control.value`` runs exactly the code path of a drag, so tests
+drive explorers without a browser. How the figure reaches the page (ipympl canvas, inline PNG,
+headless Agg) is :class:`attention_lab.widgets._canvas.FigureView`'s business. Callbacks never
+print: an unexpected error is kept in ``explorer.last_error`` and shown as a message in the figure.
 """
 
 from __future__ import annotations
@@ -42,7 +29,8 @@ from ..plots import fmt_vec
 from ._a11y import Accessibility
 from ._canvas import FigureView
 
-__all__ = ["Explorer", "Task", "frozen_state", "log_slider", "slider", "html_table", "num"]
+__all__ = ["Explorer", "Task", "frozen_state", "log_slider", "slider", "int_slider",
+           "policy_menu", "values_of", "html_table", "num"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,6 +113,21 @@ def log_slider(value, lo, hi, description, step=0.02):
 def slider(value, lo, hi, step, description, fmt=".2f"):
     return W.FloatSlider(value=value, min=lo, max=hi, step=step, description=description,
                          readout_format=fmt, continuous_update=True)
+
+
+def int_slider(value, lo, hi, description, step=1):
+    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+                       continuous_update=True)
+
+
+def policy_menu(description: str) -> W.Dropdown:
+    """The all-masked policy ("zeros", "nan" or "raise"), "zeros" first."""
+    return W.Dropdown(options=["zeros", "nan", "raise"], value="zeros", description=description)
+
+
+def values_of(controls: dict, names) -> np.ndarray:
+    """The values of the controls ``names`` as a float vector (a query, a weight vector)."""
+    return np.array([controls[n].value for n in names], dtype=float)
 
 
 def html_table(header, rows) -> str:

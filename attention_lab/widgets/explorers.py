@@ -9,6 +9,7 @@ the core (:func:`attention_lab.attend` and friends), a live figure from
 from __future__ import annotations
 
 import html
+from functools import cached_property
 
 import ipywidgets as W
 import numpy as np
@@ -22,11 +23,38 @@ from ..masks import combine_masks, local_mask, padding_mask
 from ..scores import compute_scores, dot_scores, key_projections
 from ..softmax import (concentration, fill_overflows, fill_softmax, hardmax, mask_after_softmax,
                        round_to_dtype, safe_fill, softmax)
-from .base import Explorer, Task, frozen_state, html_table, log_slider, num, slider
+from .base import (Explorer, Task, frozen_state, html_table, int_slider, log_slider, num,
+                   policy_menu, slider, values_of)
 
 __all__ = ["QueryExplorer", "ScoreExplorer", "TemperatureExplorer", "MaskExplorer",
            "WindowExplorer", "AxisExplorer", "PrecisionExplorer", "HullExplorer",
            "GeometryExplorer", "LocalPExplorer", "EXPLORERS"]
+
+QUERY = ("q1", "q2", "q3")
+#: what the figures say of an all-masked row under each policy
+POLICY_MESSAGES = {"zeros": "all positions masked:\nweights are 0 by the 'zeros' policy",
+                   "nan": "all positions masked:\nweights are NaN by the 'nan' policy",
+                   "raise": "all positions masked:\nthe 'raise' policy raises ValueError"}
+EMPTY_WINDOW = ("the window holds no source position: all masked,\n"
+                "weights are 0 by the 'zeros' policy")
+
+
+def query_sliders(q) -> dict:
+    """The running example's query, one slider per coordinate (-1.5 to 1.5)."""
+    return {name: slider(x, -1.5, 1.5, 0.05, f"query q{sub}")
+            for name, x, sub in zip(QUERY, q, "₁₂₃")}
+
+
+def attend_or_refuse(scores, values, mask, policy):
+    """The core's masked attention as (weights, context, masked mass, row sum, None), or
+    (None, None, 0, nan, "ValueError: ...") when the 'raise' policy refuses an all-masked row."""
+    try:
+        r = attend_scores(scores, values, mask=mask, empty=policy)
+    except ValueError as exc:  # only the 'raise' policy on an all-masked row may get here
+        if not (policy == "raise" and not mask.any()):
+            raise
+        return None, None, 0.0, float("nan"), f"ValueError: {exc}"
+    return r.weights, r.context, float(r.masked_mass), float(r.row_sums), None
 
 
 # =============================================================================================
@@ -61,8 +89,9 @@ class QueryExplorer(Explorer):
              "exactly.", lambda s: s.retrieval == "hard" and s.weights[3] == 1.0),
     )
 
+    example = cached_property(lambda self: running_example())
+
     def __init__(self, **options):
-        self.example = running_example()
         self.PRESETS = {"chapter": tuple(self.example.query), "later": tuple(LATER_QUERY)}
         super().__init__(**options)
 
@@ -73,9 +102,7 @@ class QueryExplorer(Explorer):
                                           ("a later query (-1.0, -0.8, -0.3)", "later"),
                                           ("custom", "custom")],
                                  value="chapter", description="query preset"),
-            "q1": slider(q[0], -1.5, 1.5, 0.05, "query q₁"),
-            "q2": slider(q[1], -1.5, 1.5, 0.05, "query q₂"),
-            "q3": slider(q[2], -1.5, 1.5, 0.05, "query q₃"),
+            **query_sliders(q),
             "temperature": log_slider(1.0, 0.05, 5.0, "temperature τ"),
             "retrieval": W.ToggleButtons(options=["soft", "hard"], value="soft",
                                          description="retrieval",
@@ -86,11 +113,11 @@ class QueryExplorer(Explorer):
         return plots.QueryPlot(self.example.values, presentation=self.presentation)
 
     def _sync(self, change):
-        self._sync_preset(change, ("q1", "q2", "q3"))
+        self._sync_preset(change, QUERY)
 
     def _compute(self):
         c, ex = self.controls, self.example
-        q = np.array([c["q1"].value, c["q2"].value, c["q3"].value], dtype=float)
+        q = values_of(c, QUERY)
         tau = float(c["temperature"].value)
         if c["retrieval"].value == "hard":
             scores = dot_scores(q, ex.keys)
@@ -157,8 +184,9 @@ class ScoreExplorer(Explorer):
              lambda s: s.score == "additive" and s.best == s.dot_best),
     )
 
+    example = cached_property(lambda self: running_example())
+
     def __init__(self, **options):
-        self.example = running_example()
         self.additive = running_additive_params()
         super().__init__(**options)
 
@@ -169,9 +197,7 @@ class ScoreExplorer(Explorer):
                                               ("additive", "additive"),
                                               ("scaled dot", "scaled_dot")],
                                      value="dot", description="score function"),
-            "q1": slider(q[0], -1.5, 1.5, 0.05, "query q₁"),
-            "q2": slider(q[1], -1.5, 1.5, 0.05, "query q₂"),
-            "q3": slider(q[2], -1.5, 1.5, 0.05, "query q₃"),
+            **query_sliders(q),
         }
 
     def _make_plot(self):
@@ -188,7 +214,7 @@ class ScoreExplorer(Explorer):
     def _compute(self):
         c, ex = self.controls, self.example
         kind = c["score"].value
-        q = np.array([c["q1"].value, c["q2"].value, c["q3"].value], dtype=float)
+        q = values_of(c, QUERY)
         scores = compute_scores(kind, q, ex.keys, **self.params(kind))
         r = attend_scores(scores, ex.values)
         dot = dot_scores(q, ex.keys)
@@ -244,9 +270,7 @@ class TemperatureExplorer(Explorer):
              lambda s: s.max_weight >= 0.9),
     )
 
-    def __init__(self, **options):
-        self.example = running_example()
-        super().__init__(**options)
+    example = cached_property(lambda self: running_example())
 
     def _make_controls(self):
         return {"temperature": log_slider(1.0, self.T_MIN, self.T_MAX, "temperature τ")}
@@ -330,13 +354,10 @@ class MaskExplorer(Explorer):
              "returning zeros.", lambda s: s.all_masked and s.error is not None),
     )
 
-    def __init__(self, **options):
-        self.example = running_example()
-        super().__init__(**options)
+    example = cached_property(lambda self: running_example())
 
     def _make_controls(self):
-        c = {"length": W.IntSlider(value=3, min=0, max=5, description="valid length",
-                                   continuous_update=True)}
+        c = {"length": int_slider(3, 0, 5, "valid length")}
         for i in range(5):
             c[f"keep{i + 1}"] = W.ToggleButton(value=True, description=f"{i + 1}",
                                                tooltip=f"source {i + 1} eligible",
@@ -344,8 +365,7 @@ class MaskExplorer(Explorer):
         c["after_softmax"] = W.Checkbox(value=False,
                                         description="also mask AFTER softmax (wrong)",
                                         indent=False)
-        c["empty"] = W.Dropdown(options=["zeros", "nan", "raise"], value="zeros",
-                                description="all-masked policy")
+        c["empty"] = policy_menu("all-masked policy")
         return c
 
     def _controls_box(self):
@@ -369,37 +389,18 @@ class MaskExplorer(Explorer):
         mask = combine_masks(padding_mask(int(c["length"].value), 5), toggles)
         policy = c["empty"].value
         scores = dot_scores(ex.query, ex.keys)
-        all_masked = not mask.any()
-        error = None
-        try:
-            r = attend_scores(scores, ex.values, mask=mask, empty=policy)
-            weights, context = r.weights, r.context
-            masked_mass, row_sum = float(r.masked_mass), float(r.row_sums)
-        except ValueError as exc:  # only the "raise" policy on an all-masked row gets here
-            if not (policy == "raise" and all_masked):
-                raise
-            error = f"ValueError: {exc}"
-            weights = context = None
-            masked_mass, row_sum = 0.0, float("nan")
+        weights, context, mass, row_sum, error = attend_or_refuse(scores, ex.values, mask, policy)
         after = mask_after_softmax(scores, mask)
-        return MaskState(mask, scores, weights, context, masked_mass, row_sum, policy, all_masked,
+        return MaskState(mask, scores, weights, context, mass, row_sum, policy, not mask.any(),
                          error, after, weighted_sum(after, ex.values), float(after.sum()),
                          bool(c["after_softmax"].value))
-
-    def _message(self, s) -> str | None:
-        if not s.all_masked:
-            return None
-        if s.empty == "zeros":
-            return "all positions masked:\nweights are 0 by the 'zeros' policy"
-        if s.empty == "nan":
-            return "all positions masked:\nweights are NaN by the 'nan' policy"
-        return "all positions masked:\nthe 'raise' policy raises ValueError"
 
     def _show(self, s):
         w = s.weights if s.weights is not None else np.zeros(s.scores.size)
         self.plot.update(mask=s.mask, weights=w, row_sum=s.row_sum,
                          after_weights=s.after_weights if s.after_softmax else None,
-                         after_row_sum=s.after_row_sum, message=self._message(s))
+                         after_row_sum=s.after_row_sum,
+                         message=POLICY_MESSAGES[s.empty] if s.all_masked else None)
         rows = [["eligible", *["yes" if m else "no" for m in s.mask], ""]]
         if s.weights is not None:
             rows.append(["before softmax (right)", *[num(x) for x in s.weights],
@@ -467,8 +468,7 @@ class WindowExplorer(Explorer):
         return {
             "centre": slider(5.5, 1.0, 10.0, 0.5, "window centre p", ".1f"),
             "half_width": slider(1.5, 0.0, 5.0, 0.5, "half-width D", ".1f"),
-            "target": W.IntSlider(value=8, min=1, max=10, description="target position",
-                                  continuous_update=True),
+            "target": int_slider(8, 1, 10, "target position"),
         }
 
     def _make_plot(self):
@@ -495,8 +495,7 @@ class WindowExplorer(Explorer):
                           f"{s.target_weight_global:.2f}"),
             local_title=(f"Local (p = {s.centre:g}, D = {s.half_width:g}): {s.scored} scored; "
                          f"target {s.target} gets {s.target_weight_local:.2f}, {where}"),
-            message=None if s.scored else ("the window holds no source position: all masked,\n"
-                                           "weights are 0 by the 'zeros' policy"))
+            message=None if s.scored else EMPTY_WINDOW)
         self.readout.value = html_table(
             ["", *[str(i + 1) for i in range(self.S)]],
             [["eligible (local)", *["yes" if m else "no" for m in s.mask]],
@@ -638,6 +637,10 @@ class PrecisionState:
     kernel_nan: bool          # the kernel returned NaN somewhere
     padding_weight: float     # the kernel's total weight on masked positions (NaN ignored)
 
+    @property
+    def softmax_label(self) -> str:
+        return "stable softmax" if self.stable else "naive softmax"
+
 
 class PrecisionExplorer(Explorer):
     """What a typical kernel returns when it casts, fills masked scores and exponentiates in a low
@@ -661,9 +664,7 @@ class PrecisionExplorer(Explorer):
              "is masked.", lambda s: not s.stable and s.kernel_nan and s.mask.all()),
     )
 
-    def __init__(self, **options):
-        self.example = running_example()
-        super().__init__(**options)
+    example = cached_property(lambda self: running_example())
 
     def _make_controls(self):
         return {
@@ -676,10 +677,8 @@ class PrecisionExplorer(Explorer):
             "softmax": W.ToggleButtons(options=["stable", "naive"], value="stable",
                                        description="softmax",
                                        tooltips=["subtract the row maximum first", "exp(e) as is"]),
-            "length": W.IntSlider(value=3, min=0, max=5, description="valid length",
-                                  continuous_update=True),
-            "empty": W.Dropdown(options=["zeros", "nan", "raise"], value="zeros",
-                                description="library policy"),
+            "length": int_slider(3, 0, 5, "valid length"),
+            "empty": policy_menu("library policy"),
         }
 
     def _make_plot(self):
@@ -697,15 +696,7 @@ class PrecisionExplorer(Explorer):
         scores = dot_scores(ex.query, ex.keys, scale=scale)
         kernel = fill_softmax(scores, mask, fill, dtype=dtype, stable=stable)
         kernel_context = weighted_sum(kernel.astype(float), ex.values, allow_nan=True)
-        error = None
-        try:
-            r = attend_scores(scores, ex.values, mask=mask, empty=policy)
-            weights, context = r.weights, r.context
-        except ValueError as exc:
-            if not (policy == "raise" and not mask.any()):
-                raise
-            weights = context = None
-            error = f"ValueError: {exc}"
+        weights, context, _, _, error = attend_or_refuse(scores, ex.values, mask, policy)
         return PrecisionState(
             dtype, fill_name, float(fill), float(round_to_dtype(fill, dtype)),
             fill_overflows(fill, dtype), scale, stable, length, policy, mask, scores,
@@ -729,13 +720,6 @@ class PrecisionExplorer(Explorer):
                     f"({np.nanmax(w):.2f} each)")
         return None
 
-    def _library_message(self, s) -> str | None:
-        if s.mask.any():
-            return None
-        return {"zeros": "all positions masked:\nweights are 0 by the 'zeros' policy",
-                "nan": "all positions masked:\nweights are NaN by the 'nan' policy",
-                "raise": "all positions masked:\nthe 'raise' policy raises ValueError"}[s.empty]
-
     def _show(self, s):
         fill_txt = f"{s.fill}" if s.fill != "finfo.min" else f"finfo.min = {s.fill_value:.4g}"
         cast_txt = f"{s.fill_cast:.4g}" if np.isfinite(s.fill_cast) else "-inf"
@@ -747,7 +731,7 @@ class PrecisionExplorer(Explorer):
                          kernel_title=f"typical kernel: {s.dtype}, {s.softmax_label}",
                          weights=w, library_title=f"attention_lab: float64, policy '{s.empty}'",
                          info=info, kernel_message=self._kernel_message(s),
-                         library_message=self._library_message(s))
+                         library_message=None if s.mask.any() else POLICY_MESSAGES[s.empty])
         rows = [["kernel", *[num(x) for x in s.kernel_weights]]]
         if s.weights is not None:
             rows.append(["attention_lab", *[num(x) for x in s.weights]])
@@ -761,13 +745,6 @@ class PrecisionExplorer(Explorer):
         return (f"PrecisionExplorer: {s.dtype}, fill {s.fill}, scale {s.scale:.3g}, "
                 f"{s.softmax_label}, valid length {s.length} -> kernel weights "
                 f"{plots.fmt_vec(s.kernel_weights)}")
-
-
-def _softmax_label(self) -> str:
-    return "stable softmax" if self.stable else "naive softmax"
-
-
-PrecisionState.softmax_label = property(_softmax_label)
 
 
 # =============================================================================================
@@ -823,9 +800,8 @@ class HullExplorer(Explorer):
                                            "chapter2"),
                                           ("uniform weights", "uniform"), ("custom", "custom")],
                                  value="chapter1", description="weights preset"),
-            "w1": slider(w[0], 0.0, 1.0, 0.01, "weight of value 1"),
-            "w2": slider(w[1], 0.0, 1.0, 0.01, "weight of value 2"),
-            "w3": slider(w[2], 0.0, 1.0, 0.01, "weight of value 3"),
+            **{f"w{i}": slider(x, 0.0, 1.0, 0.01, f"weight of value {i}")
+               for i, x in enumerate(w, 1)},
             "temperature": log_slider(1.0, 0.05, 5.0, "temperature τ"),
         }
 
@@ -839,7 +815,7 @@ class HullExplorer(Explorer):
 
     def _compute(self):
         c = self.controls
-        raw = np.array([c["w1"].value, c["w2"].value, c["w3"].value], dtype=float)
+        raw = values_of(c, ("w1", "w2", "w3"))
         tau = float(c["temperature"].value)
         positive = raw > 0
         scores = np.log(np.where(positive, raw, 1.0))  # log w: softmax(log w) = w / sum(w)
@@ -919,14 +895,11 @@ class GeometryExplorer(Explorer):
              lambda s: s.max_weight >= GeometryExplorer.HARD),
     )
 
-    def __init__(self, **options):
-        self.example = geometry_example()
-        super().__init__(**options)
+    example = cached_property(lambda self: geometry_example())
 
     def _make_controls(self):
         return {
-            "angle": W.IntSlider(value=20, min=-180, max=180, step=1,
-                                 description="query angle (°)", continuous_update=True),
+            "angle": int_slider(20, -180, 180, "query angle (°)"),
             "length": slider(1.0, 0.0, 3.0, 0.05, "query length |q|"),
         }
 
@@ -1022,8 +995,7 @@ class LocalPExplorer(Explorer):
         return {
             "logit": slider(0.0, -4.0, 4.0, 0.1, "centre logit z", ".1f"),
             "half_width": slider(2.0, 0.0, 5.0, 0.5, "half-width D", ".1f"),
-            "target": W.IntSlider(value=8, min=1, max=self.S, description="target position",
-                                  continuous_update=True),
+            "target": int_slider(8, 1, self.S, "target position"),
         }
 
     def _make_plot(self):
@@ -1050,8 +1022,7 @@ class LocalPExplorer(Explorer):
             alignment=s.alignment, gaussian=s.gaussian, weights=s.weights,
             title=(f"z = {s.logit:+.1f} → pₜ = {s.centre + 1:.2f}, D = {s.half_width:g}: "
                    f"{where}; the weights sum to {s.row_sum:.2f}"),
-            message=None if s.scored else ("the window holds no source position: all masked,\n"
-                                           "weights are 0 by the 'zeros' policy"))
+            message=None if s.scored else EMPTY_WINDOW)
         self.readout.value = html_table(
             ["", *[str(i + 1) for i in range(self.S)], "sum"],
             [["in the window", *["yes" if m else "no" for m in s.mask], ""],
