@@ -133,6 +133,7 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
     import jupytext
     import nbformat
     from nbclient import NotebookClient
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
     py = Path(py).with_suffix(".py")  # the text partner of a .ipynb given
     nb = jupytext.read(py)
@@ -142,6 +143,8 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
                             record_timing=False, store_widget_state=False, allow_errors=False)
     drawn_with = drawing_hash()  # the code the figures are drawn by, read before they are
     client.execute()
+    # one output per stream, however the kernel's writes were chunked on the way (it varies by load)
+    CoalesceStreamsPreprocessor().preprocess(nb, {})
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
         cell["id"] = f"cell-{i}"

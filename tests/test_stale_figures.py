@@ -84,3 +84,14 @@ def test_execute_records_the_code_the_figures_were_drawn_by(tmp_path):
     assert nb.metadata[nbtools.FIGURES_KEY] == {"drawing_code": nbtools.drawing_hash()}
     assert any("image/png" in o.get("data", {}) for o in nb.cells[0].outputs)
     assert nbtools.stale_figures(out) == []
+
+
+def test_execute_stores_one_output_per_stream_however_the_kernel_chunked_it(tmp_path):
+    """A stored notebook does not depend on how the kernel's writes were chunked (it varies by
+    load): consecutive writes to stdout are one output."""
+    py = tmp_path / "chunks.py"
+    py.write_text("# %%\nimport time\n\nfor part in 'abc':\n"
+                  "    print(part, flush=True)\n    time.sleep(0.2)\n")
+    out = nbtools.execute(py, timeout=120)
+    outputs = nbformat.read(out, as_version=4).cells[0].outputs
+    assert [(o.output_type, o.name, o.text) for o in outputs] == [("stream", "stdout", "a\nb\nc\n")]
