@@ -37,14 +37,23 @@ def _no_numpy_warnings_leak(request):
 
 @pytest.fixture(scope="session")
 def site(tmp_path_factory):
-    """The lab's site, built once per test session as a maintainer builds it (``python -m
+    """The lab's site, built once per test run as a maintainer builds it (``python -m
     attention_lab docs OUT_DIR`` in a fresh process: offline, nothing executed, warnings as
-    errors): ``(the HTML folder, the command's stderr)``."""
+    errors): ``(the HTML folder, the command's stderr)``. The test command's two workers share
+    one build (pytest-xdist's recipe: a lock in the run's common temporary folder)."""
     import subprocess
     import sys
 
-    out = tmp_path_factory.mktemp("site") / "html"
-    done = subprocess.run([sys.executable, "-m", "attention_lab", "docs", str(out)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, f"the site did not build:\n{done.stdout}\n{done.stderr}"
-    return out, done.stderr
+    from filelock import FileLock
+
+    run = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run = run.parent  # the folder all workers of this run share
+    out, log = run / "site" / "html", run / "site" / "stderr.txt"
+    with FileLock(run / "site.lock"):
+        if not log.exists():
+            done = subprocess.run([sys.executable, "-m", "attention_lab", "docs", str(out)],
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, f"the site did not build:\n{done.stdout}\n{done.stderr}"
+            log.write_text(done.stderr)
+    return out, log.read_text()

@@ -38,9 +38,9 @@ LEVELS = ["01_intuition", "02_mechanics", "03_maths_and_code", "04_research"]
 #: the pins, written into the bundle without the lines of NOT_FOR_STUDENTS
 PINS = ("requirements.txt", "environment.yml")
 #: pins of requirements.txt a student does not need (the tests, the lecture demo, nbgrader, the site)
-NOT_FOR_STUDENTS = {"pytest", "hypothesis", "nbval", "playwright", "voila", "nbgrader", "sphinx",
-                    "myst-nb", "myst-parser", "sphinx-book-theme", "pydata-sphinx-theme",
-                    "sphinx-mathjax-offline"}
+NOT_FOR_STUDENTS = {"pytest", "pytest-xdist", "filelock", "hypothesis", "nbval", "playwright",
+                    "voila", "nbgrader", "sphinx", "myst-nb", "myst-parser", "sphinx-book-theme",
+                    "pydata-sphinx-theme", "sphinx-mathjax-offline"}
 #: what of the package a student never runs, left out of the bundle: the grader's namespace
 #: sandbox (``submit`` in the bundle confines its kernel with the hard limits only, as the grader
 #: does where bubblewrap is missing), the lecture demo and the authoring tools

@@ -103,7 +103,9 @@ def test_the_load_benchmarks_chromium_gets_only_the_cpu_the_server_leaves(tmp_pa
             try:
                 found = []
                 for p in psutil.Process().children(recursive=True):
-                    if p.pid not in before and p.name().startswith("chrom"):
+                    # not one the session's browser started meanwhile (with -n 2 it may be new)
+                    theirs = {a.pid for a in p.parents()} & before
+                    if not theirs and p.pid not in before and p.name().startswith("chrom"):
                         group = Path(f"/proc/{p.pid}/autogroup").read_text().split()
                         found.append((os.getsid(p.pid), group[-1]))
                 return found
