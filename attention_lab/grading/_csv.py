@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 _ESCAPED = ("=", "+", "-", "@", "\t", "\r", "'")
 
@@ -29,10 +30,24 @@ def csv_value(text: str) -> str:
     return text
 
 
-def sniff_delimiter(first_line: str) -> str:
-    """``;`` for a header a European spreadsheet wrote (more semicolons than commas), else
-    ``,``."""
-    return ";" if first_line.count(";") > first_line.count(",") else ","
+def read_rows(path, error: type[Exception], prefix: str = "") -> list[list[str]]:
+    """The rows of a CSV file a spreadsheet saved: UTF-8 with or without a byte-order mark, and
+    ``;`` between cells for a header with more semicolons than commas (a European spreadsheet),
+    else ``,``. ``error(prefix + message)`` names what is wrong with the file."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise error(f"{prefix}cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise error(f"{prefix}{path.name} is not UTF-8 text (save it from your spreadsheet as "
+                    f"'CSV UTF-8')") from None
+    header = text.split("\n", 1)[0]
+    delimiter = ";" if header.count(";") > header.count(",") else ","
+    try:
+        return list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True))
+    except csv.Error as exc:
+        raise error(f"{prefix}{path.name} is not a readable CSV file ({exc})") from None
 
 
 def points_text(x) -> str:

@@ -13,13 +13,11 @@ files for Canvas and Moodle (:mod:`.gradebook`) take each student's LMS id and n
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import late
-from ._csv import sniff_delimiter
+from ._csv import read_rows
 
 _ALIASES = {"lms_id": ("lms_id", "lms id", "id", "user id", "participant"),
             "login": ("login", "username", "sis login id", "student"),
@@ -50,15 +48,7 @@ class Roster:
 
 def read(path) -> Roster:
     path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise RosterError(f"--roster: cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise RosterError(f"--roster: {path.name} is not UTF-8 text (save it as 'CSV UTF-8')") \
-            from None
-    delimiter = sniff_delimiter(text.split("\n", 1)[0])
-    records = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+    records = read_rows(path, RosterError, "--roster: ")
     if not records:
         raise RosterError(f"--roster: {path.name} is empty (expected the header lms_id,login,name)")
     header = [h.strip().lower() for h in records[0]]

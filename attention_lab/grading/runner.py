@@ -506,7 +506,7 @@ class _Job:
         except Exception as exc:
             self.result.sandbox = self.sandbox.report(kernel.attempt) or self.result.sandbox
             self.start_failures += 1
-            refusal = self.sandbox.refusal(self.result.sandbox)
+            refusal = self.sandbox.refusal()
             if self.start_failures >= 3 or refusal:
                 self.result.error = refusal or (
                     f"the kernel could not start: {f'{type(exc).__name__}: {exc}'[:400]} "

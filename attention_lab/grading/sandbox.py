@@ -59,7 +59,7 @@ class ProcessSandbox(Sandbox):
         report = super().report(attempt)
         return {**report, "isolation": None, "isolation_problem": self.problem} if report else {}
 
-    def refusal(self, report: dict) -> str:
+    def refusal(self) -> str:
         if self.limits.require_sandbox:
             return f"not run: --require-sandbox was given but {self.problem or 'no isolation'}"
         return ""

@@ -124,7 +124,7 @@ class Sandbox(abc.ABC):
             return {}
         return report if isinstance(report, dict) else {}
 
-    def refusal(self, report: dict) -> str:
+    def refusal(self) -> str:
         """Why the job must not run (a required isolation is missing), or ``""``."""
         return ""
 

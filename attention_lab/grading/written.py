@@ -18,14 +18,12 @@ score replaces the answer's score rather than adding to it.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..exercises.registry import EXERCISES
-from ._csv import csv_value, points_text, sniff_delimiter
+from ._csv import csv_value, points_text, read_rows
 from .assignments import points
 from .report import Report, write_csv
 
@@ -118,19 +116,7 @@ def read(path: Path) -> list[Row]:
     """The rows of a written.csv, checked on their own (columns, exercise ids, score range,
     one row per answer); :class:`WrittenError` naming the first bad row otherwise."""
     name = Path(path).name
-    try:
-        text = Path(path).read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise WrittenError(f"cannot read {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise WrittenError(f"{name} is not UTF-8 text (save it from your spreadsheet as "
-                           f"'CSV UTF-8')") from None
-    try:
-        delimiter = sniff_delimiter(text.split("\n", 1)[0])
-        records = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter,
-                                  strict=True))
-    except csv.Error as exc:
-        raise WrittenError(f"{name} is not a readable CSV file ({exc})") from None
+    records = read_rows(path, WrittenError)
     if not records:
         raise WrittenError(f"{name} is empty (expected the header {','.join(COLUMNS)})")
     header = [h.strip().lower() for h in records[0]]

@@ -212,7 +212,7 @@ def test_what_the_kernel_is_told_and_sees(tmp_path):
     assert sandbox.path(folders.inp / "kernel-1.json") == "/job/in/kernel-1.json"
     with pytest.raises(ValueError):
         sandbox.path(tmp_path / "elsewhere")
-    assert sandbox.env()["HOME"] == "/job/home" and sandbox.refusal({}) == ""
+    assert sandbox.env()["HOME"] == "/job/home" and sandbox.refusal() == ""
 
 
 def test_a_python_installation_under_tmp_is_visible(tmp_path, monkeypatch):
@@ -255,7 +255,7 @@ def test_without_isolation_the_grader_knows_why(tmp_path, monkeypatch):
     monkeypatch.setattr(S, "isolation_problem", lambda platform=sys.platform: problem)
     sandbox = S.for_job(S.JobFolders(tmp_path / "work"), Limits(require_sandbox=True))
     assert isinstance(sandbox, S.ProcessSandbox)
-    assert "--require-sandbox" in sandbox.refusal({}) and "user namespaces" in sandbox.refusal({})
+    assert "--require-sandbox" in sandbox.refusal() and "user namespaces" in sandbox.refusal()
 
 
 def test_a_dead_graders_scratch_is_removed_by_the_next_run(tmp_path):

@@ -166,11 +166,21 @@ def test_a_roster_maps_lms_ids_to_logins_and_flags_a_claim_of_someone_else(tmp_p
     ("login,name\njdoe,Jane\n", "has no column lms_id"),
     ("lms_id,login,name\n1,jdoe,Jane\n2,jdoe,Jane D\n", "row 3: login 'jdoe' is in row 2 too"),
     ("lms_id,login,name,due\n1,jdoe,Jane,soon\n", "row 2: due 'soon'"),
+    ('lms_id,login,name\n1,jdoe,"Jane\n', "--roster: r.csv is not a readable CSV file"),
+    ("", "--roster: r.csv is empty"),
 ])
 def test_a_bad_roster_is_one_clear_line(tmp_path, text, fragment):
     (tmp_path / "r.csv").write_text(text)
     with pytest.raises(roster.RosterError, match=fragment):
         roster.read(tmp_path / "r.csv")
+
+
+def test_a_roster_that_is_not_utf8_or_missing_is_named(tmp_path):
+    (tmp_path / "r.csv").write_bytes(b"lms_id,login,name\n1,j\xf6rg,J\xf6rg\n")
+    with pytest.raises(roster.RosterError, match="--roster: r.csv is not UTF-8 text"):
+        roster.read(tmp_path / "r.csv")
+    with pytest.raises(roster.RosterError, match="--roster: cannot read .*missing.csv"):
+        roster.read(tmp_path / "missing.csv")
 
 
 def test_near_duplicate_ids_are_flagged_and_never_merged(tmp_path):
