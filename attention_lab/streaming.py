@@ -180,7 +180,8 @@ def compare(sizes=(256, 1024, 4096, 16384), *, T: int = 64, D: int = 32,
     size), "tol", "seconds" {method: [...]}, "peak_bytes" {method: [...]}, "largest_numel"
     {method: [...]}}``. ``max_diff`` is float32 round-off: it depends on the CPU's kernels and
     thread count, so print the ``agrees`` verdict, not the raw figure. Times are medians of
-    ``repeat`` interleaved runs on one thread (they vary from run to run); the memory figures are
+    ``repeat`` interleaved runs on one thread (they vary between runs and machines; ``repeat=0``
+    times nothing and gives ``"seconds": None``); the memory figures are
     the peak of the tensors torch operators allocate (see :mod:`attention_lab._memory`),
     deterministic, and blind to scratch space inside fused kernels such as SDPA's. For the large
     sizes and the process's real peak memory, run ``python -m benchmarks.run streaming``.
@@ -198,8 +199,9 @@ def compare(sizes=(256, 1024, 4096, 16384), *, T: int = 64, D: int = 32,
                                                                                  scale=1.0),
     }
     tol = validate.temperature(tol, "tol")
+    repeat = validate.count(repeat, "repeat", allow_zero=True)
     out = {"sizes": list(sizes), "max_diff": [], "agrees": [], "tol": tol,
-           "seconds": {k: [] for k in fns},
+           "seconds": {k: [] for k in fns} if repeat else None,
            "peak_bytes": {k: [] for k in fns}, "largest_numel": {k: [] for k in fns}}
     g = torch.Generator().manual_seed(seed)
     with torch.inference_mode(), single_thread():
@@ -215,7 +217,8 @@ def compare(sizes=(256, 1024, 4096, 16384), *, T: int = 64, D: int = 32,
                     fn(Q, K, V)
                     times[k].append(time.perf_counter() - t0)
             for k, fn in fns.items():
-                out["seconds"][k].append(statistics.median(times[k]))
+                if repeat:
+                    out["seconds"][k].append(statistics.median(times[k]))
                 with tensor_memory() as mem:
                     fn(Q, K, V)
                 out["peak_bytes"][k].append(mem.peak_bytes)

@@ -554,7 +554,8 @@ for chunk in (1, 7, 16, 40):
           "yes" if float(diff) <= 1e-5 else "NO")
 
 # %%
-cmp = compare(sizes=(256, 1024, 4096, 16384), T=64, D=32, chunk_size=256, repeat=3)
+cmp = compare(sizes=(256, 1024, 4096, 16384), T=64, D=32, chunk_size=256,
+              repeat=0)  # repeat=3: also time the three paths on this machine
 print("S            " + " ".join(f"{S:>9,}" for S in cmp["sizes"]))
 for name in ("materialised", "streaming"):
     print(f"{name:12} " + " ".join(f"{b / 1024:7.0f} K" for b in cmp["peak_bytes"][name]),
@@ -565,11 +566,12 @@ figures.streaming_plot(cmp["sizes"], cmp["seconds"],
                        {k: cmp["peak_bytes"][k] for k in ("materialised", "streaming")})
 
 # %% [markdown]
-# *Figure: left, latency in milliseconds against source length (log scale) for materialised
-# attention, streaming attention and torch's SDPA, measured when the notebook ran. Their order
-# and ratios change between runs and machines: at S = 4,096 the runs so far range from all three
-# within a factor of 2 to one about 9 times slower than another. Right, peak tensor memory: the
-# materialised path grows in proportion to S, the streaming path stays flat at one chunk.*
+# *Figure: peak tensor memory against source length (log scales): the materialised path grows
+# in proportion to S, the streaming path stays flat at one chunk.* Run the cell with `repeat=3`
+# and a left panel shows the latency of materialised attention, streaming attention and torch's
+# SDPA on your machine. The stored notebook shows none: timings change between runs and
+# machines (at S = 4,096, runs of this cell so far ranged from all three within a factor of 2
+# to one about 9 times slower than another).
 #
 # The memory column counts tensors torch allocates (blind to fused kernels' scratch space, so
 # SDPA is left out); `python -m attention_lab bench streaming` measures the real peak memory.
@@ -580,10 +582,11 @@ figures.streaming_plot(cmp["sizes"], cmp["seconds"],
 #
 # The chapter lists what an audit should record. `audit` takes any attention callable and
 # measures what a call shows; what only the module's author knows is *declared*. `audit_model`
-# audits the trained model's real attention calls:
+# audits the trained model's real attention calls (`repeat=5` adds the latency measured here;
+# `repeat=0` leaves it out of the stored notebook):
 
 # %%
-print(audit_model(model, source=["abcde", "lkjihgfedcba", "cafe"]))
+print(audit_model(model, source=["abcde", "lkjihgfedcba", "cafe"], repeat=0))
 
 # %% [markdown]
 # And three broken attention functions, each a classic bug that keeps the output's shape:

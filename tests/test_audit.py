@@ -73,6 +73,22 @@ def test_the_package_call_passes_and_report_is_readable(qkv):
     assert "no findings" in text
 
 
+def test_repeat_0_leaves_the_timing_out_and_says_how_to_get_it(qkv):
+    from attention_lab.tensor import attention
+
+    timed = audit(attention, *qkv, lengths=LENGTHS, repeat=2)
+    assert "ms per call (median of 2)" in timed["latency"].value and timed.data["seconds"] > 0
+    assert "µs per eligible query-key pair" in timed["time per pair"].value  # not a throughput
+    assert "throughput" not in str(timed)
+    r = audit(attention, *qkv, lengths=LENGTHS, repeat=0)
+    assert r["latency"].value.startswith("not timed (repeat=0") and "repeat=5" in r["latency"].value
+    assert "time per pair" not in str(r) and r.data["seconds"] is None
+    assert " ms" not in str(r).replace(r["latency"].value, "")
+    assert r["tensor memory"].value == timed["tensor memory"].value
+    with pytest.raises(ValueError, match="repeat must be >= 0"):
+        audit(attention, *qkv, repeat=-1)
+
+
 def test_a_correct_black_box_passes(qkv):
     r = audit(correct, *qkv, lengths=LENGTHS, fill=torch.finfo(torch.float32).min)
     assert not r.flags, str(r)

@@ -185,9 +185,10 @@ def test_leave_one_out_agrees_on_every_step_as_printed():
         assert "in every step here" in text and "nearly every step" not in text
 
 
-def test_the_audit_prints_a_time_per_pair_not_a_throughput():
+def test_the_stored_audit_shows_no_timing_and_says_how_to_time_it():
     out = outputs_of(first_code(r"print\(audit_model\("))
-    assert "time per pair" in out and "throughput" not in out
+    assert "latency" in out and "not timed (repeat=0" in out and "repeat=5 times" in out
+    assert " ms " not in out and "µs" not in out and "throughput" not in out
 
 
 def test_the_failure_case_caption_names_the_hatch_colour_the_figure_draws():

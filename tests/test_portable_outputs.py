@@ -1,4 +1,4 @@
-"""Stored notebook outputs travel: no round-off and no unsanitised timing in them, and the run's
+"""Stored notebook outputs travel: no round-off and no timing in them, and the run's
 comparison that makes the browser run-all (torch's generic kernels, one thread) a portability
 check can fail.
 
@@ -27,10 +27,10 @@ NOTEBOOKS = sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb")
 def test_the_scanner_finds_round_off_and_timings_and_passes_verdicts():
     bad = ["chunk 16: max |streaming - materialised| = 2.4e-07", "max |diff|  9.5e-07",
            "[0.19995117 0.19995117]", "difference 1.2e-12", "took 3.2 ms", "12 µs",
-           "0.00000024"]
+           "0.00000024", "latency 0.165 ms per call", "3 µs per eligible pair"]
     good = ["agrees with SDPA within 1e-5: yes", "within 1e-4: yes", "weights [0.123 0.361]",
             "1,048,576 scores", "safe fill -3.403e+38", "0.361084", "entropy 1.510 nats",
-            "4.0 MiB", "latency 0.165 ms per call"]
+            "4.0 MiB", "latency  not timed (repeat=0)"]
     san = sanitisers()
     for text in bad:
         assert problems(text, san), text
@@ -58,8 +58,8 @@ def _first_number(nb: dict) -> dict:
 
 def test_differences_catch_a_changed_output_and_forgive_what_nbval_forgives():
     """The comparison the browser run-all applies: a run equal to the stored notebook passes; a
-    changed digit, a missing output or a missing cell fails; a split stream, another widget id,
-    another figure image and a sanitised timing pass."""
+    changed digit, a missing output or a missing cell fails; a split stream, another widget id
+    and another figure image pass, and another timing fails (a stored output never has one)."""
     stored = json.loads((ROOT / "notebooks" / "03_maths_and_code.ipynb").read_text())
     assert differences(stored, copy.deepcopy(stored)) == []
 
@@ -78,17 +78,22 @@ def test_differences_catch_a_changed_output_and_forgive_what_nbval_forgives():
     assert differences(stored, ran) == [f"{_count(ran)} code cells ran, {_count(stored)} stored"]
 
     cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [
-        {"output_type": "stream", "name": "stdout", "text": ["took 3.2 ms per call\n", "ok\n"]},
+        {"output_type": "stream", "name": "stdout", "text": ["memory 4.0 MiB\n", "ok\n"]},
         {"output_type": "display_data", "metadata": {}, "data": {
             "image/png": "AAAA", "text/plain": "<Figure size 640x480 with 1 Axes>",
             "application/vnd.jupyter.widget-view+json": {"model_id": "a" * 32}}}]}
     other = copy.deepcopy(cell)
-    other["outputs"][0:1] = [{"output_type": "stream", "name": "stdout", "text": "took 9 ms "},
-                             {"output_type": "stream", "name": "stdout", "text": "per call\nok\n"}]
+    other["outputs"][0:1] = [{"output_type": "stream", "name": "stdout", "text": "memory 4.0 "},
+                             {"output_type": "stream", "name": "stdout", "text": "MiB\nok\n"}]
     other["outputs"][-1]["data"].update({"image/png": "BBBB", "text/plain": "<Figure size "
                                          "800x600 with 2 Axes>", "application/vnd.jupyter."
                                          "widget-view+json": {"model_id": "b" * 32}})
     assert differences({"cells": [cell]}, {"cells": [other]}) == []
+    timed = copy.deepcopy(cell)
+    timed["outputs"][0]["text"] = ["took 3.2 ms per call\n", "ok\n"]
+    retimed = copy.deepcopy(timed)
+    retimed["outputs"][0]["text"] = ["took 9 ms per call\n", "ok\n"]
+    assert differences({"cells": [timed]}, {"cells": [retimed]})
     other["outputs"][0]["name"] = "stderr"
     assert differences({"cells": [cell]}, {"cells": [other]})
 

@@ -40,6 +40,18 @@ def test_entropy_tau_and_permutation_descriptions_carry_their_numbers():
     assert "gradient (orange): 3 steps, median 0.00, from -0.50 to 0.50" in d
 
 
+def test_the_untimed_streaming_figure_draws_the_memory_alone():
+    memory = {"materialised": [2048 * 1024, 8192 * 1024], "streaming": [512 * 1024, 512 * 1024]}
+    f = figures.streaming_plot([256, 4096], None, memory)
+    (ax,) = f.figure.axes
+    assert ax.get_ylabel() == "peak tensor memory (MiB)" and len(ax.get_lines()) == 2
+    assert "latency" not in f.description
+    assert "streaming 512 K at S = 256, 512 K at S = 4,096." in f.description
+    timed = figures.streaming_plot([256, 4096], {"sdpa": [1e-3, 2e-3]}, memory)
+    assert [a.get_ylabel() for a in timed.figure.axes] == ["latency (ms)",
+                                                          "peak tensor memory (MiB)"]
+
+
 def test_the_score_scale_description_gives_the_measured_values():
     d = figures.score_scale_plot([4, 16], [3.96, 16.2], [0.42, 0.691], [0.231, 0.24]).description
     assert "[4, 16]" in d and "D_k = 4, 16" in d

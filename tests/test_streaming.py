@@ -261,3 +261,17 @@ def test_small_comparison_for_the_notebook():
     assert r["largest_numel"]["streaming"] == [8 * 32, 8 * 32]  # one chunk of scores
     assert r["peak_bytes"]["streaming"][1] < r["peak_bytes"]["materialised"][1]
     assert all(t > 0 for ts in r["seconds"].values() for t in ts)
+
+
+def test_a_comparison_with_repeat_0_times_nothing_and_measures_the_rest():
+    """What a stored notebook runs: no time (it differs per run), the same memory and verdicts."""
+    from attention_lab.streaming import compare
+
+    timed = compare(sizes=(64, 512), T=8, D=4, chunk_size=32, repeat=1)
+    untimed = compare(sizes=(64, 512), T=8, D=4, chunk_size=32, repeat=0)
+    assert untimed["seconds"] is None
+    for key in ("peak_bytes", "largest_numel", "agrees"):
+        assert untimed[key] == timed[key], key
+    for bad, error in ((-1, ValueError), (1.5, TypeError)):
+        with pytest.raises(error, match="repeat"):
+            compare(sizes=(64,), repeat=bad)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import shape_str
+from .._validate import count, shape_str
 from .cost import human_bytes
 
 STATUS_MARK = {"ok": "[ok]", "info": "[--]", "warn": "[ ?]", "fail": "[!!]"}
@@ -166,7 +166,8 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     ``score`` names the score function; ``scale`` and ``temperature`` recompute dot-product
     scores when the call returns none; ``fill`` is what the function writes at masked scores, if
     known; these, ``sources`` and ``dropout`` are declared, not measured. ``probe=False`` skips
-    the extra call with an all-masked row.
+    the extra call with an all-masked row. ``repeat`` timed calls give the latency (their
+    median); ``repeat=0`` times none (a notebook whose stored output must not vary).
     """
     import torch
 
@@ -189,6 +190,7 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     if title is None:
         title = f"Audit: {getattr(fn, '__name__', type(fn).__name__)}"
 
+    repeat = count(repeat, "repeat", allow_zero=True)
     by_name = _takes_keyword(fn, mask_arg)
 
     def call(mask_value):
@@ -231,7 +233,7 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
         with tensor_memory() as mem:
             out = call(m_full)
         times = []
-        for _ in range(max(1, repeat)):
+        for _ in range(repeat):
             t0 = time.perf_counter()
             call(m_full)
             times.append(time.perf_counter() - t0)
@@ -241,7 +243,7 @@ def _audit_call(call, Q, K, V, m_full, *, declared, score, scale, temperature, f
     _score_and_normalisation(rep, w, mask_np, score, scale, temperature, dropout)
     _eligibility(rep, call, m_full, w, _dtype_name(Q), declared, fill, probe)
     _numbers(rep, Q, K, V, ctx, w, sc, mask_np, score, scale, temperature)
-    t_med = statistics.median(times)
+    t_med = statistics.median(times) if times else None
     _cost(rep, _dtype_name(Q), Q.shape[-2] * K.shape[-2], mask_np, t_med, len(times), mem)
     rep.add("Explanation", "interventions", "not run by the audit: attention weights alone do "
             "not show which inputs explain the output; see attention_lab.analysis.explain",
@@ -411,12 +413,15 @@ def _score_checks(rep, sec, sc_ref, sc_label, w, mask_np, temperature, dtype):
 def _cost(rep, dtype, per_item, mask_np, t_med, n_times, mem):
     """Latency, time per eligible pair, tensor memory, and whether T x S was materialised."""
     sec = "Cost"
-    # (printed as "<number> ms per ...": the notebooks' output sanitiser ignores such timings)
-    rep.add(sec, "latency", f"{t_med * 1e3:.3f} ms per call (median of {n_times})")
-    valid_pairs = max(1, int(mask_np.sum()))
-    # time per pair, the inverse of a throughput (pairs per second)
-    rep.add(sec, "time per pair", f"{t_med / valid_pairs * 1e6:.4f} µs per eligible query-key "
-            "pair")
+    if t_med is None:
+        rep.add(sec, "latency", "not timed (repeat=0: a time differs between runs and machines, "
+                "so a stored notebook shows none; repeat=5 times the call here)")
+    else:
+        rep.add(sec, "latency", f"{t_med * 1e3:.3f} ms per call (median of {n_times})")
+        valid_pairs = max(1, int(mask_np.sum()))
+        # time per pair, the inverse of a throughput (pairs per second)
+        rep.add(sec, "time per pair", f"{t_med / valid_pairs * 1e6:.4f} µs per eligible "
+                "query-key pair")
     itemsize = np.dtype(dtype if dtype != "bfloat16" else "float16").itemsize
     rep.add(sec, "tensor memory", f"{human_bytes(mem.peak_bytes)} peak of tensors allocated by "
             f"torch ops during the call; largest single tensor {mem.largest_numel:,} elements")

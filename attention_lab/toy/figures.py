@@ -253,31 +253,35 @@ def tau_plot(tab: dict) -> StaticFigure:
     return StaticFigure(fig, description)
 
 
-def streaming_plot(sizes, seconds: dict, memory: dict) -> StaticFigure:
-    """Latency and peak tensor memory against S for each method (dicts name -> list). The
+def streaming_plot(sizes, seconds: dict | None, memory: dict) -> StaticFigure:
+    """Peak tensor memory against S for each method (dicts name -> list), and on its left the
+    latency when ``seconds`` is given (``compare(repeat=0)`` gives ``None``: nothing timed). The
     description names no latency: timings change between runs and machines."""
-    fig = _figure((10, 3.6))
-    a, b = fig.subplots(1, 2)
+    panels = {"memory": memory} if seconds is None else {"latency": seconds, "memory": memory}
+    fig = _figure((10, 3.6) if seconds is not None else (5.4, 3.6))
+    axes = dict(zip(panels, np.atleast_1d(fig.subplots(1, len(panels)))))
     styles = {"materialised": (BLUE, "o-"), "streaming": (ORANGE, "s-"), "sdpa": (TEAL, "^-")}
-    for ax, series, scale in ((a, seconds, 1e3), (b, memory, 2 ** -20)):  # in ms, in MiB
+    units = {"latency": ("latency (ms)", 1e3), "memory": ("peak tensor memory (MiB)", 2 ** -20)}
+    for panel, series in panels.items():
+        ax, (label, scale) = axes[panel], units[panel]
         for name, y in series.items():
             colour, style = styles.get(name, (GREY, ".-"))
             ax.plot(sizes, np.asarray(y) * scale, style, color=colour, label=name)
-    for ax in (a, b):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("source length S")
+        ax.set_ylabel(label)
         ax.legend(frameon=False)
-    a.set_ylabel("latency (ms)")
-    b.set_ylabel("peak tensor memory (MiB)")
-    b.set_yscale("log")
+    axes["memory"].set_yscale("log")
     sizes = list(sizes)
     peaks = "; ".join(f"{name} {np.asarray(m)[0] / 1024:.0f} K at S = {sizes[0]:,}, "
                       f"{np.asarray(m)[-1] / 1024:.0f} K at S = {sizes[-1]:,}"
                       for name, m in memory.items())
-    description = (f"Figure: left, the latency in milliseconds of {', '.join(seconds)} against "
+    memory_text = f"peak tensor memory (log scale) against source length S: {peaks}."
+    description = ("Figure: " + memory_text if seconds is None else
+                   f"Figure: left, the latency in milliseconds of {', '.join(seconds)} against "
                    f"source length S from {sizes[0]:,} to {sizes[-1]:,} (log scale), measured "
                    f"when the notebook ran (the values change between runs and machines, so "
-                   f"they are not given here). Right, peak tensor memory (log scale): {peaks}.")
+                   f"they are not given here). Right, " + memory_text)
     return StaticFigure(fig, description)
 
 
