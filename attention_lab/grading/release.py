@@ -21,7 +21,6 @@ exercises for those platforms instead (:mod:`.export`).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -31,6 +30,7 @@ from pathlib import Path
 from .. import _cli
 from ..exercises import authoring
 from ..exercises.registry import NOTEBOOKS
+from .report import files_sha256
 
 ROOT = authoring.ROOT
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -247,10 +247,7 @@ def release(out: Path, omit=NOT_IN_STUDENT_COPY) -> list[Path]:
 
 def digest() -> str:
     """A hash of everything the bundle is made from (its files' paths and bytes, and the pins)."""
-    h = hashlib.sha256()
-    for src, rel in [*sources(), *((ROOT / name, name) for name in PINS)]:
-        h.update(rel.encode() + b"\0" + src.read_bytes() + b"\0")
-    return h.hexdigest()
+    return files_sha256([*sources(), *((ROOT / name, name) for name in PINS)])
 
 
 def student_copy(cache: Path) -> Path:

@@ -195,20 +195,25 @@ class Report:
                    g.get("isolation", {}))
 
 
+def files_sha256(files) -> str:
+    """A hash of ``files``, ``(path, name)`` pairs in order: each name and the file's bytes."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path, name in files:
+        h.update(name.encode() + b"\0" + Path(path).read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def checks_hash() -> str:
     """A hash of the source of every module that decides a grade (the exercises' specs, the
     judging, the cases and the probe): two gradings with the same hash used the same checks."""
-    import hashlib
-
     import attention_lab
 
     pkg = Path(attention_lab.__file__).resolve().parent
     parts = sorted([*pkg.glob("exercises/*.py"), *pkg.glob("exercises/specs/*.py"),
                     pkg / "grading" / "cases.py"])
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.relative_to(pkg).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
+    return files_sha256((p, p.relative_to(pkg).as_posix()) for p in parts)
 
 
 GRADES_COLUMNS = ["file", "student", "student_from", "lms_id", "assignment", "assignment_from",
