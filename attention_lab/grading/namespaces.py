@@ -249,16 +249,12 @@ class JobCgroups:
                 continue
         return None
 
-    def pids(self) -> set[int]:
-        return {pid for d in self.dirs for pid in _read_pids(d)}
-
     def remove(self, wait: float = 5.0) -> bool:
         """Kill what is still in the cgroups and remove them; False if one stays busy."""
         deadline = time.monotonic() + wait
         while True:
-            left = self.pids()
-            for pid in left:
-                _kill(pid)
+            for d in self.dirs:
+                _kill_procs(d)
             for d in list(self.dirs):
                 if _rmdir(d):
                     self.dirs.remove(d)
@@ -283,9 +279,11 @@ def _rmdir(folder: Path) -> bool:
     return not folder.exists()
 
 
-def _kill(pid: int) -> None:
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)
+def _kill_procs(folder: Path) -> None:
+    """SIGKILL every process of the cgroup ``folder``."""
+    for pid in _read_pids(folder):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def remove_stale_cgroups() -> list[Path]:
@@ -301,8 +299,7 @@ def remove_stale_cgroups() -> list[Path]:
                 continue
             if owner == os.getpid() or _alive_since(owner, made):
                 continue
-            for pid in _read_pids(folder):
-                _kill(pid)
+            _kill_procs(folder)
             if _read_pids(folder):
                 time.sleep(0.05)
             if _rmdir(folder):
