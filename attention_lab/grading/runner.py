@@ -458,7 +458,7 @@ class _Job:
     async def kernels(self) -> None:
         for attempt in range(1, self.limits.max_attempts + 1):
             if (not self.pending or self.result.too_large or self.sandbox.cancelled
-                    or self.time_left(0) is None):
+                    or self.out_of_time()):
                 break
             self.result.attempts = attempt
             kernel = _Kernel(self, attempt)
@@ -525,13 +525,17 @@ class _Job:
         self.skip.add(idx)
         self.record(CellEvent(idx, "crash", "", why))
 
+    def out_of_time(self) -> bool:
+        """Whether the job's time is up (the result then says it timed out)."""
+        if time.monotonic() >= self.deadline:
+            self.result.timed_out = True
+        return self.result.timed_out
+
     def time_left(self, limit: float) -> float | None:
         """The time the next cell may take (at most ``limit``); None once the job's is up."""
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            self.result.timed_out = True
+        if self.out_of_time():
             return None
-        return max(0.5, min(limit, remaining))
+        return max(0.5, min(limit, self.deadline - time.monotonic()))
 
     async def run_cells(self, kernel: _Kernel) -> str:
         """The student's code cells in order (not the skipped ones), each within the cell limit."""
@@ -554,8 +558,7 @@ class _Job:
             error = await kernel.execute(idx)
         except _TimedOut:
             self.skip.add(idx)
-            if time.monotonic() >= self.deadline:
-                self.result.timed_out = True
+            if self.out_of_time():
                 self.record(CellEvent(idx, "timeout", "", f"the whole-notebook limit of "
                                                           f"{self.limits.timeout:g} s ran out"))
                 return STOP
@@ -629,8 +632,7 @@ class _Job:
         try:
             error = await kernel.execute(kernel.harness_index)
         except _TimedOut:
-            if time.monotonic() >= self.deadline:
-                self.result.timed_out = True
+            if self.out_of_time():
                 return STOP
             hung = self.answer_running(kernel, group) or [ex.id for ex in group
                                                           if ex.id not in channel.records]
