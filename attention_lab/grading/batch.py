@@ -204,18 +204,17 @@ class Batch:
                         "not attempted")
             g.message = "; ".join(notes + [g.message])
             return g
-        run, sandbox_keys = self._run(index, nb, exercises)
+        run = self._run(index, nb, exercises)
         grades, status, message = verdicts_from_run(run, self.cases, nb, exercises)
         return SubmissionGrade(
             rel, digest, status, "; ".join(notes + ([message] if message else [])), grades,
-            attempts=run.attempts,
-            sandbox={k: run.sandbox[k] for k in sandbox_keys if k in run.sandbox},
+            attempts=run.attempts, sandbox=run.sandbox,
             cells=[{"cell": e.index, "event": e.kind, "name": e.name, "message": e.message}
                    for e in run.events])
 
     def _run(self, index: int, nb, exercises):
         """Run ``nb`` in a job folder of its own (removed after) and a sandbox of its own,
-        recording the answers of ``exercises``."""
+        recording the answers of ``exercises``; its report keeps the sandbox's ``REPORT_KEYS``."""
         folders = JobFolders(self.scratch / f"job-{index:04d}-{secrets.token_hex(4)}" / "work",
                              shared=self.scratch / "shared")
         folders.work.mkdir(parents=True)
@@ -234,7 +233,8 @@ class Batch:
             shutil.rmtree(folders.work.parent, ignore_errors=True)
         if getattr(sandbox, "cpu_used", None) is not None:
             run.sandbox["cpu_seconds_used"] = round(sandbox.cpu_used, 3)
-        return run, sandbox.REPORT_KEYS
+        run.sandbox = {k: run.sandbox[k] for k in sandbox.REPORT_KEYS if k in run.sandbox}
+        return run
 
     def kill_all(self) -> None:
         """Stop: kill every running job's kernels and start no further kernel (Ctrl-C)."""
@@ -430,8 +430,8 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
             res.message = (res.message + "; " if res.message else "") + \
                 f"WARNING: this file was {what} while the batch was graded (it was graded " \
                 f"from the copy read at the start)"
-    for i, res in enumerate(results):  # a kept grade takes this run's view of its file
-        if res is not None and i in kept and kept[i] is not None:
+    for i, res in kept.items():  # a kept grade takes this run's view of its file
+        if res is not None:
             res.meta = dict(subs[i].meta)
     empty_rel = {sub.rel for sub in subs if sub.held is not None}
     skipped = [str(p.relative_to(root)) for p in skipped_paths
