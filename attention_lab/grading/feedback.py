@@ -34,14 +34,15 @@ STATUS["unreadable"] = ("✘", "the file could not be read", "fail")
 STATUS["too_large"] = ("✘", "the file is too large to grade", "fail")
 
 
-@lru_cache(maxsize=1)
-def template():
+@lru_cache(maxsize=None)
+def html_template(name: str):
+    """``templates/<name>``, autoescaped (the feedback pages and summary.html)."""
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)),
                              autoescape=True, undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("feedback.html")
+    return env.get_template(name)
 
 
 def context(s: SubmissionGrade) -> dict:
@@ -90,7 +91,7 @@ def context(s: SubmissionGrade) -> dict:
 
 
 def render(s: SubmissionGrade) -> str:
-    return template().render(**context(s))
+    return html_template("feedback.html").render(**context(s))
 
 
 def write_feedback(report: Report, out: Path) -> Path:

@@ -15,24 +15,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from functools import lru_cache
 from pathlib import Path
 
 from .assignments import ASSIGNMENTS
+from .feedback import html_template
 from .report import Report
 
 TOP_MESSAGES = 3
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-
-
-@lru_cache(maxsize=1)
-def template():
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True)
-    return env.get_template("summary.html")
 
 
 def first_line(message: str) -> str:
@@ -75,7 +64,7 @@ def statistics(report: Report) -> list[dict]:
 
 
 def render(report: Report) -> str:
-    return template().render(assignments=statistics(report),
+    return html_template("summary.html").render(assignments=statistics(report),
                              graded=len(report.submissions), counted=len(report.counted()))
 
 
