@@ -634,8 +634,8 @@ class _Job:
         except _TimedOut:
             if self.out_of_time():
                 return STOP
-            hung = self.answer_running(kernel, group) or [ex.id for ex in group
-                                                          if ex.id not in channel.records]
+            running = self.answer_running(kernel, group)
+            hung = [running] if running else [ex.id for ex in group if ex.id not in channel.records]
             for ex_id in hung:
                 self.result.interrupted[ex_id] = "timeout"
                 self.pending.remove(ex_id)
@@ -650,7 +650,7 @@ class _Job:
             return RESTART
         channel.drain()
         if _exiting(error):  # a cell or the previous answer asked the kernel to exit
-            self.kernel_stopped(kernel, [])
+            self.kernel_stopped(kernel, None)
             return RESTART
         if error:
             failed.update((ex.id, f"{error[0]}: {error[1]}"[:300]) for ex in group)
@@ -658,18 +658,18 @@ class _Job:
         kernel.last_asked = ([i for i in channel.started if i in ids] or [group[-1].id])[-1]
         return NEXT
 
-    def answer_running(self, kernel: _Kernel, group: list) -> list[str]:
+    def answer_running(self, kernel: _Kernel, group: list) -> str | None:
         """The exercise of ``group`` whose answer was running when its cell stopped (asked
-        about, not recorded), as a list of at most one id."""
+        about, not recorded), if any."""
         current = kernel.channel.current
         ok = current in {ex.id for ex in group} and current not in kernel.channel.records
-        return [current] if ok else []
+        return current if ok else None
 
-    def kernel_stopped(self, kernel: _Kernel, running: list[str]) -> None:
+    def kernel_stopped(self, kernel: _Kernel, running: str | None) -> None:
         """The kernel stopped during the harness: the answer running did it, else the answer
         asked for before (it stopped the kernel late), else one of the student's cells (the next
         kernel runs them cell by cell to find it)."""
-        culprit = running[0] if running else kernel.last_asked
+        culprit = running or kernel.last_asked
         if culprit is None:
             self.cell_by_cell = True
             return
