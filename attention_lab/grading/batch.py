@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as cf
 import datetime as _dt
-import json
 import os
 import secrets
 import shutil
@@ -43,7 +42,8 @@ from ..exercises.registry import EXERCISES, IDS
 from . import assignments, late, lms, students, written
 from .cases import run_cases
 from .outputs import PARTIAL_WRITERS, write_report
-from .report import ExerciseGrade, Report, SubmissionGrade, summary_table
+from .report import (UNREADABLE, ExerciseGrade, Report, SubmissionGrade, read_report,
+                     summary_table)
 from .runner import Limits, names_defined, run_notebook, skip_slow_optional_imports
 from .sandbox import JobFolders, ScratchRoot, for_job, isolation_problem
 from .submissions import (SUFFIXES, Submission, TooLarge, Unreadable, discover, no_notebook,
@@ -663,8 +663,8 @@ def _course_options(args, out: Path) -> tuple[dict, str]:
     grades = out / "grades.json"
     if grades.is_file():
         try:
-            options["previous"] = Report.from_dict(json.loads(grades.read_text(encoding="utf-8")))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            options["previous"] = read_report(grades)
+        except UNREADABLE as exc:
             return options, f"{grades} cannot be read back ({type(exc).__name__}: {exc})"
     if (args.resume or args.only) and options["previous"] is None:
         flag = "--resume" if args.resume else "--only"
