@@ -46,8 +46,8 @@ from .report import (UNREADABLE, ExerciseGrade, Report, SubmissionGrade, read_re
                      summary_table)
 from .runner import Limits, names_defined, run_notebook, skip_slow_optional_imports
 from .sandbox import JobFolders, ScratchRoot, for_job, isolation_problem
-from .submissions import (SUFFIXES, Submission, TooLarge, Unreadable, discover, no_notebook,
-                          parse_submission, peek, read_submissions, unchanged, without_notebook)
+from .submissions import (Submission, TooLarge, Unreadable, discover, no_notebook, parse_submission,
+                          peek, read_submissions, unchanged, without_notebook)
 
 
 # ====================================================================== judging

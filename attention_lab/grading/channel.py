@@ -29,7 +29,6 @@ and the exercises it had not recorded get an error saying why. The kernel's stde
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import socket
 import time

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ...exercises.student import LABELS
 from ..assignments import ASSIGNMENTS, points
+from ..submissions import SUFFIXES
 
 ROOT_ENV = "ATTENTION_LAB_AUTOGRADER_ROOT"
 DEFAULT_ROOT = Path("/autograder")
@@ -156,8 +157,7 @@ def grade(root: Path, config: dict) -> dict:
     from .. import batch
 
     submission = Path(root) / "submission"
-    notebooks = [p for p in submission.rglob("*")
-                 if p.name.endswith((".ipynb", ".submission.json"))]
+    notebooks = [p for p in submission.rglob("*") if p.name.endswith(SUFFIXES)]
     if not submission.is_dir() or not notebooks:
         return as_results("no notebook in the submission: upload the exercise notebook you "
                           "worked in (an .ipynb file, or the .submission.json that submit wrote)")
