@@ -38,7 +38,7 @@ from pathlib import Path
 
 from .. import _cli
 from ..exercises.judging import BadRecord, Verdict, decode_record, judge
-from ..exercises.registry import EXERCISES, IDS
+from ..exercises.registry import EXERCISES
 from . import assignments, late, lms, students, written
 from .cases import run_cases
 from .outputs import PARTIAL_WRITERS, write_report
@@ -58,7 +58,7 @@ def _grade(status: str, message: str, summary: str, answer=None) -> ExerciseGrad
     return ExerciseGrade(status, message, score, summary, answer)
 
 
-def _all(status: str, message: str, ids=IDS, summary: str = "") -> dict:
+def _all(status: str, message: str, ids, summary: str = "") -> dict:
     return {i: _grade(status, message, summary or message) for i in ids}
 
 
@@ -175,7 +175,8 @@ class Batch:
             g = self._grade(index, sub)
         except Exception as exc:  # never abort the batch
             message = f"internal grader error: {type(exc).__name__}: {exc}"
-            g = SubmissionGrade(sub.rel, sub.sha256, "error", message, _all("error", message))
+            ids = [ex.id for ex in exercises_of(sub)]  # its assignment's, as any other grade
+            g = SubmissionGrade(sub.rel, sub.sha256, "error", message, _all("error", message, ids))
         g.meta = dict(sub.meta)
         g.seconds = time.monotonic() - t0
         g.grader_seconds = time.thread_time() - cpu0

@@ -475,3 +475,20 @@ def test_submission_meta_reaches_the_report_and_writers_can_be_added(tmp_path):
     assert written[-1].read_text() == "alice"
     assert "meta" not in grader.grade(1, S.Submission(
         tmp_path / "b.ipynb", "b.ipynb", None, None, "could not be read")).as_dict()
+
+
+def test_an_internal_error_grades_the_submissions_exercises_only(tmp_path, monkeypatch):
+    """A grader bug fails the submission, not the batch, and its rows are the exercises of the
+    submission's assignment, as for any other grade (not a row for every exercise)."""
+    def broken(self, index, sub):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(batch.Batch, "_grade", broken)
+    grader = batch.Batch(batch.Limits(), 1, tmp_path)
+    sub = S.Submission(tmp_path / "a.ipynb", "a.ipynb", b"{}", "0" * 64,
+                       meta={"assignment": "02_mechanics"})
+    g = grader.grade(0, sub)
+    assert g.status == "error" and "internal grader error: RuntimeError: boom" in g.message
+    level2 = {ex_id for ex_id in IDS if ex_id.startswith("2.")}
+    assert set(g.exercises) == level2
+    assert {e.status for e in g.exercises.values()} == {"error"}
