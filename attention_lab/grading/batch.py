@@ -556,6 +556,7 @@ def _hand_scores_at_risk(out: Path, merge, previous: Report | None = None) -> st
     return (f"{path} {what} that this grading would replace: add --merge {path} to keep them, "
             f"or move the file away")
 
+
 def main(argv: list[str] | None = None) -> int:
     skip_slow_optional_imports()
     args, code = _cli.parse(build_parser(), argv)

@@ -17,6 +17,7 @@ from .report import Report, write_grades_csv, write_grades_json
 from .summary import write_summary
 from .written import write_written_csv
 
+
 def write_report(report: Report, out: Path, writers=None) -> list[Path]:
     """Run every writer (default: :data:`REPORT_WRITERS`) on ``report`` and move what they wrote
     into ``out`` (created); the paths written, in order. The writers write into a staging folder

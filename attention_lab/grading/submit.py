@@ -32,6 +32,7 @@ from .runner import Limits, defined_names, skip_slow_optional_imports
 from .sandbox import ScratchRoot
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
 
+
 def relevant_ids(nb) -> list[str]:
     """The exercises this notebook works on: those it checks or whose answer it defines."""
     source = "\n".join(str(c.get("source", "")) for c in nb.cells if c.get("cell_type") == "code")
