@@ -9,13 +9,10 @@ import math
 import numpy as np
 
 from ...analysis.cost import multiply_adds, score_matrix_elements
-from ...examples import running_example
 from ..implementations import Readout, make_readout
 from ...softmax import entropy, softmax
-from .base import (Reject, Spec, as_tuple, describe_type, expect_shape, numeric, rand,
+from .base import (RX, Reject, Spec, as_tuple, describe_type, expect_shape, numeric, rand,
                    values_or_mistake, whole_number)
-
-_RX = running_example()
 
 
 # ---------------------------------------------------------------- 4.1 score-matrix size
@@ -119,15 +116,21 @@ def _readout(rng, D_v: int, hidden: int = 5, n_out: int = 6, width: int = 4) -> 
                     "W_o": 1.5 * r(n_out, hidden), "b_o": r(n_out)})
 
 
-def intervene(scores, values, control, readout) -> tuple[int, float, float]:
-    """The reference: (position 1..S of the largest weight, the context's change (Euclidean),
-    the output's change (total variation distance)) when that position's value becomes
-    ``control``."""
+def _replaced(scores, values, control):
+    """(the weights, the index of the largest, the context before and after the value there
+    becomes ``control``)."""
     weights = softmax(np.asarray(scores, dtype=float))
     top = int(np.argmax(weights))
     intervened = np.array(values, dtype=float)
     intervened[top] = control
-    old, new = weights @ values, weights @ intervened
+    return weights, top, weights @ values, weights @ intervened
+
+
+def intervene(scores, values, control, readout) -> tuple[int, float, float]:
+    """The reference: (position 1..S of the largest weight, the context's change (Euclidean),
+    the output's change (total variation distance)) when that position's value becomes
+    ``control``."""
+    _, top, old, new = _replaced(scores, values, control)
     p_old, p_new = readout(old), readout(new)
     return top + 1, float(np.linalg.norm(new - old)), float(0.5 * np.abs(p_new - p_old).sum())
 
@@ -155,7 +158,7 @@ class Intervention(Spec):
     NAMES = ("scores", "values", "control", "readout")
 
     def fixed(self):
-        s, V = _RX.keys @ _RX.query, _RX.values
+        s, V = RX.keys @ RX.query, RX.values
         rng = np.random.default_rng(15)
         return [
             self.case("the running example's dot scores, control = the mean of the values",
@@ -176,7 +179,7 @@ class Intervention(Spec):
         s, V, ctl, ro = case.args
         readout = make_readout(ro.params)
         pos, change, tvd = intervene(s, V, ctl, readout)
-        w = softmax(np.asarray(s, dtype=float))
+        w, _, before, after = _replaced(s, V, ctl)
         p, ch, oc = as_tuple(out, 3, "(position, context_change, output_change)")
         got_p = whole_number(p, "the position")
         if got_p != pos:
@@ -210,10 +213,7 @@ class Intervention(Spec):
                          f"difference")
         if _near(got_o, tvd):
             return
-        p_before = readout(w @ V)
-        replaced = np.array(V, dtype=float)
-        replaced[pos - 1] = ctl
-        p_after = readout(w @ replaced)
+        p_before, p_after = readout(before), readout(after)
         for wrong, why in (
                 (2 * tvd, "your output_change is sum |p - q|, twice the total variation distance "
                           "1/2 sum |p - q|"),
@@ -245,7 +245,7 @@ class Entropy(Spec):
             self.case("one-hot weights", np.array([0.0, 1.0, 0.0, 0.0])),
             self.case("two eligible keys and two masked zeros: [0.5 0.5 0 0]",
                       np.array([0.5, 0.5, 0.0, 0.0])),
-            self.case("the running example's softmax weights", softmax(_RX.keys @ _RX.query)),
+            self.case("the running example's softmax weights", softmax(RX.keys @ RX.query)),
             self.case("a batch of rows, the last one all zeros (an all-masked row, zeros policy)",
                       np.array([[0.7, 0.2, 0.1], [0.0, 0.5, 0.5], [0.0, 0.0, 0.0]])),
             self.case("a single key (S=1)", np.array([1.0])),
