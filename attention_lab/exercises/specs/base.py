@@ -435,9 +435,9 @@ def rand(rng, *shape, scale=1.0):
     return np.round(rng.normal(size=shape) * scale, 3)
 
 
-def rounded(seed: int):
+def rounded(seed):
     """``r(*shape)``: normal draws of ``default_rng(seed)`` rounded to two decimals (the fixed
-    cases' arrays)."""
+    cases' arrays); ``seed`` may be a generator, whose stream ``r`` then draws from."""
     rng = np.random.default_rng(seed)
     return lambda *shape: np.round(rng.normal(size=shape), 2)
 

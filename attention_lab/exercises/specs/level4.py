@@ -12,7 +12,7 @@ from ...analysis.cost import multiply_adds, score_matrix_elements
 from ..implementations import Readout, make_readout
 from ...softmax import entropy, softmax
 from .base import (RX, Reject, Spec, as_tuple, describe_type, expect_shape, numeric, rand,
-                   values_or_mistake, whole_number)
+                   rounded, values_or_mistake, whole_number)
 
 
 # ---------------------------------------------------------------- 4.1 score-matrix size
@@ -111,7 +111,7 @@ class MultiplyAdds(Spec):
 # ---------------------------------------------------------------- 4.3 intervention on the output
 def _readout(rng, D_v: int, hidden: int = 5, n_out: int = 6, width: int = 4) -> Readout:
     """A small readout like the toy model's: softmax(W_o tanh(W_c [h; c] + b_c) + b_o)."""
-    r = lambda *shape: np.round(rng.normal(size=shape), 2)  # noqa: E731
+    r = rounded(rng)
     return Readout({"h": r(width), "W_c": r(hidden, width + D_v), "b_c": r(hidden),
                     "W_o": 1.5 * r(n_out, hidden), "b_o": r(n_out)})
 
@@ -160,14 +160,14 @@ class Intervention(Spec):
     def fixed(self):
         s, V = RX.keys @ RX.query, RX.values
         rng = np.random.default_rng(15)
+        r = rounded(rng)
         return [
             self.case("the running example's dot scores, control = the mean of the values",
                       s, V, V.mean(axis=0), _readout(rng, 3)),
             self.case("the running example, control = zeros", s, V, np.zeros(3), _readout(rng, 3)),
             self.case("one source (S=1)", s[:1], V[:1], np.ones(3), _readout(rng, 3)),
             self.case("six sources, values of width 4, control = ones",
-                      np.round(rng.normal(size=6), 2), np.round(rng.normal(size=(6, 4)), 2),
-                      np.ones(4), _readout(rng, 4)),
+                      r(6), r(6, 4), np.ones(4), _readout(rng, 4)),
         ]
 
     def random_case(self, rng, i):
