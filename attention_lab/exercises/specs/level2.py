@@ -126,8 +126,8 @@ class Temperature(Spec):
             "'largest_weight' (three numbers) and 'same_order' (True or False)")
         if fail:
             return fail
-        if comp["largest_weight"] is Ellipsis or comp["same_order"] is Ellipsis:
-            missing = [k for k in self.KEYS if comp[k] is Ellipsis]
+        missing = [k for k in self.KEYS if comp[k] is Ellipsis]
+        if missing:
             return "fail", f"temperature_comparison: {', '.join(missing)} is still `...`"
         try:
             largest = numeric(comp["largest_weight"], "largest_weight").astype(np.float64)
