@@ -2,12 +2,13 @@
 
 This module is the only exercise code that runs next to the student's code, and it holds nothing
 an answer could use: no softmax, no attention, no implementation of anything a check compares
-answers against (those stay in the checker's process: ``exercises/implementations.py``). It is
-the student side's (``check`` runs it; the grader sends it), and self-contained (standard library
-and numpy only, no import from ``attention_lab``) because the grader does not import it inside a
-student's kernel: it sends this file's *source text* in its own harness cell and executes it in
-a fresh namespace, so a notebook that monkeypatches ``attention_lab.exercises`` changes nothing. Whatever runs here is untrusted anyway: the grader
-reads only the outputs it records (no pickle) and judges them in its own process.
+answers against (those stay in the checker's process: ``exercises/implementations.py``).
+``check`` imports it; the grader does not import it inside a student's kernel but sends this
+file's *source text* in its own harness cell and executes it in a fresh namespace, so it is
+self-contained (standard library and numpy only, no import from ``attention_lab``) and a notebook
+that monkeypatches ``attention_lab.exercises`` changes nothing. Whatever runs here is untrusted
+anyway: the grader reads only the outputs it records (no pickle) and judges them in its own
+process.
 
 Records are JSON: arrays become ``{"__ndarray__": {"dtype", "shape", "data"}}`` with NaN and
 infinities spelled as strings; exceptions, time-outs and unsupported objects have their own tags.

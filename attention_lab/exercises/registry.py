@@ -10,11 +10,11 @@ written), so every id has exactly one kind:
 ``test``      the student writes a test function (for 2.6 and 3.2 also the implementation it
               tests, and for 3.2 a declared policy); the check runs the test against correct and
               broken implementations and checks the implementation as a ``function``
+``written``   a structured text answer; shown with a rubric after the attempt and graded
+              ``needs_instructor`` (never passed automatically)
 
 An answer may also *declare* a value beside its functions (3.2's policy, 2.4's recorded
 comparison of the temperatures): ``declared`` names it, and its check judges it.
-``written``   a structured text answer; shown with a rubric after the attempt and graded
-              ``needs_instructor`` (never passed automatically)
 
 Positions in every task and hint are numbered 1..S (position j is array index j - 1), as in the
 notebooks. This module holds only metadata (no numpy), so the command line and the grader can

@@ -9,7 +9,6 @@ longer the source, the more it must hold, and details are lost. Attention keeps 
 state and lets each step read the one it needs: the chapter's fixed-vector bottleneck, measured
 on the lab's own task."""
 
-
 sharper = """The dot model: nearly all of a step's weight sits on the true position, while the
 additive model leaves much of it on the neighbours. Both reverse almost every sequence, so being
 right does not need sharp attention: the right position must win the mixture by enough for the

@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...examples import running_example
 from ..implementations import Impl, Readout
 from ..probe import TooLarge, Unsupported
 
 STUDENT_SEED = 20240519
+#: the chapter's running example, which many cases use (never modified)
+RX = running_example()
 
 #: The implementations a student's test examines (:func:`.implementations.make_impl`), as a
 #: failure message describes them.
@@ -251,13 +254,12 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
     arr = numeric(arr, what)
     expect_shape(arr, ref.shape, what, "one weight per key")
     a = arr.astype(np.float64)
+    note = f": {overflow_note}" if overflow_note else ""
     if np.isnan(a).any():
         row = f" in row {int(np.argwhere(np.isnan(a))[0][0]) + 1}" if a.ndim > 1 else ""
-        raise Reject(f"{what}: NaN{row} (first at {where(np.isnan(a))})"
-                     + (f": {overflow_note}" if overflow_note else ""))
+        raise Reject(f"{what}: NaN{row} (first at {where(np.isnan(a))}){note}")
     if np.isinf(a).any():
-        raise Reject(f"{what}: an infinity (first at {where(np.isinf(a))})"
-                     + (f": {overflow_note}" if overflow_note else ""))
+        raise Reject(f"{what}: an infinity (first at {where(np.isinf(a))}){note}")
     if (a < 0).any():
         raise Reject(f"{what}: a negative value at {where(a < 0)}; softmax "
                      f"weights are never negative")
@@ -433,9 +435,9 @@ def rand(rng, *shape, scale=1.0):
     return np.round(rng.normal(size=shape) * scale, 3)
 
 
-def rounded(seed: int):
+def rounded(seed):
     """``r(*shape)``: normal draws of ``default_rng(seed)`` rounded to two decimals (the fixed
-    cases' arrays)."""
+    cases' arrays); ``seed`` may be a generator, whose stream ``r`` then draws from."""
     rng = np.random.default_rng(seed)
     return lambda *shape: np.round(rng.normal(size=shape), 2)
 

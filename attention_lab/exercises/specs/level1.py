@@ -7,13 +7,11 @@ import math
 
 import numpy as np
 
-from ...examples import HULL_VALUES, HULL_WEIGHTS, running_example
+from ...examples import HULL_VALUES, HULL_WEIGHTS
 from ..implementations import Impl
 from ...softmax import softmax
-from .base import (IMPL_NOTES, Case, Reject, Spec, as_bool, close, describe_type, expect_shape,
-                   fmt, judge_test_answer, numeric, rand, rounded, values_or_mistake)
-
-_RX = running_example()
+from .base import (IMPL_NOTES, RX, Case, Reject, Spec, as_bool, close, describe_type,
+                   expect_shape, fmt, judge_test_answer, numeric, rand, rounded, values_or_mistake)
 
 
 # ---------------------------------------------------------------- 1.1 parts of the running example
@@ -21,17 +19,15 @@ class Parts(Spec):
     FIELDS = ("query", "keys", "values", "scores", "weights", "context")
 
     def reference(self):
-        r = _RX
-        s = r.keys @ r.query
+        s = RX.keys @ RX.query
         w = softmax(s)
-        return {"query": r.query, "keys": r.keys, "values": r.values, "scores": s, "weights": w,
-                "context": w @ r.values}
+        return {"query": RX.query, "keys": RX.keys, "values": RX.values, "scores": s,
+                "weights": w, "context": w @ RX.values}
 
     def wrong(self, name, arr) -> str:
         """What the known mistake ``arr`` (of ``parts[name]``) is, or ''."""
-        r = _RX
-        s = r.keys @ r.query
-        w = softmax(s)
+        r = RX
+        s, w = (self.reference()[k] for k in ("scores", "weights"))
         known = {
             "query": [],
             "keys": [(r.values, "it holds the values: keys are what the query is matched against, "
@@ -107,7 +103,7 @@ class ContextVector(Spec):
             self.case("four values of width four (a square values matrix)",
                       np.array([0.1, 0.2, 0.3, 0.4]), rounded(7)(4, 4)),
             self.case("the running example's five values (D_v = 3) with its softmax weights",
-                      softmax(_RX.keys @ _RX.query), _RX.values),
+                      softmax(RX.keys @ RX.query), RX.values),
             self.case("all-zero weights (an all-masked row): the context is 0", np.zeros(3), hv),
         ]
 

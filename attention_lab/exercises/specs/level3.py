@@ -10,18 +10,16 @@ import re
 import numpy as np
 
 from ...attention import attend
-from ...examples import additive_example, running_example
+from ...examples import additive_example
 from ..implementations import Impl
 from ...masks import padding_mask
 from ...scores import additive_scores
 from ...softmax import naive_softmax, softmax
-from .base import (IMPL_NOTES, Case, Reject, Spec, as_tuple, check_values, check_weights, close,
-                   describe_type, diagnose, expect_shape, fmt, judge_test_answer, numeric, rand,
-                   rounded, scores_shape, softmax_axis, to_array, values_or_mistake,
+from .base import (IMPL_NOTES, RX, Case, Reject, Spec, as_tuple, check_values, check_weights,
+                   close, describe_type, diagnose, expect_shape, fmt, judge_test_answer, numeric,
+                   rand, rounded, scores_shape, softmax_axis, to_array, values_or_mistake,
                    weights_or_mistake)
 from .level2 import FAR_BELOW, masked_softmax_mistakes, softmax64
-
-_RX = running_example()
 
 
 def _vec(x) -> str:
@@ -87,8 +85,7 @@ class StableSoftmax(Spec):
                             + ("is the stable softmax's result: " if same else "is finite: ")
                             + "compute the naive formula exp(e) / sum(exp(e)) on these scores, "
                               "without subtracting the maximum, and record what it returns")
-        if not np.array_equal(np.isnan(naive), np.isnan(naive_ref)) or not np.allclose(
-                naive[~np.isnan(naive)], naive_ref[~np.isnan(naive_ref)], atol=5e-3):
+        if not np.allclose(naive, naive_ref, atol=5e-3, equal_nan=True):
             return "fail", (f"{name}: naive = {_vec(naive)} is not what the naive formula "
                             f"exp(e) / sum(exp(e)) returns for the scores [1e4, 1e4 - 1, 0]: "
                             f"compute it and record every weight, NaN where it gives NaN")
@@ -182,18 +179,18 @@ class SafeMaskedSoftmax(Spec):
         return None
 
     def fixed(self):
-        s = _RX.keys @ _RX.query
+        s = RX.keys @ RX.query
         b = rounded(3)(3, 5)
         big16 = np.array([[1e4, -1e4, 5.0, 0.0], [2.0, 1.0, 0.0, -1.0]], dtype=np.float16)
         far = np.array([True, True, True, False])
         return [
-            self.case("the chapter's five scores, keys 4-5 masked (float64)", s, _RX.valid.copy()),
+            self.case("the chapter's five scores, keys 4-5 masked (float64)", s, RX.valid.copy()),
             self.case("float64 eligible scores around -1e4 beside a masked key",
                       np.array([-1e4, -1e4 + 1, -1e4 + 2, 3.0]), far, far=True),
             self.case("float16 eligible scores far below zero, [-20 -19 -18], beside a masked key",
                       np.array([-20.0, -19.0, -18.0, 0.5], dtype=np.float16), far, far=True),
             self.case("float16 scores, keys 4-5 masked (no all-masked row)",
-                      s.astype(np.float16), _RX.valid.copy()),
+                      s.astype(np.float16), RX.valid.copy()),
             self.case("lengths 5, 3 and 0: the last row is all masked (float64)",
                       b, padding_mask([5, 3, 0], 5)),
             self.case("every key of every row masked", b[:2, :3].copy(), np.zeros((2, 3), bool)),
@@ -306,7 +303,7 @@ class DotBilinear(Spec):
     n_random = 1
     NAMES = ("dot_attention", "bilinear_attention")
     #: the scores' shape the comparison records: T = 2 queries, S = 5 keys
-    SHAPE = (2, _RX.keys.shape[0])
+    SHAPE = (2, RX.keys.shape[0])
 
     def judge_declared(self):
         name = "score_comparison"
@@ -336,7 +333,7 @@ class DotBilinear(Spec):
         return None
 
     def fixed(self):
-        q, K, V, W = _RX.query, _RX.keys, _RX.values, _RX.W
+        q, K, V, W = RX.query, RX.keys, RX.values, RX.W
         r = rounded(12)
         Wsq = np.array([[1.0, 0.5, 0.0], [-0.3, 0.8, 0.2], [0.6, 0.0, 1.0]])
         dn, bn = ("Q", "K", "V"), ("Q", "K", "V", "W")

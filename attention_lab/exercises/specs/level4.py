@@ -9,13 +9,10 @@ import math
 import numpy as np
 
 from ...analysis.cost import multiply_adds, score_matrix_elements
-from ...examples import running_example
 from ..implementations import Readout, make_readout
 from ...softmax import entropy, softmax
-from .base import (Reject, Spec, as_tuple, describe_type, expect_shape, numeric, rand,
-                   values_or_mistake, whole_number)
-
-_RX = running_example()
+from .base import (RX, Reject, Spec, as_tuple, describe_type, expect_shape, numeric, rand,
+                   rounded, values_or_mistake, whole_number)
 
 
 # ---------------------------------------------------------------- 4.1 score-matrix size
@@ -114,20 +111,26 @@ class MultiplyAdds(Spec):
 # ---------------------------------------------------------------- 4.3 intervention on the output
 def _readout(rng, D_v: int, hidden: int = 5, n_out: int = 6, width: int = 4) -> Readout:
     """A small readout like the toy model's: softmax(W_o tanh(W_c [h; c] + b_c) + b_o)."""
-    r = lambda *shape: np.round(rng.normal(size=shape), 2)  # noqa: E731
+    r = rounded(rng)
     return Readout({"h": r(width), "W_c": r(hidden, width + D_v), "b_c": r(hidden),
                     "W_o": 1.5 * r(n_out, hidden), "b_o": r(n_out)})
+
+
+def _replaced(scores, values, control):
+    """(the weights, the index of the largest, the context before and after the value there
+    becomes ``control``)."""
+    weights = softmax(np.asarray(scores, dtype=float))
+    top = int(np.argmax(weights))
+    intervened = np.array(values, dtype=float)
+    intervened[top] = control
+    return weights, top, weights @ values, weights @ intervened
 
 
 def intervene(scores, values, control, readout) -> tuple[int, float, float]:
     """The reference: (position 1..S of the largest weight, the context's change (Euclidean),
     the output's change (total variation distance)) when that position's value becomes
     ``control``."""
-    weights = softmax(np.asarray(scores, dtype=float))
-    top = int(np.argmax(weights))
-    intervened = np.array(values, dtype=float)
-    intervened[top] = control
-    old, new = weights @ values, weights @ intervened
+    _, top, old, new = _replaced(scores, values, control)
     p_old, p_new = readout(old), readout(new)
     return top + 1, float(np.linalg.norm(new - old)), float(0.5 * np.abs(p_new - p_old).sum())
 
@@ -155,16 +158,16 @@ class Intervention(Spec):
     NAMES = ("scores", "values", "control", "readout")
 
     def fixed(self):
-        s, V = _RX.keys @ _RX.query, _RX.values
+        s, V = RX.keys @ RX.query, RX.values
         rng = np.random.default_rng(15)
+        r = rounded(rng)
         return [
             self.case("the running example's dot scores, control = the mean of the values",
                       s, V, V.mean(axis=0), _readout(rng, 3)),
             self.case("the running example, control = zeros", s, V, np.zeros(3), _readout(rng, 3)),
             self.case("one source (S=1)", s[:1], V[:1], np.ones(3), _readout(rng, 3)),
             self.case("six sources, values of width 4, control = ones",
-                      np.round(rng.normal(size=6), 2), np.round(rng.normal(size=(6, 4)), 2),
-                      np.ones(4), _readout(rng, 4)),
+                      r(6), r(6, 4), np.ones(4), _readout(rng, 4)),
         ]
 
     def random_case(self, rng, i):
@@ -176,7 +179,7 @@ class Intervention(Spec):
         s, V, ctl, ro = case.args
         readout = make_readout(ro.params)
         pos, change, tvd = intervene(s, V, ctl, readout)
-        w = softmax(np.asarray(s, dtype=float))
+        w, _, before, after = _replaced(s, V, ctl)
         p, ch, oc = as_tuple(out, 3, "(position, context_change, output_change)")
         got_p = whole_number(p, "the position")
         if got_p != pos:
@@ -210,10 +213,7 @@ class Intervention(Spec):
                          f"difference")
         if _near(got_o, tvd):
             return
-        p_before = readout(w @ V)
-        replaced = np.array(V, dtype=float)
-        replaced[pos - 1] = ctl
-        p_after = readout(w @ replaced)
+        p_before, p_after = readout(before), readout(after)
         for wrong, why in (
                 (2 * tvd, "your output_change is sum |p - q|, twice the total variation distance "
                           "1/2 sum |p - q|"),
@@ -245,7 +245,7 @@ class Entropy(Spec):
             self.case("one-hot weights", np.array([0.0, 1.0, 0.0, 0.0])),
             self.case("two eligible keys and two masked zeros: [0.5 0.5 0 0]",
                       np.array([0.5, 0.5, 0.0, 0.0])),
-            self.case("the running example's softmax weights", softmax(_RX.keys @ _RX.query)),
+            self.case("the running example's softmax weights", softmax(RX.keys @ RX.query)),
             self.case("a batch of rows, the last one all zeros (an all-masked row, zeros policy)",
                       np.array([[0.7, 0.2, 0.1], [0.0, 0.5, 0.5], [0.0, 0.0, 0.0]])),
             self.case("a single key (S=1)", np.array([1.0])),
