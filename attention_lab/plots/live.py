@@ -42,7 +42,6 @@ class LivePlot:
 
     def __init__(self, *, presentation: bool = False, cache: bool = True):
         self.style = Style(presentation)
-        self.presentation = presentation
         self.figure = self._make_figure(cache)
         self._messages: dict = {}
 
@@ -75,6 +74,22 @@ class LivePlot:
         ax = self.figure.add_axes(rect)
         ax.axis("off")
         return self._text(ax, x, y, "", va="center", **kw)
+
+    def _heatmap(self, ax, T, S):
+        """A dynamic T x S grid of cells on the weight scale :data:`CMAP`, centred on 0..S-1."""
+        return self._dyn(ax.pcolormesh(np.arange(S + 1) - 0.5, np.arange(T + 1) - 0.5,
+                                       np.zeros((T, S)), cmap=CMAP, vmin=0, vmax=1,
+                                       edgecolors="white", linewidth=0.5))
+
+    def _title(self, ax, y, **kw):
+        """A dynamic title at height ``y`` above ``ax`` (in axes coordinates)."""
+        kw.setdefault("fontsize", self.style.title)
+        return self._text(ax, 0.0, y, "", transform=ax.transAxes, **kw)
+
+    def _sum_label(self, ax, text=""):
+        """A row sum in the upper right corner of ``ax``; dynamic unless ``text`` is given."""
+        return self._text(ax, 0.98, 0.93, text, dynamic=not text, transform=ax.transAxes,
+                          ha="right", fontsize=self.style.small)
 
     def _colorbar(self, image, ax, **kw):
         cb = self.figure.colorbar(image, ax=ax, **kw)
@@ -278,9 +293,7 @@ class QueryPlot(LivePlot):
 
         ax_h = self._panel([0.385, 0.1, 0.24, 0.25], S, ylim=(-0.5, 0.5),
                            title="weights α (heatmap row)", grid_y=False)
-        self.image = self._dyn(ax_h.pcolormesh(np.arange(S + 1) - 0.5, [-0.5, 0.5],
-                                               np.zeros((1, S)), cmap=CMAP, vmin=0, vmax=1,
-                                               edgecolors="white", linewidth=0.5))
+        self.image = self._heatmap(ax_h, 1, S)
         ax_h.set_yticks([])
         self._colorbar(self.image, ax_h, fraction=0.08, pad=0.03)
 
@@ -332,14 +345,12 @@ class ScorePlot(LivePlot):
                                     markeredgecolor="black", label="dot product qᵀkᵢ")
         ax_s.legend(fontsize=st.small, loc="lower left", frameon=False, ncol=2,
                     bbox_to_anchor=(0.0, 0.98))
-        self.title = self._text(ax_s, 0.0, 1.17, "", transform=ax_s.transAxes,
-                                fontsize=st.title)
+        self.title = self._title(ax_s, 1.17)
         ax_w = self._panel([0.575, 0.17, 0.41, 0.63], S, ylabel="weight αᵢ")
         ax_w.set_title("softmax weights of the chosen scores", fontsize=st.title, loc="left",
                        pad=18 * st.scale)
         self.weight_bars = self._bars(ax_w, S, PALETTE["weight"])
-        self.sum_text = self._text(ax_w, 0.98, 0.93, "", transform=ax_w.transAxes, ha="right",
-                                   fontsize=st.small)
+        self.sum_text = self._sum_label(ax_w)
         self._message_box(ax_s, "scores")
 
     def update(self, *, kind_label, scores, dot_scores, weights):
@@ -382,8 +393,7 @@ class TemperaturePlot(LivePlot):
         # upper right: the weights of positions 4 and 5 stay small at every temperature, so the
         # bars never cover the legend (upper left, position 2's bar reaches 1 as tau -> 0)
         ax_b.legend(fontsize=st.small, frameon=False, loc="upper right", ncol=2)
-        self.title = self._text(ax_b, 0.0, 1.06, "", transform=ax_b.transAxes,
-                                fontsize=st.fs if presentation else st.title)
+        self.title = self._title(ax_b, 1.06, fontsize=st.fs if presentation else st.title)
 
         ax_c = fig.add_axes([0.54, 0.17, 0.37, 0.65])
         st.axes(ax_c, xlabel="temperature τ (log scale)")
@@ -453,13 +463,10 @@ class MaskPlot(LivePlot):
             self.axes.append(ax)
         ax0, ax1, ax2 = self.axes
         ax0.bar(np.arange(S), ref, width=0.7, color=PALETTE["sky"])
-        ax0.text(0.98, 0.93, f"sum = {ref.sum():.3f}", transform=ax0.transAxes, ha="right",
-                 fontsize=st.small)
+        self._sum_label(ax0, f"sum = {ref.sum():.3f}")
         self.before = self._bars(ax1, S, PALETTE["weight"])
         self.after = self._bars(ax2, S, PALETTE["wrong"], hatch="//", edgecolor="white")
-        self.sum_before, self.sum_after = (
-            self._text(ax, 0.98, 0.93, "", transform=ax.transAxes, ha="right", fontsize=st.small)
-            for ax in (ax1, ax2))
+        self.sum_before, self.sum_after = self._sum_label(ax1), self._sum_label(ax2)
         self._crosses(self.axes[1:])
         for ax in self.axes[1:]:
             ax.text(1.0, -0.3, "× = masked", transform=ax.transAxes, ha="right",
@@ -558,8 +565,7 @@ class WindowPlot(LivePlot):
             row["title"].set_text(title)
         self.rows[1]["squares"].set_facecolor(
             [PALETTE["weight"] if m else PALETTE["masked"] for m in local_mask])
-        lo = max(centre - half_width, -0.5)
-        hi = min(centre + half_width, S - 0.5)
+        lo, hi = max(centre - half_width, -0.5), min(centre + half_width, S - 0.5)
         win = self.rows[1]["window"]
         win.set_visible(hi >= lo)  # an empty window: no outline
         win.set_x(lo + 0.475 - 0.47)
@@ -580,22 +586,14 @@ class AxisPlot(LivePlot):
         self.images = []
         for x, title in ((0.07, "right: softmax over\nkeys (dim=-1)"), (0.37, "")):
             ax = fig.add_axes([x, 0.2, 0.24, 0.5])
-            st.axes(ax, grid_y=False)
-            im = ax.pcolormesh(np.arange(S + 1) - 0.5, np.arange(T + 1) - 0.5, np.zeros((T, S)),
-                               cmap=CMAP, vmin=0, vmax=1, edgecolors="white", linewidth=0.5)
+            st.axes(ax, title=title, xlabel="key (source) s", ylabel="query (target) t",
+                    grid_y=False)
+            self.images.append(self._heatmap(ax, T, S))
             ax.set_xlim(-0.5, S - 0.5)
             ax.set_ylim(T - 0.5, -0.5)  # query 1 at the top, as in a matrix
-            self._dyn(im)
             ax.set_xticks(np.arange(S), [str(j + 1) for j in range(S)])
             ax.set_yticks(np.arange(T), [str(t + 1) for t in range(T)])
-            ax.set_xlabel("key (source) s", fontsize=st.fs)
-            ax.set_ylabel("query (target) t", fontsize=st.fs)
-            if title:
-                ax.set_title(title, fontsize=st.title, loc="left")
-            self.images.append(im)
-        self.title = self._text(self.images[1].axes, 0.0, 1.03, "", fontsize=st.title,
-                                va="bottom",
-                                transform=self.images[1].axes.transAxes)
+        self.title = self._title(self.images[1].axes, 1.03, va="bottom")
         self.batch_text = self._banner([0, 0.9, 1, 0.08])
         self._colorbar(self.images[1], self.images[1].axes, fraction=0.06, pad=0.03)
         ax_s = fig.add_axes([0.71, 0.2, 0.27, 0.5])
@@ -655,7 +653,7 @@ class PrecisionPlot(LivePlot):
             bars = self._bars(ax, S, color)
             flags = [self._text(ax, i, 0.05, "", ha="center", va="bottom", fontsize=st.fs,
                                 color=PALETTE["context"], fontweight="bold") for i in range(S)]
-            title = self._text(ax, 0.0, 1.08, "", transform=ax.transAxes, fontsize=st.title)
+            title = self._title(ax, 1.08)
             self.panels.append(dict(ax=ax, bars=bars, flags=flags, title=title))
         self._crosses([p["ax"] for p in self.panels])
         self.info = self._banner([0, 0.86, 1, 0.13])
