@@ -107,6 +107,14 @@ class LivePlot:
         for line in self.cross:
             line.set_data(masked_x, np.full(masked_x.size, 0.03))
 
+    def _value_plane(self, ax, v, size, pad, right=0.0):
+        """The values ``v`` (n, 2) as a shaded triangle (:func:`value_triangle`), framed ``pad``
+        wide (``right`` more on the right), on equal scales."""
+        value_triangle(ax, v, size=size * self.style.scale, lw=self.style.lw)
+        ax.set_xlim(v[:, 0].min() - pad, v[:, 0].max() + pad + right)
+        ax.set_ylim(v[:, 1].min() - pad, v[:, 1].max() + pad)
+        ax.set_aspect("equal", adjustable="box")
+
     def _spokes(self, ax, values, markersize, label=None, **kw):
         """The context as a point, with a dynamic line to each of ``values`` (n, 2)."""
         self.values = np.asarray(values, float)
@@ -696,16 +704,12 @@ class HullPlot(LivePlot):
         v = np.asarray(values, float)
         ax = self._panel([0.09, 0.1, 0.58, 0.8], ylim=None, xlabel="value coordinate 1",
                          ylabel="value coordinate 2", grid_y=False)
-        value_triangle(ax, v, size=80 * st.scale, lw=st.lw)
+        self._value_plane(ax, v, 80, pad=0.35, right=0.3)
         for i, (x, y) in enumerate(v):
             ax.text(x + 0.06, y + 0.08, f"value {i + 1}", fontsize=st.fs)
         for k, c in enumerate(np.asarray(chapter_contexts, float).reshape(-1, 2)):
             ax.scatter([c[0]], [c[1]], s=60 * st.scale, facecolor="none",
                        edgecolor="black", zorder=4, label="chapter's contexts" if k == 0 else None)
-        pad = 0.35
-        ax.set_xlim(v[:, 0].min() - pad, v[:, 0].max() + pad + 0.3)
-        ax.set_ylim(v[:, 1].min() - pad, v[:, 1].max() + pad)
-        ax.set_aspect("equal", adjustable="box")
         self._spokes(ax, v, 11, label="context c = αᵀV")
         self.label = self._text(ax, 0, 0, "", fontsize=st.small, zorder=7)
         ax.legend(fontsize=st.small, frameon=False, loc="upper right")
@@ -801,17 +805,13 @@ class GeometryPlot(LivePlot):
         # the values' plane: the values, the context and a line to each value per weight
         ax_v = self._panel([0.74, 0.08, 0.25, 0.78], ylim=None, grid_y=False,
                            title="values vᵢ and the context c")
-        value_triangle(ax_v, v, size=55 * st.scale, lw=st.lw)
+        self._value_plane(ax_v, v, 55, pad=0.45)
         centre = v.mean(0)
         for i, (x, y) in enumerate(v):
             dx, dy = np.array([x, y]) - centre
             r = np.hypot(dx, dy) or 1.0
             ax_v.text(x + 0.28 * dx / r, y + 0.28 * dy / r, f"v{i + 1}", fontsize=st.fs,
                       ha="center", va="center")
-        pad = 0.45
-        ax_v.set_xlim(v[:, 0].min() - pad, v[:, 0].max() + pad)
-        ax_v.set_ylim(v[:, 1].min() - pad, v[:, 1].max() + pad)
-        ax_v.set_aspect("equal", adjustable="box")
         self._spokes(ax_v, v, 10, zorder=3)
 
     def update(self, *, query, direction, projections, scores, weights, context, title):

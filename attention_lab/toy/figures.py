@@ -86,10 +86,7 @@ class ModelFigure(LivePlot):
         self._start = [(a, a.get_position(original=True).frozen()) for a in self.figure.axes]
 
     def _make_figure(self, cache: bool) -> LayeredFigure:
-        fig = LayeredFigure(figsize=self._sizes["figsize"], dpi=100, layout="constrained",
-                            cache=cache)
-        FigureCanvasAgg(fig)
-        return fig
+        return _figure(self._sizes["figsize"], LayeredFigure, dpi=100, cache=cache)
 
     def update(self, *, weights, source, output, expected, truth, correct, window_bounds, title,
                error=False):
@@ -141,8 +138,9 @@ class ModelFigure(LivePlot):
         self.figure.stale = True
 
 
-def _figure(figsize) -> Figure:
-    fig = Figure(figsize=figsize, layout="constrained")
+def _figure(figsize, kind=Figure, **kw) -> Figure:
+    """A ``kind`` of figure with constrained layout, on an Agg canvas."""
+    fig = kind(figsize=figsize, layout="constrained", **kw)
     FigureCanvasAgg(fig)
     return fig
 
