@@ -229,7 +229,7 @@ class OverviewDiagram:
             ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", color=color, lw=style.lw,
                                          mutation_scale=scale * style.scale, **kw))
 
-        self.score_text, self.weight_text, self.weight_box, self.arrows = [], [], [], []
+        self.score_text, self.weight_text, arrows = [], [], []
         for i, x in enumerate(self.xs):
             cx = x + bw / 2
             box(x, 3.25, bw, 0.65, PALETTE["source"], f"source {i + 1}\nkey, value", small)
@@ -240,13 +240,13 @@ class OverviewDiagram:
             arrow((cx, 1.95), (cx, 1.35))
             self.weight_text.append(add_fast_text(ax, cx, 1.05, "", ha="center", va="center",
                                                    fontsize=small, zorder=4))
-            self.arrows.append([(cx, 0.78), (7.55, 0.62)])
+            arrows.append([(cx, 0.78), (7.55, 0.62)])
         centres = np.array(self.xs) + bw / 2
         self.weight_box = Bars(centres, width=bw, bottom=0.8, facecolor=CMAP(0.0),
                                edgecolor="black", linewidth=0.6 * style.lw)
         self.weight_box.set_heights(np.full(S, 0.5))
         ax.add_collection(self.weight_box, autolim=False)
-        self.arrows = LineCollection(self.arrows, colors=PALETTE["weight"], alpha=0.85,
+        self.arrows = LineCollection(arrows, colors=PALETTE["weight"], alpha=0.85,
                                      capstyle="round")
         ax.add_collection(self.arrows, autolim=False)
         box(7.55, 2.45, 2.1, 0.65, PALETTE["query"], "decoder query q")
