@@ -343,7 +343,7 @@ class ScorePlot(LivePlot):
 
     def __init__(self, S: int = 5, *, score_limit: float = 3.0, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         ax_s = self._panel([0.065, 0.17, 0.41, 0.63], S, ylim=(-score_limit, score_limit),
                            ylabel="score eᵢ")
         ax_s.axhline(0, color="black", linewidth=0.8 * st.lw)
@@ -390,7 +390,7 @@ class TemperaturePlot(LivePlot):
     def __init__(self, reference_weights, grid, grid_max_weight, grid_effective_keys, *,
                  presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         ref = np.asarray(reference_weights, float)
         S = ref.size
         ax_b = self._panel([0.065, 0.17, 0.38, 0.65], S, ylabel="weight αᵢ(τ)")
@@ -403,15 +403,13 @@ class TemperaturePlot(LivePlot):
         ax_b.legend(fontsize=st.small, frameon=False, loc="upper right", ncol=2)
         self.title = self._title(ax_b, 1.06, fontsize=st.fs if presentation else st.title)
 
-        ax_c = fig.add_axes([0.54, 0.17, 0.37, 0.65])
-        st.axes(ax_c, xlabel="temperature τ (log scale)")
+        ax_c = self._panel([0.54, 0.17, 0.37, 0.65], xlabel="temperature τ (log scale)")
         ax_c.set_xscale("log")
         grid = np.asarray(grid, float)
         ax_c.set_xlim(grid.min(), grid.max())
         ticks = [t for t in (0.05, 0.1, 0.2, 0.5, 1, 2, 5) if grid.min() <= t <= grid.max()]
         ax_c.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax_c.minorticks_off()
-        ax_c.set_ylim(0, 1.02)
         ax_c.plot(grid, grid_max_weight, color=PALETTE["weight"], lw=2 * st.lw,
                   label="largest weight (left axis)")
         ax_c.set_ylabel("largest weight", fontsize=st.fs, color=PALETTE["weight"])
@@ -458,7 +456,7 @@ class MaskPlot(LivePlot):
 
     def __init__(self, unmasked_weights, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         ref = np.asarray(unmasked_weights, float)
         S = ref.size
         titles = ["no mask\n", "mask BEFORE softmax\n(right)",
@@ -589,13 +587,12 @@ class AxisPlot(LivePlot):
 
     def __init__(self, T: int, S: int, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         self.T, self.S = T, S
         self.images = []
         for x, title in ((0.07, "right: softmax over\nkeys (dim=-1)"), (0.37, "")):
-            ax = fig.add_axes([x, 0.2, 0.24, 0.5])
-            st.axes(ax, title=title, xlabel="key (source) s", ylabel="query (target) t",
-                    grid_y=False)
+            ax = self._panel([x, 0.2, 0.24, 0.5], ylim=None, title=title,
+                             xlabel="key (source) s", ylabel="query (target) t", grid_y=False)
             self.images.append(self._heatmap(ax, T, S))
             ax.set_xlim(-0.5, S - 0.5)
             ax.set_ylim(T - 0.5, -0.5)  # query 1 at the top, as in a matrix
@@ -604,13 +601,11 @@ class AxisPlot(LivePlot):
         self.title = self._title(self.images[1].axes, 1.03, va="bottom")
         self.batch_text = self._banner([0, 0.9, 1, 0.08])
         self._colorbar(self.images[1], self.images[1].axes, fraction=0.06, pad=0.03)
-        ax_s = fig.add_axes([0.71, 0.2, 0.27, 0.5])
-        st.axes(ax_s, ylabel="sum of weights")
+        ax_s = self._panel([0.71, 0.2, 0.27, 0.5], ylim=(0, 2.05), ylabel="sum of weights")
         n = T + S + S
         self.groups = (np.arange(T), T + 1 + np.arange(S), T + S + 2 + np.arange(S))
         x = np.concatenate(self.groups)
         ax_s.set_xlim(-0.7, x.max() + 0.7)
-        ax_s.set_ylim(0, 2.05)
         ax_s.axhline(1.0, color="black", lw=st.lw, linestyle=":")
         ax_s.set_xticks([self.groups[0].mean(), self.groups[1].mean(), self.groups[2].mean()],
                         ["over keys\n(per query)", "over queries\n(per key)",
@@ -653,7 +648,7 @@ class PrecisionPlot(LivePlot):
 
     def __init__(self, S: int = 5, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         self.panels = []
         for x, color in ((0.065, PALETTE["score"]), (0.565, PALETTE["weight"])):
             ax = self._panel([x, 0.2, 0.41, 0.52], S, ylim=(0, 1.1),
@@ -700,7 +695,7 @@ class HullPlot(LivePlot):
 
     def __init__(self, values, chapter_contexts=(), *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         v = np.asarray(values, float)
         ax = self._panel([0.09, 0.1, 0.58, 0.8], ylim=None, xlabel="value coordinate 1",
                          ylabel="value coordinate 2", grid_y=False)
