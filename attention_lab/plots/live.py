@@ -751,8 +751,7 @@ class GeometryPlot(LivePlot):
         v = np.asarray(values, float)
         self.keys, self.values, self.reach = k, v, reach
         S = len(k)
-        self.header = self._text(fig, 0.01, 0.985, "", transform=fig.transFigure, va="top",
-                                 fontsize=st.fs)
+        self.header = self._text(fig, 0.01, 0.985, "", transform=fig.transFigure, va="top")
         # the keys' plane: keys (static arrows), the query and the projections (dynamic)
         ax = self._panel([0.035, 0.08, 0.37, 0.78], ylim=(-reach, reach), grid_y=False)
         ax.set_xlim(-reach, reach)
