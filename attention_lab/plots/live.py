@@ -210,8 +210,7 @@ class OverviewDiagram:
 
     def __init__(self, ax, style: Style, S: int = 5, register=None):
         self.ax, self.style, self.S = ax, style, S
-        ax.set_xlim(0, 10)
-        ax.set_ylim(0.05, 4.15)
+        ax.set(xlim=(0, 10), ylim=(0.05, 4.15))
         ax.axis("off")
         fs, small = style.fs, style.small
         grey = PALETTE["grey"]
@@ -526,8 +525,7 @@ class WindowPlot(LivePlot):
         for y in (0.53, 0.06):
             # room above the tallest bar (weight 1) and its star for the row's title
             ax = fig.add_axes([0.02, y, 0.96, 0.42])
-            ax.set_xlim(-0.2, S + 0.1)
-            ax.set_ylim(-0.05, 1.6)
+            ax.set(xlim=(-0.2, S + 0.1), ylim=(-0.05, 1.6))
             ax.axis("off")
             squares = Bars(np.arange(S) + 0.475, width=0.85, bottom=0.0,
                            facecolor=PALETTE["weight"], edgecolor="white", linewidth=1.0)
@@ -594,8 +592,7 @@ class AxisPlot(LivePlot):
             ax = self._panel([x, 0.2, 0.24, 0.5], ylim=None, title=title,
                              xlabel="key (source) s", ylabel="query (target) t", grid_y=False)
             self.images.append(self._heatmap(ax, T, S))
-            ax.set_xlim(-0.5, S - 0.5)
-            ax.set_ylim(T - 0.5, -0.5)  # query 1 at the top, as in a matrix
+            ax.set(xlim=(-0.5, S - 0.5), ylim=(T - 0.5, -0.5))  # query 1 at the top (a matrix)
             ax.set_xticks(np.arange(S), [str(j + 1) for j in range(S)])
             ax.set_yticks(np.arange(T), [str(t + 1) for t in range(T)])
         self.title = self._title(self.images[1].axes, 1.03, va="bottom")

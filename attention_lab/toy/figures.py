@@ -59,8 +59,7 @@ class ModelFigure(LivePlot):
         edges = np.arange(L + 1) - 0.5
         self.image = ax.pcolormesh(edges, edges, np.ma.masked_all((L, L)), cmap=CMAP, vmin=0.0,
                                    vmax=1.0, shading="flat")
-        ax.set_xlim(-0.5, L - 0.5)
-        ax.set_ylim(L - 0.5, -0.5)
+        ax.set(xlim=(-0.5, L - 0.5), ylim=(L - 0.5, -0.5))
         self.colorbar = self.figure.colorbar(self.image, ax=ax, shrink=0.85)
         self.colorbar.set_label("attention weight", fontsize=z["font"])
         self.colorbar.ax.tick_params(labelsize=z["tick"])
@@ -116,8 +115,7 @@ class ModelFigure(LivePlot):
             self._labels = labels
             for a, position in self._start:
                 move_axes(a, position)
-            ax.set_xlim(-0.5, S - 0.5)
-            ax.set_ylim(T - 0.5, -0.5)
+            ax.set(xlim=(-0.5, S - 0.5), ylim=(T - 0.5, -0.5))
             ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(source, 1)],
                           fontsize=self.tick_size)
             ylabels = [f"{t}: {o} ({e})" + ("" if ok else " \u2717") for t, (o, e, ok) in
