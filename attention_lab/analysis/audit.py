@@ -463,17 +463,14 @@ def _probe_empty(call, m_full, rep: AuditReport) -> str:
     row_c = ctx[idx + (0,)]
     row_w = None if w is None else w[idx + (0,)]
     if not np.isfinite(row_c).all() or (row_w is not None and not np.isfinite(row_w).all()):
-        rep.items.append(AuditItem("Eligibility", "all-masked row returns NaN",
-                                   "a row without eligible keys gives NaN: the fill is -inf (or "
-                                   "overflows to -inf in the dtype) and softmax computes 0/0; "
-                                   "declare a policy (empty='zeros' | 'nan' | 'raise')", "fail",
-                                   "nan_fill"))
+        rep.add("Eligibility", "all-masked row returns NaN", "a row without eligible keys gives "
+                "NaN: the fill is -inf (or overflows to -inf in the dtype) and softmax computes "
+                "0/0; declare a policy (empty='zeros' | 'nan' | 'raise')", "fail", "nan_fill")
         return "NaN (probed with one all-masked row)"
     if row_w is not None and np.allclose(row_w, row_w.flat[0]) and row_w.flat[0] > 0:
-        rep.items.append(AuditItem("Eligibility", "all-masked row is uniform",
-                                   "a row without eligible keys spreads its weight uniformly over "
-                                   "ineligible keys (a finite fill without a policy)", "warn",
-                                   "uniform_empty_row"))
+        rep.add("Eligibility", "all-masked row is uniform", "a row without eligible keys spreads "
+                "its weight uniformly over ineligible keys (a finite fill without a policy)",
+                "warn", "uniform_empty_row")
         return "uniform over ineligible keys (probed)"
     if np.allclose(row_c, 0) and (row_w is None or np.allclose(row_w, 0)):
         return "zeros: weights 0 and context 0 (probed; SDPA's behaviour, empty='zeros')"

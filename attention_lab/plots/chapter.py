@@ -158,8 +158,7 @@ def window_figure(global_mask, local_mask, *, presentation=False) -> StaticFigur
     for y, m, title in ((0.55, g, "Global: every source position is eligible"),
                         (0.05, loc, f"Local: a window around the predicted centre ({span})")):
         ax = fig.add_axes([0.02, y, 0.96, 0.36])
-        ax.set_xlim(-0.1, S + 0.05)
-        ax.set_ylim(0, 1)
+        ax.set(xlim=(-0.1, S + 0.05), ylim=(0, 1))
         ax.axis("off")
         for i in range(S):
             ax.add_patch(Rectangle((i, 0.1), 0.85, 0.55,

@@ -42,7 +42,6 @@ class LivePlot:
 
     def __init__(self, *, presentation: bool = False, cache: bool = True):
         self.style = Style(presentation)
-        self.presentation = presentation
         self.figure = self._make_figure(cache)
         self._messages: dict = {}
 
@@ -76,6 +75,22 @@ class LivePlot:
         ax.axis("off")
         return self._text(ax, x, y, "", va="center", **kw)
 
+    def _heatmap(self, ax, T, S):
+        """A dynamic T x S grid of cells on the weight scale :data:`CMAP`, centred on 0..S-1."""
+        return self._dyn(ax.pcolormesh(np.arange(S + 1) - 0.5, np.arange(T + 1) - 0.5,
+                                       np.zeros((T, S)), cmap=CMAP, vmin=0, vmax=1,
+                                       edgecolors="white", linewidth=0.5))
+
+    def _title(self, ax, y, **kw):
+        """A dynamic title at height ``y`` above ``ax`` (in axes coordinates)."""
+        kw.setdefault("fontsize", self.style.title)
+        return self._text(ax, 0.0, y, "", transform=ax.transAxes, **kw)
+
+    def _sum_label(self, ax, text=""):
+        """A row sum in the upper right corner of ``ax``; dynamic unless ``text`` is given."""
+        return self._text(ax, 0.98, 0.93, text, dynamic=not text, transform=ax.transAxes,
+                          ha="right", fontsize=self.style.small)
+
     def _colorbar(self, image, ax, **kw):
         cb = self.figure.colorbar(image, ax=ax, **kw)
         cb.ax.tick_params(labelsize=self.style.small)
@@ -91,6 +106,14 @@ class LivePlot:
         masked_x = np.flatnonzero(~np.asarray(mask, bool))
         for line in self.cross:
             line.set_data(masked_x, np.full(masked_x.size, 0.03))
+
+    def _value_plane(self, ax, v, size, pad, right=0.0):
+        """The values ``v`` (n, 2) as a shaded triangle (:func:`value_triangle`), framed ``pad``
+        wide (``right`` more on the right), on equal scales."""
+        value_triangle(ax, v, size=size * self.style.scale, lw=self.style.lw)
+        ax.set_xlim(v[:, 0].min() - pad, v[:, 0].max() + pad + right)
+        ax.set_ylim(v[:, 1].min() - pad, v[:, 1].max() + pad)
+        ax.set_aspect("equal", adjustable="box")
 
     def _spokes(self, ax, values, markersize, label=None, **kw):
         """The context as a point, with a dynamic line to each of ``values`` (n, 2)."""
@@ -187,8 +210,7 @@ class OverviewDiagram:
 
     def __init__(self, ax, style: Style, S: int = 5, register=None):
         self.ax, self.style, self.S = ax, style, S
-        ax.set_xlim(0, 10)
-        ax.set_ylim(0.05, 4.15)
+        ax.set(xlim=(0, 10), ylim=(0.05, 4.15))
         ax.axis("off")
         fs, small = style.fs, style.small
         grey = PALETTE["grey"]
@@ -206,7 +228,7 @@ class OverviewDiagram:
             ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", color=color, lw=style.lw,
                                          mutation_scale=scale * style.scale, **kw))
 
-        self.score_text, self.weight_text, self.weight_box, self.arrows = [], [], [], []
+        self.score_text, self.weight_text, arrows = [], [], []
         for i, x in enumerate(self.xs):
             cx = x + bw / 2
             box(x, 3.25, bw, 0.65, PALETTE["source"], f"source {i + 1}\nkey, value", small)
@@ -217,13 +239,13 @@ class OverviewDiagram:
             arrow((cx, 1.95), (cx, 1.35))
             self.weight_text.append(add_fast_text(ax, cx, 1.05, "", ha="center", va="center",
                                                    fontsize=small, zorder=4))
-            self.arrows.append([(cx, 0.78), (7.55, 0.62)])
+            arrows.append([(cx, 0.78), (7.55, 0.62)])
         centres = np.array(self.xs) + bw / 2
         self.weight_box = Bars(centres, width=bw, bottom=0.8, facecolor=CMAP(0.0),
                                edgecolor="black", linewidth=0.6 * style.lw)
         self.weight_box.set_heights(np.full(S, 0.5))
         ax.add_collection(self.weight_box, autolim=False)
-        self.arrows = LineCollection(self.arrows, colors=PALETTE["weight"], alpha=0.85,
+        self.arrows = LineCollection(arrows, colors=PALETTE["weight"], alpha=0.85,
                                      capstyle="round")
         ax.add_collection(self.arrows, autolim=False)
         box(7.55, 2.45, 2.1, 0.65, PALETTE["query"], "decoder query q")
@@ -278,9 +300,7 @@ class QueryPlot(LivePlot):
 
         ax_h = self._panel([0.385, 0.1, 0.24, 0.25], S, ylim=(-0.5, 0.5),
                            title="weights α (heatmap row)", grid_y=False)
-        self.image = self._dyn(ax_h.pcolormesh(np.arange(S + 1) - 0.5, [-0.5, 0.5],
-                                               np.zeros((1, S)), cmap=CMAP, vmin=0, vmax=1,
-                                               edgecolors="white", linewidth=0.5))
+        self.image = self._heatmap(ax_h, 1, S)
         ax_h.set_yticks([])
         self._colorbar(self.image, ax_h, fraction=0.08, pad=0.03)
 
@@ -322,7 +342,7 @@ class ScorePlot(LivePlot):
 
     def __init__(self, S: int = 5, *, score_limit: float = 3.0, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         ax_s = self._panel([0.065, 0.17, 0.41, 0.63], S, ylim=(-score_limit, score_limit),
                            ylabel="score eᵢ")
         ax_s.axhline(0, color="black", linewidth=0.8 * st.lw)
@@ -332,14 +352,12 @@ class ScorePlot(LivePlot):
                                     markeredgecolor="black", label="dot product qᵀkᵢ")
         ax_s.legend(fontsize=st.small, loc="lower left", frameon=False, ncol=2,
                     bbox_to_anchor=(0.0, 0.98))
-        self.title = self._text(ax_s, 0.0, 1.17, "", transform=ax_s.transAxes,
-                                fontsize=st.title)
+        self.title = self._title(ax_s, 1.17)
         ax_w = self._panel([0.575, 0.17, 0.41, 0.63], S, ylabel="weight αᵢ")
         ax_w.set_title("softmax weights of the chosen scores", fontsize=st.title, loc="left",
                        pad=18 * st.scale)
         self.weight_bars = self._bars(ax_w, S, PALETTE["weight"])
-        self.sum_text = self._text(ax_w, 0.98, 0.93, "", transform=ax_w.transAxes, ha="right",
-                                   fontsize=st.small)
+        self.sum_text = self._sum_label(ax_w)
         self._message_box(ax_s, "scores")
 
     def update(self, *, kind_label, scores, dot_scores, weights):
@@ -371,7 +389,7 @@ class TemperaturePlot(LivePlot):
     def __init__(self, reference_weights, grid, grid_max_weight, grid_effective_keys, *,
                  presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         ref = np.asarray(reference_weights, float)
         S = ref.size
         ax_b = self._panel([0.065, 0.17, 0.38, 0.65], S, ylabel="weight αᵢ(τ)")
@@ -382,18 +400,15 @@ class TemperaturePlot(LivePlot):
         # upper right: the weights of positions 4 and 5 stay small at every temperature, so the
         # bars never cover the legend (upper left, position 2's bar reaches 1 as tau -> 0)
         ax_b.legend(fontsize=st.small, frameon=False, loc="upper right", ncol=2)
-        self.title = self._text(ax_b, 0.0, 1.06, "", transform=ax_b.transAxes,
-                                fontsize=st.fs if presentation else st.title)
+        self.title = self._title(ax_b, 1.06, fontsize=st.fs if presentation else st.title)
 
-        ax_c = fig.add_axes([0.54, 0.17, 0.37, 0.65])
-        st.axes(ax_c, xlabel="temperature τ (log scale)")
+        ax_c = self._panel([0.54, 0.17, 0.37, 0.65], xlabel="temperature τ (log scale)")
         ax_c.set_xscale("log")
         grid = np.asarray(grid, float)
         ax_c.set_xlim(grid.min(), grid.max())
         ticks = [t for t in (0.05, 0.1, 0.2, 0.5, 1, 2, 5) if grid.min() <= t <= grid.max()]
         ax_c.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax_c.minorticks_off()
-        ax_c.set_ylim(0, 1.02)
         ax_c.plot(grid, grid_max_weight, color=PALETTE["weight"], lw=2 * st.lw,
                   label="largest weight (left axis)")
         ax_c.set_ylabel("largest weight", fontsize=st.fs, color=PALETTE["weight"])
@@ -440,7 +455,7 @@ class MaskPlot(LivePlot):
 
     def __init__(self, unmasked_weights, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         ref = np.asarray(unmasked_weights, float)
         S = ref.size
         titles = ["no mask\n", "mask BEFORE softmax\n(right)",
@@ -453,13 +468,10 @@ class MaskPlot(LivePlot):
             self.axes.append(ax)
         ax0, ax1, ax2 = self.axes
         ax0.bar(np.arange(S), ref, width=0.7, color=PALETTE["sky"])
-        ax0.text(0.98, 0.93, f"sum = {ref.sum():.3f}", transform=ax0.transAxes, ha="right",
-                 fontsize=st.small)
+        self._sum_label(ax0, f"sum = {ref.sum():.3f}")
         self.before = self._bars(ax1, S, PALETTE["weight"])
         self.after = self._bars(ax2, S, PALETTE["wrong"], hatch="//", edgecolor="white")
-        self.sum_before, self.sum_after = (
-            self._text(ax, 0.98, 0.93, "", transform=ax.transAxes, ha="right", fontsize=st.small)
-            for ax in (ax1, ax2))
+        self.sum_before, self.sum_after = self._sum_label(ax1), self._sum_label(ax2)
         self._crosses(self.axes[1:])
         for ax in self.axes[1:]:
             ax.text(1.0, -0.3, "× = masked", transform=ax.transAxes, ha="right",
@@ -513,8 +525,7 @@ class WindowPlot(LivePlot):
         for y in (0.53, 0.06):
             # room above the tallest bar (weight 1) and its star for the row's title
             ax = fig.add_axes([0.02, y, 0.96, 0.42])
-            ax.set_xlim(-0.2, S + 0.1)
-            ax.set_ylim(-0.05, 1.6)
+            ax.set(xlim=(-0.2, S + 0.1), ylim=(-0.05, 1.6))
             ax.axis("off")
             squares = Bars(np.arange(S) + 0.475, width=0.85, bottom=0.0,
                            facecolor=PALETTE["weight"], edgecolor="white", linewidth=1.0)
@@ -558,8 +569,7 @@ class WindowPlot(LivePlot):
             row["title"].set_text(title)
         self.rows[1]["squares"].set_facecolor(
             [PALETTE["weight"] if m else PALETTE["masked"] for m in local_mask])
-        lo = max(centre - half_width, -0.5)
-        hi = min(centre + half_width, S - 0.5)
+        lo, hi = max(centre - half_width, -0.5), min(centre + half_width, S - 0.5)
         win = self.rows[1]["window"]
         win.set_visible(hi >= lo)  # an empty window: no outline
         win.set_x(lo + 0.475 - 0.47)
@@ -575,36 +585,24 @@ class AxisPlot(LivePlot):
 
     def __init__(self, T: int, S: int, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         self.T, self.S = T, S
         self.images = []
         for x, title in ((0.07, "right: softmax over\nkeys (dim=-1)"), (0.37, "")):
-            ax = fig.add_axes([x, 0.2, 0.24, 0.5])
-            st.axes(ax, grid_y=False)
-            im = ax.pcolormesh(np.arange(S + 1) - 0.5, np.arange(T + 1) - 0.5, np.zeros((T, S)),
-                               cmap=CMAP, vmin=0, vmax=1, edgecolors="white", linewidth=0.5)
-            ax.set_xlim(-0.5, S - 0.5)
-            ax.set_ylim(T - 0.5, -0.5)  # query 1 at the top, as in a matrix
-            self._dyn(im)
+            ax = self._panel([x, 0.2, 0.24, 0.5], ylim=None, title=title,
+                             xlabel="key (source) s", ylabel="query (target) t", grid_y=False)
+            self.images.append(self._heatmap(ax, T, S))
+            ax.set(xlim=(-0.5, S - 0.5), ylim=(T - 0.5, -0.5))  # query 1 at the top (a matrix)
             ax.set_xticks(np.arange(S), [str(j + 1) for j in range(S)])
             ax.set_yticks(np.arange(T), [str(t + 1) for t in range(T)])
-            ax.set_xlabel("key (source) s", fontsize=st.fs)
-            ax.set_ylabel("query (target) t", fontsize=st.fs)
-            if title:
-                ax.set_title(title, fontsize=st.title, loc="left")
-            self.images.append(im)
-        self.title = self._text(self.images[1].axes, 0.0, 1.03, "", fontsize=st.title,
-                                va="bottom",
-                                transform=self.images[1].axes.transAxes)
+        self.title = self._title(self.images[1].axes, 1.03, va="bottom")
         self.batch_text = self._banner([0, 0.9, 1, 0.08])
         self._colorbar(self.images[1], self.images[1].axes, fraction=0.06, pad=0.03)
-        ax_s = fig.add_axes([0.71, 0.2, 0.27, 0.5])
-        st.axes(ax_s, ylabel="sum of weights")
+        ax_s = self._panel([0.71, 0.2, 0.27, 0.5], ylim=(0, 2.05), ylabel="sum of weights")
         n = T + S + S
         self.groups = (np.arange(T), T + 1 + np.arange(S), T + S + 2 + np.arange(S))
         x = np.concatenate(self.groups)
         ax_s.set_xlim(-0.7, x.max() + 0.7)
-        ax_s.set_ylim(0, 2.05)
         ax_s.axhline(1.0, color="black", lw=st.lw, linestyle=":")
         ax_s.set_xticks([self.groups[0].mean(), self.groups[1].mean(), self.groups[2].mean()],
                         ["over keys\n(per query)", "over queries\n(per key)",
@@ -647,7 +645,7 @@ class PrecisionPlot(LivePlot):
 
     def __init__(self, S: int = 5, *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         self.panels = []
         for x, color in ((0.065, PALETTE["score"]), (0.565, PALETTE["weight"])):
             ax = self._panel([x, 0.2, 0.41, 0.52], S, ylim=(0, 1.1),
@@ -655,7 +653,7 @@ class PrecisionPlot(LivePlot):
             bars = self._bars(ax, S, color)
             flags = [self._text(ax, i, 0.05, "", ha="center", va="bottom", fontsize=st.fs,
                                 color=PALETTE["context"], fontweight="bold") for i in range(S)]
-            title = self._text(ax, 0.0, 1.08, "", transform=ax.transAxes, fontsize=st.title)
+            title = self._title(ax, 1.08)
             self.panels.append(dict(ax=ax, bars=bars, flags=flags, title=title))
         self._crosses([p["ax"] for p in self.panels])
         self.info = self._banner([0, 0.86, 1, 0.13])
@@ -694,20 +692,16 @@ class HullPlot(LivePlot):
 
     def __init__(self, values, chapter_contexts=(), *, presentation=False, cache=True):
         super().__init__(presentation=presentation, cache=cache)
-        st, fig = self.style, self.figure
+        st = self.style
         v = np.asarray(values, float)
         ax = self._panel([0.09, 0.1, 0.58, 0.8], ylim=None, xlabel="value coordinate 1",
                          ylabel="value coordinate 2", grid_y=False)
-        value_triangle(ax, v, size=80 * st.scale, lw=st.lw)
+        self._value_plane(ax, v, 80, pad=0.35, right=0.3)
         for i, (x, y) in enumerate(v):
             ax.text(x + 0.06, y + 0.08, f"value {i + 1}", fontsize=st.fs)
         for k, c in enumerate(np.asarray(chapter_contexts, float).reshape(-1, 2)):
             ax.scatter([c[0]], [c[1]], s=60 * st.scale, facecolor="none",
                        edgecolor="black", zorder=4, label="chapter's contexts" if k == 0 else None)
-        pad = 0.35
-        ax.set_xlim(v[:, 0].min() - pad, v[:, 0].max() + pad + 0.3)
-        ax.set_ylim(v[:, 1].min() - pad, v[:, 1].max() + pad)
-        ax.set_aspect("equal", adjustable="box")
         self._spokes(ax, v, 11, label="context c = αᵀV")
         self.label = self._text(ax, 0, 0, "", fontsize=st.small, zorder=7)
         ax.legend(fontsize=st.small, frameon=False, loc="upper right")
@@ -754,8 +748,7 @@ class GeometryPlot(LivePlot):
         v = np.asarray(values, float)
         self.keys, self.values, self.reach = k, v, reach
         S = len(k)
-        self.header = self._text(fig, 0.01, 0.985, "", transform=fig.transFigure, va="top",
-                                 fontsize=st.fs)
+        self.header = self._text(fig, 0.01, 0.985, "", transform=fig.transFigure, va="top")
         # the keys' plane: keys (static arrows), the query and the projections (dynamic)
         ax = self._panel([0.035, 0.08, 0.37, 0.78], ylim=(-reach, reach), grid_y=False)
         ax.set_xlim(-reach, reach)
@@ -803,17 +796,13 @@ class GeometryPlot(LivePlot):
         # the values' plane: the values, the context and a line to each value per weight
         ax_v = self._panel([0.74, 0.08, 0.25, 0.78], ylim=None, grid_y=False,
                            title="values vᵢ and the context c")
-        value_triangle(ax_v, v, size=55 * st.scale, lw=st.lw)
+        self._value_plane(ax_v, v, 55, pad=0.45)
         centre = v.mean(0)
         for i, (x, y) in enumerate(v):
             dx, dy = np.array([x, y]) - centre
             r = np.hypot(dx, dy) or 1.0
             ax_v.text(x + 0.28 * dx / r, y + 0.28 * dy / r, f"v{i + 1}", fontsize=st.fs,
                       ha="center", va="center")
-        pad = 0.45
-        ax_v.set_xlim(v[:, 0].min() - pad, v[:, 0].max() + pad)
-        ax_v.set_ylim(v[:, 1].min() - pad, v[:, 1].max() + pad)
-        ax_v.set_aspect("equal", adjustable="box")
         self._spokes(ax_v, v, 10, zorder=3)
 
     def update(self, *, query, direction, projections, scores, weights, context, title):

@@ -52,6 +52,13 @@ def _breaks_while_aligned(s) -> bool:
     return not s.error and s.window is None and not s.exact and bool(s.aligned.all())
 
 
+def _window_words(window, bounds) -> str:
+    """"no window", "window <first>..<last>" (positions 1..S) or "empty window"."""
+    if window is None:
+        return "no window"
+    return f"window {bounds[0]}..{bounds[1]}" if bounds[0] <= bounds[1] else "empty window"
+
+
 @frozen_state
 class ModelState:
     """One decoding of the current source, T = S steps. Arrays are indexed from 0 (numpy);
@@ -171,9 +178,8 @@ class ModelExplorer(Explorer):
         title = (f"decoded {output}, expected {expected}: {int(correct.sum())}/{S} right\n"
                  f"weight peaks on the true position in {int(aligned.sum())}/{S} steps")
         if window is not None:
-            outside = ~eligible[truth]
-            title += (f"\nwindow {bounds[0]}..{bounds[1]}" if idx.size else "\nempty window")
-            title += f": {int(outside.sum())} step(s) need a position outside it"
+            title += (f"\n{_window_words(window, bounds)}: {int((~eligible[truth]).sum())} "
+                      f"step(s) need a position outside it")
         return ModelState(
             source=text, tokens=toks, output=output, expected=expected,
             scores=d.scores[0, :S, :S].astype(float), weights=weights,
@@ -196,12 +202,7 @@ class ModelExplorer(Explorer):
                     f"{html.escape(s.error)}<br>the figure still shows the source "
                     f"{html.escape(s.source)}</p>")
         n, S = int(s.correct.sum()), len(s.source)
-        if s.window is None:
-            window = "no window"
-        elif s.eligible.any():
-            window = f"window {s.window_bounds[0]}..{s.window_bounds[1]}"
-        else:
-            window = "empty window"
+        window = _window_words(s.window, s.window_bounds)
         return (f"<p>source {html.escape(s.source)} → decoded {html.escape(s.output)} "
                 f"(expected {html.escape(s.expected)}): {n}/{S} right<br>"
                 f"temperature {s.temperature:.2f}, {window}; weight peaks on the true "

@@ -59,8 +59,7 @@ class ModelFigure(LivePlot):
         edges = np.arange(L + 1) - 0.5
         self.image = ax.pcolormesh(edges, edges, np.ma.masked_all((L, L)), cmap=CMAP, vmin=0.0,
                                    vmax=1.0, shading="flat")
-        ax.set_xlim(-0.5, L - 0.5)
-        ax.set_ylim(L - 0.5, -0.5)
+        ax.set(xlim=(-0.5, L - 0.5), ylim=(L - 0.5, -0.5))
         self.colorbar = self.figure.colorbar(self.image, ax=ax, shrink=0.85)
         self.colorbar.set_label("attention weight", fontsize=z["font"])
         self.colorbar.ax.tick_params(labelsize=z["tick"])
@@ -86,10 +85,7 @@ class ModelFigure(LivePlot):
         self._start = [(a, a.get_position(original=True).frozen()) for a in self.figure.axes]
 
     def _make_figure(self, cache: bool) -> LayeredFigure:
-        fig = LayeredFigure(figsize=self._sizes["figsize"], dpi=100, layout="constrained",
-                            cache=cache)
-        FigureCanvasAgg(fig)
-        return fig
+        return _figure(self._sizes["figsize"], LayeredFigure, dpi=100, cache=cache)
 
     def update(self, *, weights, source, output, expected, truth, correct, window_bounds, title,
                error=False):
@@ -119,8 +115,7 @@ class ModelFigure(LivePlot):
             self._labels = labels
             for a, position in self._start:
                 move_axes(a, position)
-            ax.set_xlim(-0.5, S - 0.5)
-            ax.set_ylim(T - 0.5, -0.5)
+            ax.set(xlim=(-0.5, S - 0.5), ylim=(T - 0.5, -0.5))
             ax.set_xticks(range(S), [f"{j}\n{ch}" for j, ch in enumerate(source, 1)],
                           fontsize=self.tick_size)
             ylabels = [f"{t}: {o} ({e})" + ("" if ok else " \u2717") for t, (o, e, ok) in
@@ -141,8 +136,9 @@ class ModelFigure(LivePlot):
         self.figure.stale = True
 
 
-def _figure(figsize) -> Figure:
-    fig = Figure(figsize=figsize, layout="constrained")
+def _figure(figsize, kind=Figure, **kw) -> Figure:
+    """A ``kind`` of figure with constrained layout, on an Agg canvas."""
+    fig = kind(figsize=figsize, layout="constrained", **kw)
     FigureCanvasAgg(fig)
     return fig
 
@@ -168,8 +164,7 @@ def alignment_grid(examples, *, ncols: int = 3) -> StaticFigure:
         ax.set_xticks(range(S), list(ex["source"]))
         ax.set_yticks(range(T), list(ex["output"]))
         ax.set_title(ex["title"], fontsize=10)
-        ax.set_xlabel("source symbol")
-        ax.set_ylabel("decoded symbol")
+        ax.set(xlabel="source symbol", ylabel="decoded symbol")
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
     if image is not None:
@@ -187,13 +182,10 @@ def entropy_plot(table: dict, *, title: str = "") -> StaticFigure:
     S = table["length"]
     a.plot(S, table["mean_entropy"], "o-", color=BLUE, label="model (mean over steps)")
     a.plot(S, np.log(S), "--", color=GREY, label="uniform attention: log S")
-    a.set_xlabel("source length S")
-    a.set_ylabel("entropy (nats)")
+    a.set(xlabel="source length S", ylabel="entropy (nats)")
     a.legend(frameon=False)
     b.plot(S, table["normalised"], "o-", color=TEAL)
-    b.set_ylim(0, 1)
-    b.set_xlabel("source length S")
-    b.set_ylabel("entropy / log S")
+    b.set(ylim=(0, 1), xlabel="source length S", ylabel="entropy / log S")
     fig.suptitle(title)
     S = np.asarray(S)
     description = (f"Figure{': ' + title if title else ''}, source lengths {S[0]} to {S[-1]}. "
@@ -210,15 +202,13 @@ def permutation_plot(tab: dict) -> StaticFigure:
     fig = _figure((10, 3.8))
     a, b = fig.subplots(1, 2)
     a.scatter(tab["max_weight"], tab["perm_median"], s=14, color=BLUE, alpha=0.7)
-    a.set_xlabel("maximum attention weight of the step")
-    a.set_ylabel("median TVD of the output\nover weight permutations")
-    a.set_xlim(0, 1)
-    a.set_ylim(-0.02, 1.02)
+    a.set(xlabel="maximum attention weight of the step",
+          ylabel="median TVD of the output\nover weight permutations", xlim=(0, 1),
+          ylim=(-0.02, 1.02))
     data = [tab["replace"], tab["perm_median"], tab["uniform"]]
     b.boxplot(data, tick_labels=["replace top value\nwith control", "permute weights\n(median)",
                                  "uniform weights"], showfliers=True)
-    b.set_ylabel("TVD of the output")
-    b.set_ylim(-0.02, 1.02)
+    b.set(ylabel="TVD of the output", ylim=(-0.02, 1.02))
     perm = np.asarray(tab["perm_median"])
     high, low = int((perm >= 0.5).sum()), int((perm <= 0.05).sum())
     medians = "; ".join(f"{name} {np.median(x):.2f}" for name, x in (
@@ -244,8 +234,7 @@ def tau_plot(tab: dict) -> StaticFigure:
         ax.hist(v, bins=bins, alpha=0.6, color=colour, label=label)
         parts.append(f"{label} ({words}): {v.size} steps, median {np.median(v):.2f}, from "
                      f"{v.min():.2f} to {v.max():.2f}")
-    ax.set_xlabel("Kendall tau with the attention weights (per step)")
-    ax.set_ylabel("steps")
+    ax.set(xlabel="Kendall tau with the attention weights (per step)", ylabel="steps")
     ax.legend(frameon=False)
     description = ("Figure: histograms over decoder steps of Kendall's tau (-1 to 1) between "
                    "the attention weights and two importance measures; " + "; ".join(parts)
@@ -268,8 +257,7 @@ def streaming_plot(sizes, seconds: dict | None, memory: dict) -> StaticFigure:
             colour, style = styles.get(name, (GREY, ".-"))
             ax.plot(sizes, np.asarray(y) * scale, style, color=colour, label=name)
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("source length S")
-        ax.set_ylabel(label)
+        ax.set(xlabel="source length S", ylabel=label)
         ax.legend(frameon=False)
     axes["memory"].set_yscale("log")
     sizes = list(sizes)
@@ -295,15 +283,12 @@ def score_scale_plot(d_k, variance, largest, largest_scaled) -> StaticFigure:
     a.plot(d_k, d_k, "--", color=GREY, label="D_k")
     a.set_xscale("log", base=2)
     a.set_yscale("log", base=2)
-    a.set_xlabel("key width D_k")
-    a.set_ylabel("variance of the score")
+    a.set(xlabel="key width D_k", ylabel="variance of the score")
     a.legend(frameon=False)
     b.plot(d_k, largest, "o-", color=ORANGE, label="unscaled q . k")
     b.plot(d_k, largest_scaled, "s-", color=TEAL, label="q . k / sqrt(D_k)")
     b.set_xscale("log", base=2)
-    b.set_ylim(0, 1.02)
-    b.set_xlabel("key width D_k")
-    b.set_ylabel("mean largest weight (16 keys)")
+    b.set(ylim=(0, 1.02), xlabel="key width D_k", ylabel="mean largest weight (16 keys)")
     b.legend(frameon=False)
     widths = ", ".join(f"{d:.0f}" for d in d_k)
     description = (f"Figure: left, the measured variance of q . k, "
@@ -342,10 +327,8 @@ def bottleneck_plot(table: dict, *, chance: float | None = None) -> StaticFigure
                               ("share of output symbols right", "share of sequences right")):
         for name, (colour, style) in zip(names, styles):
             ax.plot(lengths, table[name][key], style, color=colour, label=name, markersize=4)
-        ax.set_ylim(-0.02, 1.02)
+        ax.set(ylim=(-0.02, 1.02), xlabel="source length S", ylabel=label)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("source length S")
-        ax.set_ylabel(label)
         ax.grid(True, color="#E6E6E6", linewidth=0.8)
     if chance is not None:
         panels[0].axhline(chance, color=GREY, linestyle="--", linewidth=1,

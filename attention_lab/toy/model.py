@@ -172,20 +172,29 @@ class ReversalModel(nn.Module):
 
     def __init__(self, config: ToyConfig = ToyConfig()):
         super().__init__()
-        c = config
-        if not c.attends:
+        if not config.attends:
             raise ValueError("ReversalModel attends; build a model without attention with "
                              "FinalStateModel or toy.model.build(config)")
+        self._layers(config)
+
+    def _layers(self, c: ToyConfig) -> None:
+        """Both kinds' layers, created in this order (the seeded initialisation of the shipped
+        weights depends on it)."""
         self.config = c
         self.src_emb = nn.Embedding(c.n_symbols + 1, c.emb, padding_idx=data.PAD)
         self.encoder = nn.GRU(c.emb, c.hidden, batch_first=True, bidirectional=True)
-        self.W_k = nn.Linear(2 * c.hidden, c.attn, bias=False)
-        self.W_q = nn.Linear(c.hidden, c.attn, bias=c.score == "additive")
-        if c.score == "additive":
-            self.v = nn.Linear(c.attn, 1, bias=False)
+        if c.attends:
+            self.W_k = nn.Linear(2 * c.hidden, c.attn, bias=False)
+            self.W_q = nn.Linear(c.hidden, c.attn, bias=c.score == "additive")
+            if c.score == "additive":
+                self.v = nn.Linear(c.attn, 1, bias=False)
+            self.h0 = nn.Parameter(torch.zeros(c.hidden))
+        else:
+            self.W_s = nn.Linear(2 * c.hidden, c.hidden)  # the final state -> the starting state
         self.tgt_emb = nn.Embedding(c.n_symbols + 1, c.emb)  # id 0 = start of output
-        self.h0 = nn.Parameter(torch.zeros(c.hidden))
-        self.decoder = nn.GRU(c.emb, c.hidden, batch_first=True)
+        # without attention the decoder reads the final state (2 x hidden) beside each symbol
+        self.decoder = nn.GRU(c.emb + (0 if c.attends else 2 * c.hidden), c.hidden,
+                              batch_first=True)
         self.W_c = nn.Linear(c.hidden + c.value_width, c.hidden)
         self.W_o = nn.Linear(c.hidden, c.n_symbols)
 
@@ -364,19 +373,10 @@ class FinalStateModel(ReversalModel):
 
     def __init__(self, config: ToyConfig = ToyConfig(context="final_state")):
         nn.Module.__init__(self)
-        c = config
-        if c.attends:
+        if config.attends:
             raise ValueError("FinalStateModel has no attention: give it a config with "
                              "context='final_state'")
-        width = 2 * c.hidden                                  # the summary's width
-        self.config = c
-        self.src_emb = nn.Embedding(c.n_symbols + 1, c.emb, padding_idx=data.PAD)
-        self.encoder = nn.GRU(c.emb, c.hidden, batch_first=True, bidirectional=True)
-        self.W_s = nn.Linear(width, c.hidden)
-        self.tgt_emb = nn.Embedding(c.n_symbols + 1, c.emb)  # id 0 = start of output
-        self.decoder = nn.GRU(c.emb + width, c.hidden, batch_first=True)
-        self.W_c = nn.Linear(c.hidden + width, c.hidden)
-        self.W_o = nn.Linear(c.hidden, c.n_symbols)
+        self._layers(config)
 
     def final_state(self, tokens: torch.Tensor, lengths: torch.Tensor, embedded=None):
         """The fixed-width summary s (B, 2*hidden): the forward GRU's state after the last

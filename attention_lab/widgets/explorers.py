@@ -131,9 +131,8 @@ class QueryExplorer(Explorer):
     def _show(self, s):
         self.plot.update(query=s.query, scores=s.scores, weights=s.weights, context=s.context,
                          temperature=s.temperature, hard=s.retrieval == "hard")
-        S = s.scores.size
         self.readout.value = html_table(
-            ["", *[f"source {i + 1}" for i in range(S)], "sum"],
+            ["", *[f"source {i + 1}" for i in range(s.scores.size)], "sum"],
             [["score e", *[num(e, 3) for e in s.scores], ""],
              ["weight α", *[num(w, 3) for w in s.weights], num(s.weights.sum(), 3)]],
         ) + f"<p>context c = {plots.fmt_vec(s.context)}</p>"
@@ -224,9 +223,8 @@ class ScoreExplorer(Explorer):
     def _show(self, s):
         self.plot.update(kind_label=self.LABELS[s.score], scores=s.scores,
                          dot_scores=s.dot_scores, weights=s.weights)
-        S = s.scores.size
         self.readout.value = html_table(
-            ["", *[f"key {i + 1}" for i in range(S)]],
+            ["", *[f"key {i + 1}" for i in range(s.scores.size)]],
             [[f"chosen score ({s.score})", *[num(e) for e in s.scores]],
              ["dot-product score", *[num(e) for e in s.dot_scores]],
              ["weight", *[num(w) for w in s.weights]]])
@@ -929,9 +927,8 @@ class GeometryExplorer(Explorer):
                          scores=s.scores, weights=s.weights, context=s.context,
                          title=(f"q = {plots.fmt_vec(s.query, 2)}, angle {s.angle}°;  "
                                 f"{self._temperature_text(s)}"))
-        S = s.scores.size
         self.readout.value = html_table(
-            ["", *[f"key {i + 1}" for i in range(S)]],
+            ["", *[f"key {i + 1}" for i in range(s.scores.size)]],
             [["projection pᵢ", *[num(x, 3) for x in s.projections]],
              ["score eᵢ = |q| pᵢ", *[num(x, 3) for x in s.scores]],
              ["weight αᵢ", *[num(x, 3) for x in s.weights]]]) + (
