@@ -18,6 +18,8 @@ every step asks the question the task defines.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
@@ -220,7 +222,11 @@ def gradients_of_sequence(model: ReversalModel, tokens, lengths, b: int) -> np.n
 
     One forward and one backward pass: the sequence is copied S times and copy t contributes only
     its step t to the summed objective, so each copy's gradient is its own step's gradient.
+    Computed in float64, on a copy of the model: float32 gradient norms of two positions can lie
+    within the round-off of the CPU's kernels (1e-6 apart), which would let Kendall tau's order of
+    them, and a stored figure, change from one machine to another.
     """
+    model = copy.deepcopy(model).double()
     S = int(np.asarray(lengths)[b])
     tok = torch.as_tensor(np.asarray(tokens)[b:b + 1]).expand(S, -1).contiguous()
     ln = torch.as_tensor(np.asarray(lengths)[b:b + 1]).expand(S).contiguous()
@@ -233,7 +239,7 @@ def gradients_of_sequence(model: ReversalModel, tokens, lengths, b: int) -> np.n
         steps = torch.arange(S)
         picked = logp[steps, steps, targets[steps, steps] - 1]
         (g,) = torch.autograd.grad(picked.sum(), e)
-    return g.norm(dim=-1).double().numpy()                               # (copy t, position j)
+    return g.norm(dim=-1).numpy()                                        # (copy t, position j)
 
 
 @one_thread
