@@ -69,8 +69,8 @@ class Policy:
 
     def describe(self) -> str:
         return {"flag": "late work is flagged, not penalised", "zero": "late work scores 0",
-                "per_day": f"late work loses {self.per_day:.0%} of its points per day started"
-                }[self.kind]
+                "per_day": f"late work loses {round(self.per_day * 100, 4):g}% of its points "
+                           f"per day started"}[self.kind]
 
 
 def lateness(submitted: _dt.datetime, due: _dt.datetime | None, lms_late: bool) -> dict:

@@ -235,6 +235,16 @@ def test_deadline_extensions_and_the_late_policies(tmp_path, moodle):
     assert late.Policy.parse("50%/day", None).kept(3) == 0.0  # never below zero
 
 
+@pytest.mark.parametrize("penalty, said", [("2.5%/day", "2.5%"), ("0.5%/day", "0.5%"),
+                                            ("12.5%/day", "12.5%"), ("10%/day", "10%")])
+def test_the_late_policy_names_the_penalty_it_applies(penalty, said):
+    """The rule a student reads on the feedback page is the rule applied (0.5%/day is not
+    'loses 0%')."""
+    policy = late.Policy.parse(penalty, None)
+    assert policy.describe() == f"late work loses {said} of its points per day started"
+    assert policy.kept(1) == pytest.approx(1 - float(said.rstrip("%")) / 100)
+
+
 def test_the_late_policy_changes_the_points_and_the_feedback_says_so(tmp_path):
     from attention_lab.grading import feedback
     from attention_lab.grading.report import ExerciseGrade
