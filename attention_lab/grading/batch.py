@@ -362,7 +362,7 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     as in :func:`collect`.
 
     With ``previous`` (the report already in OUT_DIR): ``resume`` keeps its grade of every file
-    whose bytes are unchanged and grades only the others (the seed must be the previous one);
+    whose bytes and assignment are unchanged and grades only the others (the seed must be the previous one);
     ``only`` (a set of student or assignment ids) grades only the submissions of those and keeps
     the previous report's other rows. Hand scores of unchanged written answers are carried over
     from ``previous`` (:func:`.written.carry`).
@@ -382,7 +382,8 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     if previous is not None and resume:
         done = {(g.file, g.sha256): g for g in previous.submissions}
         kept = {i: done[(sub.rel, sub.sha256)] for i, sub in enumerate(subs)
-                if (sub.rel, sub.sha256) in done}
+                if (sub.rel, sub.sha256) in done  # its grade is one of this run's assignment
+                and done[(sub.rel, sub.sha256)].assignment == sub.meta.get("assignment")}
     if only:
         chosen = [i for i, sub in enumerate(subs)
                   if {sub.meta.get("student"), sub.meta.get("assignment")} & set(only)]

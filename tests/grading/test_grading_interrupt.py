@@ -144,3 +144,22 @@ def test_time_outs_are_reported_as_time_outs_with_the_cell_and_the_limit(tmp_pat
     assert s.status == "timeout"
     assert {g.status for g in s.exercises.values()} == {"timeout"}
     assert "whole-notebook limit of 4 s ran out" in s.exercises["2.1"].message
+
+
+def test_resume_regrades_a_file_whose_assignment_changed(tmp_path):
+    """A grade kept by --resume is one of the assignment this run gives the file: after a
+    first run that could not tell the assignment (graded against every check), ``--resume
+    --assignment 02_mechanics`` must not keep that row's 25 exercises as level 2's."""
+    from attention_lab.grading.assignments import ASSIGNMENTS
+
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    (subs / "alice" / "homework.ipynb").write_text("{not json")
+    first = batch.grade_folder(subs, progress=False, seed=3)
+    assert first.submissions[0].assignment is None
+    again = batch.grade_folder(subs, progress=False, seed=3, previous=first, resume=True,
+                               assignment="02_mechanics")
+    (s,) = again.submissions
+    level2 = {ex.id for ex in ASSIGNMENTS["02_mechanics"].exercises}
+    assert s.assignment == "02_mechanics" and set(s.exercises) == level2
+    assert s.out_of == ASSIGNMENTS["02_mechanics"].auto_points
