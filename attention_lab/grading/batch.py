@@ -388,9 +388,11 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
         chosen = [i for i, sub in enumerate(subs)
                   if {sub.meta.get("student"), sub.meta.get("assignment")} & set(only)]
         kept.update({i: None for i in range(len(subs)) if i not in chosen})
-        if previous is not None:
+        if previous is not None:  # (not the old row of a file graded again, under another id)
+            regraded = {(subs[i].rel, subs[i].sha256) for i in chosen if subs[i].sha256}
             extra = [g for g in previous.submissions
-                     if not {g.student, g.assignment} & set(only)]
+                     if not {g.student, g.assignment} & set(only)
+                     and (g.file, g.sha256) not in regraded]
     todo = [i for i in range(len(subs)) if i not in kept]
     scratch = ScratchRoot()
     batch = Batch(limits, seed, scratch.path)

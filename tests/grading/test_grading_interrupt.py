@@ -163,3 +163,19 @@ def test_resume_regrades_a_file_whose_assignment_changed(tmp_path):
     level2 = {ex.id for ex in ASSIGNMENTS["02_mechanics"].exercises}
     assert s.assignment == "02_mechanics" and set(s.exercises) == level2
     assert s.out_of == ASSIGNMENTS["02_mechanics"].auto_points
+
+
+def test_only_does_not_keep_the_old_row_of_a_file_it_regrades(tmp_path):
+    """``--only alice`` after the first grading filed alice's file under another id (say her
+    Canvas user id, before ``--roster``): the file is regraded as alice's, and its old row is
+    not kept beside it (the same work twice in the gradebook, under two ids)."""
+    subs = tmp_path / "subs"
+    for name in ("alice", "bob"):
+        (subs / name).mkdir(parents=True)
+        (subs / name / "02_mechanics_exercises.ipynb").write_text("{not json")
+    first = batch.grade_folder(subs, progress=False, seed=3)
+    first.submissions[0].meta["student"] = "22222"  # alice, as the first grading named her
+    again = batch.grade_folder(subs, progress=False, seed=3, previous=first, only={"alice"})
+    rows = sorted((s.file, s.student) for s in again.submissions)
+    assert rows == [("alice/02_mechanics_exercises.ipynb", "alice"),
+                    ("bob/02_mechanics_exercises.ipynb", "bob")]
