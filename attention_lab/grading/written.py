@@ -132,7 +132,8 @@ def read(path: Path) -> list[Row]:
         if len(rec) != len(header):
             raise WrittenError(f"{name} row {n}: {len(rec)} cells, the header has {len(header)}")
         get = {c: csv_value(rec[i]) for c, i in col.items()}
-        row = Row(n, get["student"].strip(), get["assignment"].strip(), get["exercise"].strip(),
+        # the student id as written: "alice " (a folder's name) is not "alice" (students.py)
+        row = Row(n, get["student"], get["assignment"].strip(), get["exercise"].strip(),
                   None, get["comment"].strip(), get["answer"])
         where = row.where(name)
         ex = EXERCISES.get(row.exercise)

@@ -423,3 +423,18 @@ def test_the_course_warnings_name_each_kind_of_submission_to_look_at():
     assert [ln.rsplit(": ", 1)[1] for ln in lines[1:]] == ["twin", "late", "what", "named",
                                                              "clash", "old"]
     assert course_warnings(SimpleNamespace(submissions=[], counted=lambda: [])) == []
+
+
+def test_a_student_id_with_a_trailing_space_is_merged_as_its_own(tmp_path, course):
+    """``alice `` (a folder named with a trailing space) is another student than ``alice``
+    (students.py never merges near-duplicates): her row of written.csv merges into her answer,
+    and does not block the class's merge as a second row of alice's."""
+    course.submissions.append(grade_of("alice ", "02_mechanics", {"2.3": SHIFT}))
+    rows = read_csv(written.write_written_csv(course, tmp_path))
+    assert [r["student"] for r in rows].count("alice ") == 1
+    for r in rows:
+        r["score"] = "2" if r["student"] == "alice " else "1"
+    write_rows(tmp_path / "filled.csv", rows)
+    written.apply(course, written.read(tmp_path / "filled.csv"))
+    scores = {s.student: s.written for s in course.counted() if s.assignment == "02_mechanics"}
+    assert scores["alice "] == 2 and scores["alice"] == 1
