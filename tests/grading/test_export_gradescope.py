@@ -197,3 +197,22 @@ def test_a_bad_zip_name_is_a_one_line_error_and_nothing_is_written(tmp_path, cap
     assert err.startswith("release: error:") and problem in err and len(err.splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.zip"]
     assert (tmp_path / "taken.zip").read_bytes() == b"an earlier autograder"
+
+
+def test_two_notebooks_of_one_assignment_in_one_submission_count_once():
+    """A Gradescope submission is one student's: two uploaded copies of the level-2 notebook
+    (no stored student id, so the grader names each by its file) score the assignment once,
+    not 12 of 6, and the output says which file counted."""
+    def sub(file, submitted):
+        return {"file": file, "status": "graded", "message": "",
+                "meta": {"student": file.removesuffix(".ipynb"), "assignment": "02_mechanics",
+                         "submitted": submitted},
+                "exercises": {ex.id: {"status": "pass" if ex.auto else "needs_instructor",
+                                      "message": ""} for ex in AUTO + WRITTEN}}
+    grades = {"submissions": [sub("02_mechanics_exercises.ipynb", "2026-03-01T10:00:00+00:00"),
+                              sub("old copy.ipynb", "2026-03-01T09:00:00+00:00")]}
+    results = gradescope.results_from(grades)
+    assert spec_problems(results) == []
+    assert results["score"] == 6
+    assert sorted(t["number"] for t in results["tests"]) == sorted(ex.id for ex in AUTO + WRITTEN)
+    assert "old copy.ipynb" in results["output"] and "not counted" in results["output"]

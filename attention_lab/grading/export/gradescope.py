@@ -119,6 +119,22 @@ def results_from(grades: dict) -> dict:
     if not counted:
         return as_results("no notebook was graded")
     tests, notes = [], []
+    # one student's upload: of two notebooks of one assignment (named apart by their files,
+    # as two students) the latest readable one counts, as for a student's resubmission
+    latest: dict = {}
+    for sub in sorted(counted, key=lambda s: (s.get("status") != "unreadable",
+                                              s.get("meta", {}).get("submitted") or "",
+                                              s.get("file") or "")):
+        assignment = sub.get("meta", {}).get("assignment")
+        if assignment in ASSIGNMENTS:
+            latest[assignment] = sub
+    for sub in counted:
+        chosen = latest.get(sub.get("meta", {}).get("assignment"))
+        if chosen is not None and chosen is not sub:
+            notes.append(f"{sub.get('file')}: not counted: {chosen.get('file')} is graded for the "
+                         f"same assignment (upload one notebook per assignment)")
+    counted = [s for s in counted
+               if (c := latest.get(s.get("meta", {}).get("assignment"))) is None or c is s]
     for sub in counted:
         assignment = ASSIGNMENTS.get(sub.get("meta", {}).get("assignment") or "")
         if sub.get("status") != "graded":
