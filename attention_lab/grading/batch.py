@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import dataclasses
 import datetime as _dt
 import os
 import secrets
@@ -434,9 +435,9 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
             res.message = (res.message + "; " if res.message else "") + \
                 f"WARNING: this file was {what} while the batch was graded (it was graded " \
                 f"from the copy read at the start)"
-    for i, res in kept.items():  # a kept grade takes this run's view of its file
-        if res is not None:
-            res.meta = dict(subs[i].meta)
+    for i, res in kept.items():  # a kept grade takes this run's view of its file (on a copy:
+        if res is not None:       # the previous report's stays as it was, for written.carry)
+            results[i] = dataclasses.replace(res, meta=dict(subs[i].meta))
     empty_rel = {sub.rel for sub in subs if sub.held is not None}
     skipped = [str(p.relative_to(root)) for p in skipped_paths
                if p.relative_to(root).parts[0] not in empty_rel]

@@ -179,3 +179,30 @@ def test_only_does_not_keep_the_old_row_of_a_file_it_regrades(tmp_path):
     rows = sorted((s.file, s.student) for s in again.submissions)
     assert rows == [("alice/02_mechanics_exercises.ipynb", "alice"),
                     ("bob/02_mechanics_exercises.ipynb", "bob")]
+
+
+def test_resume_carries_hand_scores_to_a_resubmission_as_a_regrade_does(tmp_path):
+    """alice's written answer was scored; she hands in again (a second file, the same answer).
+    Regrading carries her score to the file that now counts, and so must ``--resume`` (which
+    keeps the first file's grade): the kept grade becoming superseded must not hide its score."""
+    import copy
+    import shutil
+
+    subs = tmp_path / "subs"
+    (subs / "alice").mkdir(parents=True)
+    first_file = subs / "alice" / "02_mechanics_exercises.ipynb"
+    shutil.copy(SOL2, first_file)
+    os.utime(first_file, (1e9, 1e9))
+    first = batch.grade_folder(subs, progress=False, seed=3)
+    (g,) = first.submissions
+    g.exercises["2.3"].status, g.exercises["2.3"].score = "hand_graded", 3.0  # merged
+    again = subs / "alice" / "02_mechanics_exercises_again.ipynb"
+    shutil.copy(SOL2, again)
+    os.utime(again, (2e9, 2e9))
+    for resume in (False, True):
+        report = batch.grade_folder(subs, progress=False, seed=3, previous=copy.deepcopy(first),
+                                    resume=resume)
+        (counted,) = report.counted()
+        assert counted.file == "alice/02_mechanics_exercises_again.ipynb"
+        assert (counted.exercises["2.3"].status, counted.exercises["2.3"].score) == \
+            ("hand_graded", 3.0), f"resume={resume}"
