@@ -561,6 +561,22 @@ def _hand_scores_at_risk(out: Path, merge, previous: Report | None = None) -> st
             f"or move the file away")
 
 
+def _hand_scores_dropped(previous: Report | None, report: Report, out: Path) -> str:
+    """Why ``report`` must not replace ``previous`` (OUT_DIR's grading): hand scores or
+    comments of a student and assignment that ``report`` holds no counted submission of, so
+    that nothing carries them over (``""`` when there are none)."""
+    now = {(s.student, s.assignment) for s in report.counted()}
+    lost = sorted({(s.student, s.assignment) for s in (previous.counted() if previous else [])
+                   if (s.student, s.assignment) not in now and any(
+                       g.status == "hand_graded" or g.comment for g in s.exercises.values())})
+    if not lost:
+        return ""
+    return (f"{out / 'grades.json'} holds hand scores of {len(lost)} submission(s) this grading "
+            f"does not include ({_cli.shown(', '.join(f'{a} {b}' for a, b in lost[:3]))}"
+            f"{' ...' if len(lost) > 3 else ''}); nothing was written: to add to that grading, "
+            f"grade with --only ID (a student or an assignment), else give another --out")
+
+
 def main(argv: list[str] | None = None) -> int:
     skip_slow_optional_imports()
     args, code = _cli.parse(build_parser(), argv)
@@ -629,6 +645,8 @@ def main(argv: list[str] | None = None) -> int:
         except written.WrittenError as exc:
             return _cli.fail("grade", f"--merge: {exc}; nothing was written (the notebooks were "
                                       f"graded: fix the row and run again)")
+    if problem := _hand_scores_dropped(options["previous"], report, out):
+        return _cli.fail("grade", problem)
     paths = write_report(report, out)
     print(summary_table(report))
     if report.skipped:

@@ -438,3 +438,23 @@ def test_a_student_id_with_a_trailing_space_is_merged_as_its_own(tmp_path, cours
     written.apply(course, written.read(tmp_path / "filled.csv"))
     scores = {s.student: s.written for s in course.counted() if s.assignment == "02_mechanics"}
     assert scores["alice "] == 2 and scores["alice"] == 1
+
+
+def test_grade_will_not_drop_merged_hand_scores_of_submissions_it_does_not_grade(tmp_path, capsys,
+                                                                                  course):
+    """The hand scores are merged (in grades.json); then a folder without bob's work (next
+    week's download, graded without --only) is graded into the same OUT_DIR: nothing carries
+    bob's score over, so grade stops, names it, and writes nothing."""
+    out = tmp_path / "out"
+    write_report(course, out)
+    rows = read_csv(out / "written.csv")
+    for r in rows:
+        r["score"] = "1"
+    write_rows(out / "written.csv", rows)
+    assert merge.main([str(out)]) == 0
+    capsys.readouterr()
+    before = (out / "grades.json").read_bytes()
+    assert batch.main([str(_class(tmp_path)), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "hand score" in err and "bob" in err and "--only" in err and err.count("\n") == 1, err
+    assert (out / "grades.json").read_bytes() == before
