@@ -32,6 +32,7 @@ STATUS["needs_instructor"] = ("✎", "written answer, waiting for your instructo
 STATUS["hand_graded"] = ("✎", "written answer, graded by your instructor", "written")
 STATUS["unreadable"] = ("✘", "the file could not be read", "fail")
 STATUS["too_large"] = ("✘", "the file is too large to grade", "fail")
+STATUS["no_notebook"] = ("✘", "no notebook was handed in", "fail")
 
 
 @lru_cache(maxsize=None)

@@ -458,3 +458,17 @@ def test_grade_will_not_drop_merged_hand_scores_of_submissions_it_does_not_grade
     err = capsys.readouterr().err
     assert "hand score" in err and "bob" in err and "--only" in err and err.count("\n") == 1, err
     assert (out / "grades.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("status", ["no_notebook", "unreadable", "too_large", "pass", "fail",
+                                    "error", "timeout", "not_attempted", "needs_instructor",
+                                    "hand_graded"])
+def test_every_exercise_status_reads_as_words_on_the_feedback_page(status):
+    """A counted upload without a notebook (``--assignment``: the student is in the gradebook)
+    gets a page whose exercises say so in words, not '? no_notebook'."""
+    from attention_lab.grading import feedback
+
+    g = grade_of("ana", "01_intuition", {})
+    g.exercises = {i: ExerciseGrade(status, "", 0) for i in ("1.1", "1.2", "1.3", "1.4")}
+    items = feedback.context(g)["exercises"]
+    assert items and all(it["mark"] != "?" and "_" not in it["label"] for it in items)
