@@ -315,6 +315,10 @@ def _one_id_per_lms_user(metas: list[dict]) -> None:
             m["student"], m["student_source"] = stored[key], students.METADATA + " (another file)"
 
 
+class NothingChosen(ValueError):
+    """``--only`` names no student or assignment of any submission in the folder."""
+
+
 class Interrupted(Exception):
     """The batch was stopped (SIGINT or SIGTERM); ``report`` holds what was graded before."""
 
@@ -365,7 +369,7 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     With ``previous`` (the report already in OUT_DIR): ``resume`` keeps its grade of every file
     whose bytes and assignment are unchanged and grades only the others (the seed must be the previous one);
     ``only`` (a set of student or assignment ids) grades only the submissions of those and keeps
-    the previous report's other rows. Hand scores of unchanged written answers are carried over
+    the previous report's other rows (:class:`NothingChosen` when no submission is of those). Hand scores of unchanged written answers are carried over
     from ``previous`` (:func:`.written.carry`).
 
     SIGINT or SIGTERM stops the batch within about a second: every kernel is killed, the scratch
@@ -388,6 +392,11 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     if only:
         chosen = [i for i, sub in enumerate(subs)
                   if {sub.meta.get("student"), sub.meta.get("assignment")} & set(only)]
+        if not chosen:
+            raise NothingChosen(
+                f"--only {', '.join(sorted(only))}: no submission in {folder} is of that student "
+                f"or assignment (a student id as grades.csv shows it, or one of "
+                f"{', '.join(assignments.ASSIGNMENTS)}); nothing was graded or written")
         kept.update({i: None for i in range(len(subs)) if i not in chosen})
         if previous is not None:  # (not the old row of a file graded again, under another id)
             regraded = {(subs[i].rel, subs[i].sha256) for i in chosen if subs[i].sha256}
@@ -629,6 +638,8 @@ def main(argv: list[str] | None = None) -> int:
         report = grade_folder(folder, out, jobs=args.jobs, limits=limits, seed=seed,
                               progress=not args.quiet, files=files, skipped=skipped,
                               assignment=assignment, **options)
+    except NothingChosen as exc:
+        return _cli.fail("grade", _cli.shown(str(exc)))
     except Interrupted as stopped:
         for sig in (signal.SIGINT, signal.SIGTERM):  # a further Ctrl-C must not cut this short
             signal.signal(sig, signal.SIG_IGN)

@@ -206,3 +206,20 @@ def test_resume_carries_hand_scores_to_a_resubmission_as_a_regrade_does(tmp_path
         assert counted.file == "alice/02_mechanics_exercises_again.ipynb"
         assert (counted.exercises["2.3"].status, counted.exercises["2.3"].score) == \
             ("hand_graded", 3.0), f"resume={resume}"
+
+
+def test_only_with_an_id_no_submission_has_is_an_error_not_a_silent_no_op(tmp_path, capsys):
+    """``--only jdeo`` (a typo of jdoe) or ``--only 3`` (a level number) grades nothing: grade
+    says so and writes nothing, rather than rewriting the old grading and exiting 0 as if the
+    resubmission had been graded."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    (subs / "jdoe").mkdir(parents=True)
+    (subs / "jdoe" / "02_mechanics_exercises.ipynb").write_text("{not json")
+    assert batch.main([str(subs), "--out", str(out), "--quiet", "--seed", "1"]) == 0
+    before = (out / "grades.json").read_bytes()
+    capsys.readouterr()
+    for wrong in ("jdeo", "3"):
+        assert batch.main([str(subs), "--out", str(out), "--quiet", "--only", wrong]) == 2
+        err = capsys.readouterr().err
+        assert f"--only {wrong}" in err and "02_mechanics" in err and err.count("\n") == 1, err
+        assert (out / "grades.json").read_bytes() == before
