@@ -241,7 +241,7 @@ def write_grades_csv(report: Report, out: Path) -> Path:
         rows.append([s.file, m.get("student", ""), m.get("student_source", ""),
                      m.get("lms_id", ""), m.get("assignment", ""), m.get("assignment_source", ""),
                      "yes" if s.counts else "no", s.status, m.get("submitted", ""),
-                     m.get("late_by", ""), points_text(s.kept), s.total, s.out_of,
+                     m.get("late_by", ""), f"{round(s.kept, 4):g}", s.total, s.out_of,
                      points_text(s.written), s.written_out_of, points_text(s.points),
                      s.needs_instructor, flags(s),
                      *[s.exercises[i].status if i in s.exercises else "" for i in IDS],

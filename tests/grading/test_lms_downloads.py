@@ -355,3 +355,17 @@ def test_the_instructors_page_commands_are_ones_the_commands_accept():
             late.Policy.parse(ns.late_penalty, ns.late)
     assert {"--roster", "--deadline", "--late-penalty", "--late", "--resume", "--only",
             "--merge"} <= used
+
+
+def test_grades_csv_shows_the_fraction_kept_that_was_applied(tmp_path):
+    """``--late-penalty 2.5%/day``, one day late: 0.975 of the points are kept, and grades.csv
+    says 0.975 (not 0.97, which does not give the points column's 5.85 of 6)."""
+    from attention_lab.grading.report import ExerciseGrade, write_grades_csv
+
+    g = SubmissionGrade("a.ipynb", None, "graded", meta={
+        "student": "rroe", "assignment": "02_mechanics", "late": True, "late_by": "1 day",
+        "late_kept": late.Policy.parse("2.5%/day", None).kept(1)})
+    g.exercises = {i: ExerciseGrade("pass", "", 1) for i in ("2.1", "2.2", "2.4", "2.5", "2.6",
+                                                                "2.7")}
+    (row,) = csv.DictReader(io.StringIO(write_grades_csv(_report([g]), tmp_path).read_text()))
+    assert (row["points_kept"], row["points"]) == ("0.975", "5.85")
