@@ -281,6 +281,7 @@ def identify(subs: list[Submission], assignment: str | None = None, roster=None,
         meta["submitted"], meta["submitted_source"] = students.submitted_at(sub.mtime)
         readable.append(seen["notebook"])
     _one_id_per_lms_user([s.meta for s in subs])
+    _flag_one_id_of_several_lms_users([s.meta for s in subs])
     for sub in subs:
         meta = sub.meta
         due = deadline
@@ -313,6 +314,23 @@ def _one_id_per_lms_user(metas: list[dict]) -> None:
         key = (m.get("lms"), m.get("lms_id"))
         if m.get("student_source") == students.LMS_ID and key in stored:
             m["student"], m["student_source"] = stored[key], students.METADATA + " (another file)"
+
+
+def _flag_one_id_of_several_lms_users(metas: list[dict]) -> None:
+    """Note, on each file, a student id stored in the notebooks of more than one LMS user (one
+    copied another's notebook?): the stored id wins over the LMS's, so one user's file would
+    supersede the other's with nothing in the rows saying the LMS knows them as two."""
+    users: dict[tuple, set] = {}
+    for m in metas:
+        if m.get("lms_id") and m["student_source"].startswith(students.METADATA):
+            users.setdefault((m["lms"], m["student"]), set()).add(m["lms_id"])
+    for m in metas:
+        ids = users.get((m.get("lms"), m.get("student")), set())
+        if len(ids) > 1 and m["student_source"].startswith(students.METADATA):
+            note = (f"the notebook says it is from student {m['student']!r}, as do files "
+                    f"{m['lms']} users {', '.join(sorted(ids))} uploaded (this one: user "
+                    f"{m['lms_id']})")
+            m["student_note"] = "; ".join(n for n in (m.get("student_note", ""), note) if n)
 
 
 class NothingChosen(ValueError):

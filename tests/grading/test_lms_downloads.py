@@ -369,3 +369,20 @@ def test_grades_csv_shows_the_fraction_kept_that_was_applied(tmp_path):
                                                                 "2.7")}
     (row,) = csv.DictReader(io.StringIO(write_grades_csv(_report([g]), tmp_path).read_text()))
     assert (row["points_kept"], row["points"]) == ("0.975", "5.85")
+
+
+def test_two_lms_users_handing_in_as_one_stored_id_are_flagged(tmp_path):
+    """Without a roster the id stored in a notebook wins over the LMS's; when Canvas users
+    22222 and 33333 both upload notebooks that say 'jdoe' (one copied the other's file), one
+    supersedes the other: the rows say who uploaded what, so the instructor can see it."""
+    from attention_lab.grading.report import flags
+
+    d = tmp_path / "canvas"
+    put(d / "doejane_22222_900001_02_mechanics_exercises.ipynb", notebook("jdoe"),
+        DUE - dt.timedelta(days=1))
+    put(d / "roerob_33333_900002_02_mechanics_exercises.ipynb", notebook("jdoe"),
+        DUE - dt.timedelta(hours=1))
+    subs = scan(d)
+    for s in subs.values():
+        text = flags(SubmissionGrade(s.rel, None, "graded", meta=s.meta))
+        assert "jdoe" in text and "22222" in text and "33333" in text, s.meta
