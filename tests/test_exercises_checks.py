@@ -516,3 +516,16 @@ def test_student_exercise_notebooks_have_no_empty_markdown_cell():
         empty = [i for i, c in enumerate(jupytext.read(path).cells)
                  if c.cell_type == "markdown" and not c.source.strip()]
         assert not empty, (path.name, empty)
+
+
+def test_4_3_a_part_left_as_none_is_named_not_shown_as_nan():
+    """A half-done replace_and_measure that returns None for a measurement is told that it is
+    None (np.asarray(None, dtype=float) is NaN, which the message used to show as 'nan')."""
+    def half_done(scores, values, control, readout):
+        position, _, _ = A.ok_replace_and_measure(scores, values, control, readout)
+        return position, None, None
+
+    v = evaluate(get("4.3"), half_done)
+    assert v.status == "fail" and "context_change is None; expected one number" in v.message, \
+        v.message
+    assert "nan" not in v.message.split("\n")[0], v.message
