@@ -529,3 +529,12 @@ def test_4_3_a_part_left_as_none_is_named_not_shown_as_nan():
     assert v.status == "fail" and "context_change is None; expected one number" in v.message, \
         v.message
     assert "nan" not in v.message.split("\n")[0], v.message
+
+
+def test_a_row_sum_off_by_less_than_4_digits_is_not_shown_as_1():
+    """Weights rounded to five decimals sum to 0.99999...: the message must not say 'sum to 1,
+    not 1'."""
+    v = evaluate(get("2.4"), (lambda s, t: np.round(A.ok_softmax_temperature(s, t), 5),
+                              A.OK_COMPARISON))
+    assert v.status == "fail"
+    assert "sum to 1, not 1" not in v.message, v.message

@@ -283,7 +283,10 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             row = "" if a.ndim == 1 else f"(row {i + 1}) "
-            raise Reject(f"{what} {row}sum to {rs[i]:.4g}, not 1")
+            total = f"{rs[i]:.4g}"
+            if total == "1":  # off by less than four significant digits show
+                total = f"{rs[i]:.8g}"
+            raise Reject(f"{what} {row}sum to {total}, not 1")
         if np.any((np.abs(rs_ref) < 1e-12) & (np.abs(rs) > 1e-9)):
             raise Reject(f"{what} of a row with no eligible key should all be 0")
     if not close(a, ref64, dtype):
