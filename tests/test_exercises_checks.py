@@ -538,3 +538,9 @@ def test_a_row_sum_off_by_less_than_4_digits_is_not_shown_as_1():
                               A.OK_COMPARISON))
     assert v.status == "fail"
     assert "sum to 1, not 1" not in v.message, v.message
+
+
+def test_2_7_a_nan_in_the_window_comparison_is_not_accepted():
+    for comp in ({"global": float("nan"), "local": 0.0}, {"global": 0.732, "local": np.nan}):
+        v = evaluate(get("2.7"), (A.ok_local_attention, comp))
+        assert v.status == "fail" and "window_comparison" in v.message, v.message
