@@ -544,3 +544,25 @@ def test_2_7_a_nan_in_the_window_comparison_is_not_accepted():
     for comp in ({"global": float("nan"), "local": 0.0}, {"global": 0.732, "local": np.nan}):
         v = evaluate(get("2.7"), (A.ok_local_attention, comp))
         assert v.status == "fail" and "window_comparison" in v.message, v.message
+
+
+@pytest.mark.parametrize("ex_id", ["1.2", "2.1", "2.4", "3.5"])
+def test_an_answer_computed_in_float32_is_told_so_not_that_its_values_are_wrong(ex_id):
+    """An answer that computes in float32 (torch's .float(), astype(np.float32)) is right to
+    float32's precision but not to the float64 these checks ask for: the message says that,
+    instead of 'wrong at 2 of 5 entries' beside numbers that look right."""
+    def f32(x):
+        if isinstance(x, tuple):
+            return tuple(f32(y) for y in x)
+        return np.asarray(x).astype(np.float32) if isinstance(x, np.ndarray) else x
+
+    def in_float32(fn):
+        return lambda *a: f32(fn(*(f32(x) for x in a)))
+
+    answer = A.CORRECT[ex_id]
+    answer = ((in_float32(answer[0]), *answer[1:]) if isinstance(answer, tuple)
+              else in_float32(answer))
+    v = evaluate(get(ex_id), answer)
+    assert v.status == "fail"
+    head = v.message.split("\n")[0]
+    assert "float32" in head and "float64" in head and "wrong at" not in head, v.message
