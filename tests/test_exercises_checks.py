@@ -566,3 +566,16 @@ def test_an_answer_computed_in_float32_is_told_so_not_that_its_values_are_wrong(
     assert v.status == "fail"
     head = v.message.split("\n")[0]
     assert "float32" in head and "float64" in head and "wrong at" not in head, v.message
+
+
+def test_3_2_the_raise_policy_with_another_exception_is_told_to_raise_valueerror():
+    """Policy 'raise' means a ValueError (the task says so); an implementation that raises
+    RuntimeError on an all-masked row is told that, not only that it raised."""
+    def raises_runtime_error(scores, mask):
+        if not np.broadcast_to(mask, np.shape(scores)).any(axis=-1).all():
+            raise RuntimeError("a row has no eligible key")
+        return A.safe("zeros")(scores, mask)
+
+    v = evaluate(get("3.2"), ("raise", raises_runtime_error, A.policy_test("raise")))
+    assert v.status == "error" and "RuntimeError" in v.message
+    assert "ValueError" in v.message.split("\n")[0], v.message
