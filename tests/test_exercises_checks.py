@@ -579,3 +579,17 @@ def test_3_2_the_raise_policy_with_another_exception_is_told_to_raise_valueerror
     v = evaluate(get("3.2"), ("raise", raises_runtime_error, A.policy_test("raise")))
     assert v.status == "error" and "RuntimeError" in v.message
     assert "ValueError" in v.message.split("\n")[0], v.message
+
+
+@pytest.mark.parametrize("make,says", [
+    (lambda s: __import__("torch").tensor(s, dtype=__import__("torch").bfloat16), "BFloat16"),
+    (lambda s: np.matrix(s), "shape (1, 3), but it should be (3,)"),  # np.matrix is 2-D
+])
+def test_an_output_the_probe_cannot_record_is_not_blamed_on_the_students_code(make, says):
+    """A bfloat16 tensor (numpy has no bfloat16) or an np.matrix returned by a correct
+    computation: the student's function did not raise, the recording of its output failed; the
+    message says what came back (a bfloat16 tensor; a 2-D matrix) instead of 'your function
+    raised TypeError'."""
+    v = evaluate(get("2.1"), lambda q, k: make(k @ q))
+    assert v.status == "fail", v.message
+    assert "raised" not in v.message and says in v.message, v.message
