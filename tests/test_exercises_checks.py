@@ -593,3 +593,14 @@ def test_an_output_the_probe_cannot_record_is_not_blamed_on_the_students_code(ma
     v = evaluate(get("2.1"), lambda q, k: make(k @ q))
     assert v.status == "fail", v.message
     assert "raised" not in v.message and says in v.message, v.message
+
+
+def test_1_1_parts_typed_from_the_printed_numbers_are_told_they_are_rounded():
+    """Weights typed from the notebook's printout, [0.123 0.361 0.2 0.101 0.215], are the running
+    example's weights to three decimals: the message must not say they are not its weights (it
+    showed exactly those numbers), but that they are rounded."""
+    parts = {k: np.round(v, 3) for k, v in A.ok_parts().items()}
+    v = evaluate(get("1.1"), parts)
+    assert v.status == "fail"
+    assert "is not the running example's weights" not in v.message, v.message
+    assert "rounded" in v.message, v.message
