@@ -516,3 +516,91 @@ def test_student_exercise_notebooks_have_no_empty_markdown_cell():
         empty = [i for i, c in enumerate(jupytext.read(path).cells)
                  if c.cell_type == "markdown" and not c.source.strip()]
         assert not empty, (path.name, empty)
+
+
+def test_4_3_a_part_left_as_none_is_named_not_shown_as_nan():
+    """A half-done replace_and_measure that returns None for a measurement is told that it is
+    None (np.asarray(None, dtype=float) is NaN, which the message used to show as 'nan')."""
+    def half_done(scores, values, control, readout):
+        position, _, _ = A.ok_replace_and_measure(scores, values, control, readout)
+        return position, None, None
+
+    v = evaluate(get("4.3"), half_done)
+    assert v.status == "fail" and "context_change is None; expected one number" in v.message, \
+        v.message
+    assert "nan" not in v.message.split("\n")[0], v.message
+
+
+def test_a_row_sum_off_by_less_than_4_digits_is_not_shown_as_1():
+    """Weights rounded to five decimals sum to 0.99999...: the message must not say 'sum to 1,
+    not 1'."""
+    v = evaluate(get("2.4"), (lambda s, t: np.round(A.ok_softmax_temperature(s, t), 5),
+                              A.OK_COMPARISON))
+    assert v.status == "fail"
+    assert "sum to 1, not 1" not in v.message, v.message
+
+
+def test_2_7_a_nan_in_the_window_comparison_is_not_accepted():
+    for comp in ({"global": float("nan"), "local": 0.0}, {"global": 0.732, "local": np.nan}):
+        v = evaluate(get("2.7"), (A.ok_local_attention, comp))
+        assert v.status == "fail" and "window_comparison" in v.message, v.message
+
+
+@pytest.mark.parametrize("ex_id", ["1.2", "2.1", "2.4", "3.5"])
+def test_an_answer_computed_in_float32_is_told_so_not_that_its_values_are_wrong(ex_id):
+    """An answer that computes in float32 (torch's .float(), astype(np.float32)) is right to
+    float32's precision but not to the float64 these checks ask for: the message says that,
+    instead of 'wrong at 2 of 5 entries' beside numbers that look right."""
+    def f32(x):
+        if isinstance(x, tuple):
+            return tuple(f32(y) for y in x)
+        return np.asarray(x).astype(np.float32) if isinstance(x, np.ndarray) else x
+
+    def in_float32(fn):
+        return lambda *a: f32(fn(*(f32(x) for x in a)))
+
+    answer = A.CORRECT[ex_id]
+    answer = ((in_float32(answer[0]), *answer[1:]) if isinstance(answer, tuple)
+              else in_float32(answer))
+    v = evaluate(get(ex_id), answer)
+    assert v.status == "fail"
+    head = v.message.split("\n")[0]
+    assert "float32" in head and "float64" in head and "wrong at" not in head, v.message
+
+
+def test_3_2_the_raise_policy_with_another_exception_is_told_to_raise_valueerror():
+    """Policy 'raise' means a ValueError (the task says so); an implementation that raises
+    RuntimeError on an all-masked row is told that, not only that it raised."""
+    def raises_runtime_error(scores, mask):
+        if not np.broadcast_to(mask, np.shape(scores)).any(axis=-1).all():
+            raise RuntimeError("a row has no eligible key")
+        return A.safe("zeros")(scores, mask)
+
+    v = evaluate(get("3.2"), ("raise", raises_runtime_error, A.policy_test("raise")))
+    assert v.status == "error" and "RuntimeError" in v.message
+    assert "ValueError" in v.message.split("\n")[0], v.message
+
+
+@pytest.mark.parametrize("make,says", [
+    (lambda s: __import__("torch").tensor(s, dtype=__import__("torch").bfloat16), "BFloat16"),
+    (lambda s: np.matrix(s), "shape (1, 3), but it should be (3,)"),  # np.matrix is 2-D
+])
+def test_an_output_the_probe_cannot_record_is_not_blamed_on_the_students_code(make, says):
+    """A bfloat16 tensor (numpy has no bfloat16) or an np.matrix returned by a correct
+    computation: the student's function did not raise, the recording of its output failed; the
+    message says what came back (a bfloat16 tensor; a 2-D matrix) instead of 'your function
+    raised TypeError'."""
+    v = evaluate(get("2.1"), lambda q, k: make(k @ q))
+    assert v.status == "fail", v.message
+    assert "raised" not in v.message and says in v.message, v.message
+
+
+def test_1_1_parts_typed_from_the_printed_numbers_are_told_they_are_rounded():
+    """Weights typed from the notebook's printout, [0.123 0.361 0.2 0.101 0.215], are the running
+    example's weights to three decimals: the message must not say they are not its weights (it
+    showed exactly those numbers), but that they are rounded."""
+    parts = {k: np.round(v, 3) for k, v in A.ok_parts().items()}
+    v = evaluate(get("1.1"), parts)
+    assert v.status == "fail"
+    assert "is not the running example's weights" not in v.message, v.message
+    assert "rounded" in v.message, v.message

@@ -67,6 +67,7 @@ def _float(x: float):
 
 
 def _encode_array(arr: np.ndarray, budget: list[int], origin: str = "numpy"):
+    arr = np.asarray(arr)  # a subclass (np.matrix: always 2-D) as the plain array it holds
     dtype = arr.dtype.name
     if dtype not in DTYPES:
         return {"__unsupported__": f"array of dtype {arr.dtype}", "repr": _short_repr(arr),
@@ -92,9 +93,15 @@ def _short_repr(obj, limit: int = 200) -> str:
 
 
 def _torch_tensor(obj):
+    """``obj`` as a numpy array if it is a torch tensor (None if not); a tensor numpy cannot
+    hold (bfloat16, sparse) as its ``__unsupported__`` record."""
     torch = sys.modules.get("torch")  # never import torch here
     if torch is not None and isinstance(obj, torch.Tensor):
-        return obj.detach().cpu().numpy()
+        try:
+            return obj.detach().cpu().numpy()
+        except Exception as exc:
+            return {"__unsupported__": f"torch tensor that numpy cannot read ({obj.dtype}: "
+                                      f"{str(exc)[:80]})", "repr": _short_repr(obj)}
     return None
 
 
@@ -125,6 +132,8 @@ def encode(obj, budget: list[int] | None = None, depth: int = 0):
             return {"__npscalar__": enc["__ndarray__"]} if "__ndarray__" in enc else enc
         return {"__unsupported__": f"numpy scalar {obj.dtype}", "repr": _short_repr(obj)}
     as_numpy = _torch_tensor(obj)
+    if isinstance(as_numpy, dict):
+        return as_numpy
     if as_numpy is not None:
         return _encode_array(as_numpy, budget, origin="torch")
     if isinstance(obj, (list, tuple)):
@@ -394,7 +403,12 @@ def call(fn, args: tuple, seconds: float, watch=()) -> dict:
                 finally:
                     if watch:
                         sys.setprofile(old_profile)
-                rec["out"] = encode(out)
+                try:
+                    rec["out"] = encode(out)
+                except Exception as exc:  # the recording failed, not the student's code
+                    rec["out"] = {"__unsupported__": f"{type(out).__name__} that could not be "
+                                                     f"recorded ({type(exc).__name__})",
+                                  "repr": _short_repr(out)}
         finally:
             disarm()
     except _TimeLimit:

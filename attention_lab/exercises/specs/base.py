@@ -219,6 +219,11 @@ def diagnose(case: Case, arr, mistakes, dtype=None, ref=None) -> str:
 
 
 def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
+    low = np.asarray(arr).dtype
+    if dtype is None and low in (np.float32, np.float16) and close(arr, ref, low):
+        return (f"{what}: {low} numbers, right to {low}'s precision but not to float64's, which "
+                f"this check asks for: compute in float64 (in torch, torch.float64; .float() "
+                f"and torch.FloatTensor make float32)")
     a = np.asarray(arr, dtype=np.float64)
     b = np.asarray(ref, dtype=np.float64)
     rtol, atol = tolerances(dtype)
@@ -283,11 +288,14 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             row = "" if a.ndim == 1 else f"(row {i + 1}) "
-            raise Reject(f"{what} {row}sum to {rs[i]:.4g}, not 1")
+            total = f"{rs[i]:.4g}"
+            if total == "1":  # off by less than four significant digits show
+                total = f"{rs[i]:.8g}"
+            raise Reject(f"{what} {row}sum to {total}, not 1")
         if np.any((np.abs(rs_ref) < 1e-12) & (np.abs(rs) > 1e-9)):
             raise Reject(f"{what} of a row with no eligible key should all be 0")
     if not close(a, ref64, dtype):
-        raise Reject(value_mismatch(a, ref64, dtype, what))
+        raise Reject(value_mismatch(arr, ref64, dtype, what))
 
 
 def weights_or_mistake(case: Case, arr, ref, mistakes, *, dtype=None, floats: bool = False,

@@ -78,6 +78,10 @@ class Parts(Spec):
                                  f"example's {k} has shape {ref[k].shape}"
                                  + (f": {why}" if why else ""))
                 if not close(arr, ref[k]):
+                    if not why and np.all(np.abs(arr.astype(np.float64) - ref[k]) <= 5e-3):
+                        raise Reject(f"parts[{k!r}] = {fmt(arr)} is the running example's {k}, "
+                                     f"rounded: compute it from running_example() instead of "
+                                     f"typing rounded numbers")
                     raise Reject(f"parts[{k!r}] is wrong: {why}" if why else
                                  f"parts[{k!r}] = {fmt(arr)} is not the running example's {k}")
             except Reject as r:

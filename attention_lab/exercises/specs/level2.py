@@ -434,7 +434,7 @@ class LocalWindow(Spec):
             if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.number)):
                 return "fail", (f"window_comparison: {key} is {describe_type(x)}; write one "
                                 f"number, position 5's weight {where}")
-            if abs(float(x) - ref[key]) > 5e-3:
+            if not abs(float(x) - ref[key]) <= 5e-3:  # (NaN is not near)
                 return "fail", (f"window_comparison: {key} = {float(x):.3f} is not position 5's "
                                 f"weight {where}: compute it with your local_attention and read "
                                 f"entry 5 (index 4) of the weights")

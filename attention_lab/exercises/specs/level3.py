@@ -223,6 +223,8 @@ class SafeMaskedSoftmax(Spec):
         if case.fn == 1 and self._has_empty_row(case) and self.policy != "raise":
             return (f"your policy is {self.policy!r}: make the implementation and the "
                     f"declaration agree")
+        if case.fn == 1 and self._has_empty_row(case):
+            return "your policy 'raise' means a ValueError for a row without an eligible key"
         if case.fn == 2:
             return ("your test let the implementation's exception escape: catch it, and count "
                     "it as following the policy only when your policy is 'raise'")

@@ -193,6 +193,8 @@ class Intervention(Spec):
         numbers = []
         for x, name in ((ch, "context_change"), (oc, "output_change")):
             try:
+                if x is None:  # np.asarray(None, dtype=float) would read it as NaN
+                    raise TypeError(name)
                 numbers.append(float(np.asarray(x, dtype=np.float64).reshape(())))
             except Exception:
                 raise Reject(f"{name} is {describe_type(x)}; expected one number") from None
