@@ -385,10 +385,11 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     as in :func:`collect`.
 
     With ``previous`` (the report already in OUT_DIR): ``resume`` keeps its grade of every file
-    whose bytes and assignment are unchanged and grades only the others (the seed must be the previous one);
-    ``only`` (a set of student or assignment ids) grades only the submissions of those and keeps
-    the previous report's other rows (:class:`NothingChosen` when no submission is of those). Hand scores of unchanged written answers are carried over
-    from ``previous`` (:func:`.written.carry`).
+    whose bytes and assignment are unchanged and grades only the others (the seed must be the
+    previous one); ``only`` (a set of student or assignment ids) grades only the submissions of
+    those and keeps the previous report's other rows (:class:`NothingChosen` when no submission
+    is of those). Hand scores of unchanged written answers are carried over from ``previous``
+    (:func:`.written.carry`).
 
     SIGINT or SIGTERM stops the batch within about a second: every kernel is killed, the scratch
     folder removed, and :class:`Interrupted` raised with the submissions graded so far."""
