@@ -65,12 +65,16 @@ def without_notebook(folder: Path, found: list[Path], skipped: list[Path],
     """The uploads that hold no notebook, each with the names of what it held: a first-level
     (student) folder without any submission in it, and a flat file an LMS named
     (:func:`.lms.parse`) that is not a notebook (a ``.zip``, a ``.pdf``). Each becomes a
-    ``no_notebook`` row; the rest of the class is graded as usual."""
-    from .lms import parse
+    ``no_notebook`` row; the rest of the class is graded as usual. Not an upload of a student
+    whose notebook the LMS handed over too (by its id): Moodle's online-text folder beside the
+    file folder, a PDF beside the notebook on Canvas."""
+    from .lms import moodle_folder, parse
 
     root = folder.resolve()
     exclude = exclude.resolve() if exclude else None
     used = {p.relative_to(root).parts[0] for p in found}
+    handed_in = {(n.lms, n.lms_id) for p in found
+                 if (n := parse(p.relative_to(root).as_posix())) is not None}
     held: dict[str, list[str]] = {}
     for p in skipped:
         parts = p.relative_to(root).parts
@@ -79,6 +83,9 @@ def without_notebook(folder: Path, found: list[Path], skipped: list[Path],
     for e in sorted(os.scandir(root), key=lambda e: e.name):
         p = root / e.name
         if e.name.startswith(".") or e.name in used or p == exclude:
+            continue
+        named = moodle_folder(e.name) if e.is_dir(follow_symlinks=False) else parse(e.name)
+        if named is not None and (named.lms, named.lms_id) in handed_in:
             continue
         if e.is_dir(follow_symlinks=False) and e.name not in SKIPPED_FOLDERS:
             out.append((p, sorted(held.get(e.name, []))))

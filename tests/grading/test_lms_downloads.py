@@ -386,3 +386,18 @@ def test_two_lms_users_handing_in_as_one_stored_id_are_flagged(tmp_path):
     for s in subs.values():
         text = flags(SubmissionGrade(s.rel, None, "graded", meta=s.meta))
         assert "jdoe" in text and "22222" in text and "33333" in text, s.meta
+
+
+def test_an_upload_beside_the_students_notebook_gets_no_row(tmp_path, moodle, canvas):
+    """Moodle's online-text folder of a student whose file folder holds the notebook, and a PDF a
+    Canvas student uploaded with the notebook, are no missing notebook (no ``no_notebook`` row,
+    no "ask the student" message); a student who uploaded only a PDF still gets one."""
+    put(moodle / "Jane Doe_12345_assignsubmission_onlinetext_" / "onlinetext.html", b"<p>hi</p>",
+        DUE)
+    put(canvas / "doejane_22222_900004_notes.pdf", b"%PDF-1.4", DUE)
+    for folder, extra, alone in ((moodle, "Jane Doe_12345_assignsubmission_onlinetext_",
+                                  "Ana Lima_12347_assignsubmission_file_"),
+                                 (canvas, "doejane_22222_900004_notes.pdf",
+                                  "roerob_22223_900003_report.pdf")):
+        empty = {rel for rel, s in scan(folder).items() if s.held is not None}
+        assert extra not in empty and alone in empty
