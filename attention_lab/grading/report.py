@@ -223,7 +223,7 @@ GRADES_COLUMNS = ["file", "student", "student_from", "lms_id", "assignment", "as
 
 def flags(s: SubmissionGrade) -> str:
     """What an instructor should look at in this row, in words (near-duplicate ids, a claim of
-    another student, lateness marked by the LMS)."""
+    another student, one stored id handed in by two LMS users); lateness has its own columns."""
     m, out = s.meta, []
     if m.get("near_duplicates"):
         out.append("near-duplicate of student id " + ", ".join(map(repr, m["near_duplicates"])))
