@@ -37,10 +37,19 @@ def context_jacobian(query, keys, values, *, retrieval: str = "soft",
     q = validate.real_array(query, "query", min_ndim=1)
     if q.ndim != 1:
         raise ValueError(f"query must be one query of shape (D_k,), got shape {q.shape}")
-    K = torch.as_tensor(validate.real_array(keys, "keys", min_ndim=2),
-                        dtype=torch.float64)                                   # (S, D_k)
-    Vs = torch.as_tensor(validate.real_array(values, "values", min_ndim=2),
-                         dtype=torch.float64)                                       # (S, D_v)
+    k = validate.real_array(keys, "keys", min_ndim=2)
+    vals = validate.real_array(values, "values", min_ndim=2)
+    for name, x, width in (("keys", k, "D_k"), ("values", vals, "D_v")):
+        if x.ndim != 2:
+            raise ValueError(f"{name} must have shape (S, {width}), got shape "
+                             f"{validate.shape_str(x.shape)}")
+    # checked here, with the caller's names, for both retrievals (the hard one has no other check)
+    validate.key_set("keys", k.shape)
+    validate.same_width("query", q.shape, "keys", k.shape)
+    validate.one_value_per_key("keys", k.shape, "values", vals.shape)
+    validate.temperature(temperature)
+    K = torch.as_tensor(k, dtype=torch.float64)                          # (S, D_k)
+    Vs = torch.as_tensor(vals, dtype=torch.float64)                      # (S, D_v)
 
     def context(qt):                                                     # (D_k,) -> (D_v,)
         if retrieval == "soft":

@@ -86,7 +86,7 @@ def combine_masks(*masks) -> np.ndarray:
     """
     if not masks:
         raise ValueError("combine_masks needs at least one mask")
-    arrays = [validate.bool_mask(m, f"masks[{i}]") for i, m in enumerate(masks)]
+    arrays = [_numpy(validate.bool_mask(m, f"masks[{i}]")) for i, m in enumerate(masks)]
     shape = validate.broadcast_shapes(*(a.shape for a in arrays))
     if shape is None:
         shapes = ", ".join(shape_str(a.shape) for a in arrays)
@@ -99,8 +99,13 @@ def combine_masks(*masks) -> np.ndarray:
 
 def describe(mask) -> str:
     """One line for a mask: shape, eligible fraction, and how many rows have no eligible key."""
-    m = validate.bool_mask(mask)
+    m = _numpy(validate.bool_mask(mask))
     rows = m.reshape(-1, m.shape[-1]) if m.ndim else m.reshape(1, 1)
     empty = int((~rows.any(axis=-1)).sum())
     return (f"mask {shape_str(m.shape)}: {m.mean():.0%} of query-key pairs eligible, "
             f"{empty} all-masked row(s)")
+
+
+def _numpy(mask) -> np.ndarray:
+    """A boolean mask from :func:`validate.bool_mask` (a numpy array or a torch tensor) as numpy."""
+    return mask.detach().cpu().numpy() if validate._is_torch_tensor(mask) else mask

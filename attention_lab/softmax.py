@@ -159,7 +159,9 @@ def entropy(weights, axis: int = -1, *, base: float | None = None) -> np.ndarray
     terms = np.where(np.isnan(w), np.nan, terms)
     h = terms.sum(axis=ax)
     if base is not None:
-        h = h / np.log(validate.temperature(base, "base"))
+        if validate.temperature(base, "base") == 1:
+            raise ValueError(f"base must be > 0 and not 1, got {base} (log 1 = 0)")
+        h = h / np.log(float(base))
     return h
 
 

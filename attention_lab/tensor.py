@@ -156,7 +156,11 @@ def eligibility(Q, K, *, mask=None, lengths=None, is_causal=False, causal_align=
     if pad is not None:
         out = pad if out is None else out & pad
     if validate.flag(is_causal, "is_causal"):
-        c = causal_mask(T, S, align=causal_align, device=Q.device)   # (T, S)
+        # from indices, as streaming does: causal_mask() refuses T=0, which attention accepts
+        offset = 0 if validate.causal_align(causal_align, "causal_align") == "upper_left" \
+            else S - T
+        rows = torch.arange(T, device=Q.device)[:, None]                # (T, 1)
+        c = torch.arange(S, device=Q.device) <= rows + offset            # (T, S)
         out = c if out is None else out & c
     return out
 

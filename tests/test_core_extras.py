@@ -207,3 +207,15 @@ def test_local_example_peaks_at_the_target():
         local_example(10)
     with pytest.raises(TypeError, match="target must be an integer"):
         local_example(2.5)
+
+
+def test_entropy_refuses_base_1_instead_of_returning_inf_or_nan():
+    # base=1 passed the check (finite and > 0) and divided by log(1) = 0: inf, or NaN for a
+    # one-hot row, with numpy's divide warnings
+    import pytest
+
+    from attention_lab.softmax import entropy
+
+    with pytest.raises(ValueError, match=r"base must be > 0 and not 1, got 1"):
+        entropy([0.5, 0.5], base=1)
+    assert entropy([0.5, 0.5], base=2) == pytest.approx(1.0)

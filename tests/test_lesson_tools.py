@@ -111,3 +111,24 @@ def test_bad_input_is_named(kwargs, error, message):
     args = {"query": EX.query, "keys": EX.keys, "values": EX.values, **kwargs}
     with pytest.raises(error, match=message):
         context_jacobian(args.pop("query"), args.pop("keys"), args.pop("values"), **args)
+
+
+@pytest.mark.parametrize("retrieval", ["soft", "hard"])
+@pytest.mark.parametrize("kwargs,message", [
+    # a query of the wrong width: the hard path raised torch's "size mismatch" RuntimeError
+    (dict(query=EX.query[:2]), r"query has width D_k=2 .* keys has width 3"),
+    # one value fewer than keys: the hard path raised torch's "cannot be multiplied"
+    (dict(values=EX.values[:4]), r"values has 4 rows .* keys has S=5 keys"),
+    # a batch of keys: the hard path took the arg max over the flattened batch
+    (dict(keys=np.stack([EX.keys, EX.keys])), r"keys must have shape \(S, D_k\)"),
+    (dict(values=np.stack([EX.values, EX.values])), r"values must have shape \(S, D_v\)"),
+])
+def test_shape_errors_name_the_argument_on_both_retrievals(retrieval, kwargs, message):
+    args = {"query": EX.query, "keys": EX.keys, "values": EX.values, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        context_jacobian(args["query"], args["keys"], args["values"], retrieval=retrieval)
+
+
+def test_the_hard_jacobian_checks_the_temperature_too():
+    with pytest.raises(ValueError, match="temperature must be finite and > 0"):
+        context_jacobian(EX.query, EX.keys, EX.values, retrieval="hard", temperature=-1)

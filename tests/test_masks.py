@@ -76,3 +76,15 @@ def test_combine_masks_is_logical_and_with_broadcast():
 def test_describe_counts_empty_rows():
     m = al.combine_masks(al.padding_mask([0, 2], 3)[:, None, :], al.causal_mask(2, 3))
     assert al.masks.describe(m) == "mask (2, 2, 3): 25% of query-key pairs eligible, 2 all-masked row(s)"
+
+
+def test_combine_masks_and_describe_take_the_torch_masks_they_accept():
+    # both accept a torch mask (validate.bool_mask passes tensors through), then failed with
+    # "unsupported operand type(s) for &=" and "mean(): could not infer output dtype"
+    torch = pytest.importorskip("torch")
+    from attention_lab import tensor as at
+
+    pad = al.padding_mask([0, 2], 3)[:, None, :]
+    m = al.combine_masks(torch.from_numpy(pad), at.causal_mask(2, 3))
+    assert isinstance(m, np.ndarray) and np.array_equal(m, pad & al.causal_mask(2, 3))
+    assert al.masks.describe(torch.from_numpy(m)) == al.masks.describe(m)

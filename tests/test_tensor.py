@@ -258,3 +258,18 @@ def test_pure_python_broadcast_agrees_with_torch():
         except RuntimeError:
             expected = None
         assert broadcast_shapes(*shapes) == expected, shapes
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("align", ["upper_left", "lower_right"])
+def test_no_queries_with_a_causal_mask_give_an_empty_context_as_streaming_does(need_weights, align):
+    # T=0 worked without is_causal and in streaming_attention with it; attention(is_causal=True)
+    # raised "T must be > 0, got 0", naming an argument the caller never passed
+    from attention_lab.streaming import streaming_attention
+
+    Q, K, V = torch.randn(2, 0, 3), torch.randn(2, 5, 3), torch.randn(2, 5, 4)
+    out = attention(Q, K, V, is_causal=True, causal_align=align, need_weights=need_weights)
+    assert out.context.shape == (2, 0, 4)
+    assert streaming_attention(Q, K, V, is_causal=True, causal_align=align).shape == (2, 0, 4)
+    if need_weights:
+        assert out.weights.shape == (2, 0, 5)
