@@ -710,6 +710,12 @@ class PrecisionExplorer(Explorer):
                 how = "(-inf) - (-inf) = NaN" if s.stable else "exp(-inf) / sum = 0 / 0 = NaN"
                 return f"all positions masked, fill is -inf in {s.dtype}:\n{how}"
             if not s.stable:
+                filled = np.where(s.mask, s.scores_cast, s.fill_cast)
+                with np.errstate(all="ignore"):
+                    overflow = np.isinf(round_to_dtype(np.exp(filled), s.dtype)).any()
+                if not overflow:  # every exp(...) underflowed to 0
+                    return (f"naive softmax: every exp(...) underflows to 0 in {s.dtype},\n"
+                            f"0 / 0 = NaN (use the stable form)")
                 return (f"naive softmax: exp(score) overflows {s.dtype},\ninf / inf = NaN "
                         f"(use the stable form)")
             return "NaN weights"
