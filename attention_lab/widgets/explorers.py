@@ -785,7 +785,8 @@ class HullExplorer(Explorer):
              lambda s: s.weights[2] >= 0.999),
         Task("Put it halfway along the edge from value 1 to value 2 (value 3's weight exactly "
              "0). Now try to push it outside the triangle: why can't you?",
-             lambda s: s.weights[2] == 0 and abs(s.weights[0] - s.weights[1]) <= 0.02),
+             lambda s: not s.empty and s.weights[2] == 0
+             and abs(s.weights[0] - s.weights[1]) <= 0.02),
     )
 
     def __init__(self, **options):
