@@ -839,7 +839,8 @@ class HullExplorer(Explorer):
                               f"{s.temperature:.3g} → weights {plots.fmt_vec(s.weights)} (sum "
                               f"{s.weights.sum():.3f}) → context {plots.fmt_vec(s.context)}; "
                               f"inside the values' range: "
-                              f"{'yes' if s.inside.all() else 'NO'}</p>")
+                              f"{'no mixture' if s.empty else 'yes' if s.inside.all() else 'NO'}"
+                              f"</p>")
 
     def describe(self):
         s = self.state

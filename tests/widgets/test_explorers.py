@@ -421,3 +421,16 @@ def test_the_precision_explorer_names_underflow_not_overflow_when_no_exponential
     e.set(length=5, scale=1e4)  # a true overflow keeps its message
     assert "overflows" in e._kernel_message(e.state)
     e.reset()
+
+
+def test_the_hull_readout_does_not_call_an_all_zero_context_outside_the_range(explorers):
+    """All three weights 0: the figure says 'no mixture'; the readout said 'inside the values'
+    range: NO', although the context (0, 0) the 'zeros' policy returns is value 1 itself."""
+    e = explorers["hull"]
+    e.reset()
+    e.set(w1=0.0, w2=0.0, w3=0.0)
+    assert e.state.empty
+    assert "range: NO" not in e.readout.value and "no mixture" in e.readout.value
+    assert "no mixture" in e.plot.check.get_text()
+    e.reset()
+    assert "range: yes" in e.readout.value
