@@ -174,7 +174,7 @@ class ModelExplorer(Explorer):
         eligible = d.mask[0, 0, :S].copy()
         idx = np.flatnonzero(eligible) + 1                                   # positions 1..S
         bounds = (int(idx[0]), int(idx[-1])) if idx.size else (S + 1, S)
-        aligned = weights.argmax(-1) == truth
+        aligned = (weights.argmax(-1) == truth) & (weights.max(-1) > 0)  # a zero row peaks nowhere
         title = (f"decoded {output}, expected {expected}: {int(correct.sum())}/{S} right\n"
                  f"weight peaks on the true position in {int(aligned.sum())}/{S} steps")
         if window is not None:

@@ -710,6 +710,12 @@ class PrecisionExplorer(Explorer):
                 how = "(-inf) - (-inf) = NaN" if s.stable else "exp(-inf) / sum = 0 / 0 = NaN"
                 return f"all positions masked, fill is -inf in {s.dtype}:\n{how}"
             if not s.stable:
+                filled = np.where(s.mask, s.scores_cast, s.fill_cast)
+                with np.errstate(all="ignore"):
+                    overflow = np.isinf(round_to_dtype(np.exp(filled), s.dtype)).any()
+                if not overflow:  # every exp(...) underflowed to 0
+                    return (f"naive softmax: every exp(...) underflows to 0 in {s.dtype},\n"
+                            f"0 / 0 = NaN (use the stable form)")
                 return (f"naive softmax: exp(score) overflows {s.dtype},\ninf / inf = NaN "
                         f"(use the stable form)")
             return "NaN weights"
@@ -779,7 +785,8 @@ class HullExplorer(Explorer):
              lambda s: s.weights[2] >= 0.999),
         Task("Put it halfway along the edge from value 1 to value 2 (value 3's weight exactly "
              "0). Now try to push it outside the triangle: why can't you?",
-             lambda s: s.weights[2] == 0 and abs(s.weights[0] - s.weights[1]) <= 0.02),
+             lambda s: not s.empty and s.weights[2] == 0
+             and abs(s.weights[0] - s.weights[1]) <= 0.02),
     )
 
     def __init__(self, **options):
@@ -832,7 +839,8 @@ class HullExplorer(Explorer):
                               f"{s.temperature:.3g} → weights {plots.fmt_vec(s.weights)} (sum "
                               f"{s.weights.sum():.3f}) → context {plots.fmt_vec(s.context)}; "
                               f"inside the values' range: "
-                              f"{'yes' if s.inside.all() else 'NO'}</p>")
+                              f"{'no mixture' if s.empty else 'yes' if s.inside.all() else 'NO'}"
+                              f"</p>")
 
     def describe(self):
         s = self.state

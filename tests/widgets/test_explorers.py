@@ -401,3 +401,36 @@ def test_stretching_the_query_is_lowering_the_temperature(explorers):
     np.testing.assert_allclose(e.state.weights, 0.25)
     assert "uniform" in e.readout.value and not e.plot.arrow.get_visible()
     e.reset()
+
+
+@pytest.mark.parametrize("dtype, fill, length, scale", [
+    ("float32", "-1e4", 0, 1.0), ("float16", "finfo.min", 0, 1.0), ("bfloat16", "-1e9", 0, 1.0),
+    ("float16", "-inf", 1, 1e4)])
+def test_the_precision_explorer_names_underflow_not_overflow_when_no_exponential_is_inf(
+        explorers, dtype, fill, length, scale):
+    """Naive softmax of an all-masked row with a finite fill (or of valid scores all scaled far
+    below 0): every exp(...) underflows to 0 and the NaN is 0 / 0; the figure said exp(score)
+    overflows and inf / inf = NaN, which no number of that row does."""
+    e = explorers["precision"]
+    e.reset()
+    e.set(dtype=dtype, fill=fill, length=length, scale=scale, softmax="naive")
+    assert e.state.kernel_nan
+    msg = e._kernel_message(e.state)
+    assert "overflow" not in msg and "inf / inf" not in msg
+    assert "0 / 0" in msg
+    e.set(length=5, scale=1e4)  # a true overflow keeps its message
+    assert "overflows" in e._kernel_message(e.state)
+    e.reset()
+
+
+def test_the_hull_readout_does_not_call_an_all_zero_context_outside_the_range(explorers):
+    """All three weights 0: the figure says 'no mixture'; the readout said 'inside the values'
+    range: NO', although the context (0, 0) the 'zeros' policy returns is value 1 itself."""
+    e = explorers["hull"]
+    e.reset()
+    e.set(w1=0.0, w2=0.0, w3=0.0)
+    assert e.state.empty
+    assert "range: NO" not in e.readout.value and "no mixture" in e.readout.value
+    assert "no mixture" in e.plot.check.get_text()
+    e.reset()
+    assert "range: yes" in e.readout.value

@@ -223,3 +223,15 @@ def test_a_bad_starting_source_starts_from_an_example(model):
     ex.controls["source"].value = "cafe"
     ex.reset()
     assert ex.state.source == "abcdefghij"
+
+
+def test_an_empty_window_puts_no_weight_peak_on_a_true_position(ex):
+    """An empty window (centre 12 beyond a 10-symbol source) leaves every weight 0: no step's
+    largest weight sits on its true position, but argmax of a zero row (index 0) matched the last
+    step's true position 1, so the title, the readout and the still said '1/10 steps'."""
+    ex.set(source="abcdefghij", window=True, centre=12, half_width=0)
+    s = ex.state
+    assert s.weights.max() == 0 and not s.aligned.any()
+    assert "peaks on the true position in 0/10 steps" in s.title
+    assert "in 0/10 steps" in ex.readout.value
+    assert "in 0 of 10 steps" in ex.still().description

@@ -282,3 +282,14 @@ def test_the_model_explorer_uses_the_same_tasks():
     e.reset()
     assert e.tasks_reached == (True,)
     assert not ModelExplorer(backend="agg", presentation=True).show_tasks
+
+
+def test_the_hull_edge_task_is_not_met_when_every_weight_is_0():
+    """Task 1 ends with w1 = w2 = 0; sliding w3 to 0 next gives weights (0, 0, 0) and context
+    0 ('nothing to mix'): no point of the edge from value 1 to value 2, yet |w1 - w2| <= 0.02
+    and w3 == 0 ticked the edge task off."""
+    e = widgets.HullExplorer(backend="agg")
+    e.set(w1=0.0, w2=0.0, w3=0.5)
+    assert e.tasks_met[0]
+    e.set(w3=0.0)
+    assert e.state.empty and not e.tasks_met[1] and not e.tasks_reached[1]
