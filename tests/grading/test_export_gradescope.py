@@ -216,3 +216,21 @@ def test_two_notebooks_of_one_assignment_in_one_submission_count_once():
     assert results["score"] == 6
     assert sorted(t["number"] for t in results["tests"]) == sorted(ex.id for ex in AUTO + WRITTEN)
     assert "old copy.ipynb" in results["output"] and "not counted" in results["output"]
+
+
+def test_run_autograder_works_where_gradescope_puts_it(autograder):
+    """Gradescope copies ``run_autograder`` to ``/autograder/run_autograder`` (the zip itself is
+    in ``/autograder/source``) and runs it there, from ``/autograder``: it must still find the
+    lab and write ``results/results.json``."""
+    work, _ = autograder
+    root = work / "as-gradescope"
+    shutil.copytree(work / "try" / "source", root / "source")
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "submission").mkdir()
+    shutil.copy(LEVEL2, root / "submission" / "02_mechanics_exercises.ipynb")
+    proc = subprocess.run([str(root / "run_autograder")], cwd=root, capture_output=True,
+                          text=True, env={**_routes.env(), gradescope.ROOT_ENV: str(root)},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert spec_problems(results) == [] and results["score"] == 6

@@ -60,7 +60,10 @@ set -u
 ROOT="${{{ROOT_ENV}:-/autograder}}"
 PY="$ROOT/venv/bin/python"
 [ -x "$PY" ] || PY=python3
-cd "$(dirname "$0")/lab" && exec "$PY" -m attention_lab.grading.export.gradescope --root "$ROOT"
+# Gradescope runs a copy of this script, /autograder/run_autograder; the zip is in ROOT/source
+LAB="$(dirname "$0")/lab"
+[ -d "$LAB" ] || LAB="$ROOT/source/lab"
+cd "$LAB" && exec "$PY" -m attention_lab.grading.export.gradescope --root "$ROOT"
 """
 
 
