@@ -234,3 +234,21 @@ def test_run_autograder_works_where_gradescope_puts_it(autograder):
     assert proc.returncode == 0, proc.stderr
     results = json.loads((root / "results" / "results.json").read_text())
     assert spec_problems(results) == [] and results["score"] == 6
+
+
+def test_a_macos_zip_upload_says_nothing_wrong_about_a_graded_notebook(tmp_path):
+    """A zip made by macOS' Finder, which Gradescope unpacks into the submission folder, holds
+    ``__MACOSX/`` (AppleDouble files ``._NAME``) beside the notebook: the notebook is graded, and
+    the student is not told that ``__MACOSX`` is a notebook that is none of the lab's, nor to
+    'ask the student to hand in the notebook itself'."""
+    submission = tmp_path / "submission"
+    (submission / "hw").mkdir(parents=True)
+    shutil.copy(LEVEL2, submission / "hw" / "02_mechanics_exercises.ipynb")
+    (submission / "__MACOSX" / "hw").mkdir(parents=True)
+    (submission / "__MACOSX" / "hw" / "._02_mechanics_exercises.ipynb").write_bytes(
+        b"\x00\x05\x16\x07 AppleDouble")
+    results = gradescope.grade(tmp_path, {"cell_timeout": 60, "timeout": 600})
+    assert spec_problems(results) == []
+    assert results["score"] == 6
+    assert "__MACOSX" not in results.get("output", "")
+    assert "none of the lab's exercise notebooks" not in results.get("output", "")

@@ -119,6 +119,10 @@ def results_from(grades: dict) -> dict:
     """Gradescope's results for the lab grader's ``grades.json`` of one submission folder."""
     counted = [s for s in grades.get("submissions", [])
                if s.get("meta", {}).get("superseded_by") is None]
+    # a folder of the upload without a notebook (the __MACOSX/ of a zip made on a Mac) beside
+    # one with a notebook: the grader's row for it is an instructor's note, not the student's
+    if any(s.get("status") != "no_notebook" for s in counted):
+        counted = [s for s in counted if s.get("status") != "no_notebook"]
     if not counted:
         return as_results("no notebook was graded")
     tests, notes = [], []
