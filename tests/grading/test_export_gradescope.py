@@ -252,3 +252,23 @@ def test_a_macos_zip_upload_says_nothing_wrong_about_a_graded_notebook(tmp_path)
     assert results["score"] == 6
     assert "__MACOSX" not in results.get("output", "")
     assert "none of the lab's exercise notebooks" not in results.get("output", "")
+
+
+def test_notebooks_of_two_assignments_in_one_upload_never_score_beyond_one_assignment():
+    """One zip serves the four assignments, and Gradescope's autograder score is out of one
+    assignment's points: a student who uploads the level-2 and the level-3 notebooks (say their
+    whole exercises folder) must not get 11 of the 6 points, with no word about it."""
+    def sub(file, assignment):
+        exercises = ASSIGNMENTS[assignment].exercises
+        return {"file": file, "status": "graded", "message": "",
+                "meta": {"student": "s1", "assignment": assignment, "submitted": None},
+                "exercises": {ex.id: {"status": "pass" if ex.auto else "needs_instructor",
+                                      "message": ""} for ex in exercises}}
+    results = gradescope.results_from({"submissions": [
+        sub("02_mechanics_exercises.ipynb", "02_mechanics"),
+        sub("03_maths_and_code_exercises.ipynb", "03_maths_and_code")]})
+    assert spec_problems(results) == []
+    assert results["score"] <= max(sum(points(ex) for ex in a.exercises if ex.auto)
+                                   for a in ASSIGNMENTS.values())
+    assert results["score"] == 0
+    assert "02_mechanics" in results["output"] and "03_maths_and_code" in results["output"]

@@ -15,7 +15,8 @@ and regrade requests are Gradescope's strengths): each appears as a test worth 0
 tagged ``manual``; the autograder's score is out of the assignment's automatic points. Create
 one manual question per written answer, worth one point per line of its rubric (the
 instructors' guide lists them). A submission that cannot be graded (no notebook, too large, out
-of time) still gets a ``results.json``, with score 0 and a message saying why.
+of time, the notebooks of two assignments) still gets a ``results.json``, with score 0 and a
+message saying why.
 """
 
 from __future__ import annotations
@@ -135,6 +136,11 @@ def results_from(grades: dict) -> dict:
         assignment = sub.get("meta", {}).get("assignment")
         if assignment in ASSIGNMENTS:
             latest[assignment] = sub
+    if len(latest) > 1:  # Gradescope's score is out of one assignment's points
+        return as_results(
+            "not graded: the upload holds the notebooks of " + str(len(latest)) + " assignments ("
+            + ", ".join(f"{a}: {s.get('file')}" for a, s in sorted(latest.items()))
+            + "); upload only the notebook of this assignment")
     for sub in counted:
         chosen = latest.get(sub.get("meta", {}).get("assignment"))
         if chosen is not None and chosen is not sub:
