@@ -97,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "NOTEBOOK.submission.json to hand in.")
     parser.add_argument("notebook", metavar="NOTEBOOK", help="your exercise notebook (.ipynb)")
     parser.add_argument("--out", metavar="FILE",
-                        help="where to write the submission file (default: next to the notebook)")
+                        help="where to write the submission file: NAME.submission.json, or a folder "
+                             "(default: next to the notebook)")
     parser.add_argument("--student", metavar="ID",
                         help="your student id, as your course uses it; stored in the notebook "
                              "so that later submissions need not repeat it (asked for once when "
@@ -141,6 +142,9 @@ def output_path(path: Path, given: str | None) -> Path:
         raise Refused(f"the folder {out.parent} does not exist")
     if not os.access(out.parent, os.W_OK):
         raise Refused(f"cannot write {out} (folder not writable); use --out")
+    if not out.name.endswith(".submission.json"):  # the grader reads a submission by its name
+        raise Refused(f"--out {given}: the file to hand in must end in .submission.json (the "
+                      f"grader reads no other name); give such a file, or a folder ending in /")
     return out
 
 

@@ -432,6 +432,23 @@ def test_submit_errors(tmp_path, capsys):
         submit.output_path(nb, str(tmp_path / "none" / "a.json"))
 
 
+@pytest.mark.parametrize("out", ["a.ipynb", "b.ipynb", "handin.json", "handin"])
+def test_submit_refuses_an_out_file_the_grader_would_not_read(tmp_path, capsys, out):
+    """``--out`` names the file to hand in: a name the grader does not read as a submission file
+    (it reads ``*.submission.json`` and ``*.ipynb``, a notebook) is refused before anything is
+    run, and never overwrites a notebook (``--out a.ipynb`` replaced the student's own notebook
+    by the submission file, which the grader then read as 'not a notebook')."""
+    src = ROOT / "notebooks" / "exercises" / "01_intuition_exercises.ipynb"
+    for name in ("a.ipynb", "b.ipynb"):
+        (tmp_path / name).write_bytes(src.read_bytes())
+    assert submit.main([str(tmp_path / "a.ipynb"), "--out", str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("submit: error:") and ".submission.json" in err, err
+    for name in ("a.ipynb", "b.ipynb"):
+        assert (tmp_path / name).read_bytes() == src.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.ipynb", "b.ipynb"]
+
+
 @pytest.mark.parametrize("raw", [
     None, [], {"kind": "pass"}, {"kind": "calls", "calls": "x"},
     {"kind": "calls", "calls": [{"out": {"__ndarray__": {"dtype": "object", "shape": [1],
