@@ -7,6 +7,7 @@ Gradescope's autograder specification."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -272,3 +273,16 @@ def test_notebooks_of_two_assignments_in_one_upload_never_score_beyond_one_assig
                                    for a in ASSIGNMENTS.values())
     assert results["score"] == 0
     assert "02_mechanics" in results["output"] and "03_maths_and_code" in results["output"]
+
+
+def test_the_guide_has_gradescope_stop_the_autograder_after_the_graders_own_time_limit():
+    """Gradescope stops an autograder after 10 minutes unless the assignment's settings give it
+    more (its troubleshooting page), and stopped, it writes no results.json: the student gets 0
+    and no message. The guide's --timeout 600 is those 10 minutes, before the autograder has
+    started its kernel or written its results, so the guide must say to raise that setting."""
+    text = _routes.GUIDE.read_text(encoding="utf-8")
+    section = text[text.index("## Gradescope"):]
+    seconds = float(re.search(r"--timeout (\d+)", _routes.blocks()["route-gradescope-build"])[1])
+    found = re.search(r"Autograder Settings[^.]*?timeout[^.]*?(\d+) minutes", section)
+    assert found, "the guide does not say to raise Gradescope's autograder timeout"
+    assert int(found[1]) * 60 > seconds + 60
