@@ -41,10 +41,18 @@ def relevant_ids(nb) -> list[str]:
     return ids or list(IDS)
 
 
+def reason(g) -> str:
+    """One line on an exercise's grade: its summary; for an error or a time-out, the grader's
+    message, which says what happened (the summary can be the check's own, 'not attempted', when
+    the cell that defines the answer raised or ran out of time)."""
+    text = g.message if g.status in ("error", "timeout") and g.message else (g.summary or g.message)
+    return text.split("\n")[0]
+
+
 def build_submission(name: str, text: str, grade) -> dict:
     import attention_lab
 
-    results = {i: {"status": g.status, "summary": (g.summary or g.message).split("\n")[0][:300]}
+    results = {i: {"status": g.status, "summary": reason(g)[:300]}
                for i, g in grade.exercises.items()}
     body = {"notebook": text, "notebook_name": name,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -194,7 +202,7 @@ def print_results(grade, nb, student: str | None, out: Path) -> None:
         g = grade.exercises[i]
         line = f"{i:<4} {EXERCISES[i].title:<{width}}  {g.status.replace('_', ' ')}"
         if g.status in ("fail", "error", "timeout"):
-            line += f": {(g.summary or g.message).splitlines()[0][:90]}"
+            line += f": {reason(g)[:90]}"
         print(line)
     auto = [i for i in ids if EXERCISES[i].auto]
     passed = sum(grade.exercises[i].status == "pass" for i in auto)
