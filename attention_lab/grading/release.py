@@ -237,9 +237,11 @@ def release(out: Path, omit=NOT_IN_STUDENT_COPY) -> list[Path]:
         build(bundle, omit)
         if found := leaks(bundle, answer_blocks()):
             raise ReleaseError(f"a solution would be in the bundle ({found[0]}); nothing written")
-        if out.exists():
-            out.rmdir()
-        os.replace(bundle, out)
+        if out.exists():  # an empty folder (perhaps the current one, "."): filled in place
+            for entry in bundle.iterdir():
+                os.replace(entry, out / entry.name)
+        else:
+            os.replace(bundle, out)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return sorted(p for p in out.rglob("*") if p.is_file())

@@ -41,10 +41,18 @@ def relevant_ids(nb) -> list[str]:
     return ids or list(IDS)
 
 
+def reason(g) -> str:
+    """One line on an exercise's grade: its summary; for an error or a time-out, the grader's
+    message, which says what happened (the summary can be the check's own, 'not attempted', when
+    the cell that defines the answer raised or ran out of time)."""
+    text = g.message if g.status in ("error", "timeout") and g.message else (g.summary or g.message)
+    return text.split("\n")[0]
+
+
 def build_submission(name: str, text: str, grade) -> dict:
     import attention_lab
 
-    results = {i: {"status": g.status, "summary": (g.summary or g.message).split("\n")[0][:300]}
+    results = {i: {"status": g.status, "summary": reason(g)[:300]}
                for i, g in grade.exercises.items()}
     body = {"notebook": text, "notebook_name": name,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -97,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "NOTEBOOK.submission.json to hand in.")
     parser.add_argument("notebook", metavar="NOTEBOOK", help="your exercise notebook (.ipynb)")
     parser.add_argument("--out", metavar="FILE",
-                        help="where to write the submission file (default: next to the notebook)")
+                        help="where to write the submission file: NAME.submission.json, or a folder "
+                             "(default: next to the notebook)")
     parser.add_argument("--student", metavar="ID",
                         help="your student id, as your course uses it; stored in the notebook "
                              "so that later submissions need not repeat it (asked for once when "
@@ -141,6 +150,9 @@ def output_path(path: Path, given: str | None) -> Path:
         raise Refused(f"the folder {out.parent} does not exist")
     if not os.access(out.parent, os.W_OK):
         raise Refused(f"cannot write {out} (folder not writable); use --out")
+    if not out.name.endswith(".submission.json"):  # the grader reads a submission by its name
+        raise Refused(f"--out {given}: the file to hand in must end in .submission.json (the "
+                      f"grader reads no other name); give such a file, or a folder ending in /")
     return out
 
 
@@ -190,7 +202,7 @@ def print_results(grade, nb, student: str | None, out: Path) -> None:
         g = grade.exercises[i]
         line = f"{i:<4} {EXERCISES[i].title:<{width}}  {g.status.replace('_', ' ')}"
         if g.status in ("fail", "error", "timeout"):
-            line += f": {(g.summary or g.message).splitlines()[0][:90]}"
+            line += f": {reason(g)[:90]}"
         print(line)
     auto = [i for i in ids if EXERCISES[i].auto]
     passed = sum(grade.exercises[i].status == "pass" for i in auto)

@@ -149,6 +149,19 @@ def test_release_refuses_a_used_folder_and_stale_student_notebooks(tmp_path, mon
     assert not (tmp_path / "new").exists()
 
 
+def test_release_into_the_empty_folder_it_is_run_in(tmp_path, monkeypatch, capsys):
+    """``mkdir bundle && cd bundle && python -m attention_lab release .``: an empty folder is
+    allowed, the current one too (it was an OSError traceback, 'Invalid argument: .')."""
+    (tmp_path / "bundle").mkdir()
+    monkeypatch.chdir(tmp_path / "bundle")
+    assert release.main(["."]) == 0
+    assert "wrote the student bundle" in capsys.readouterr().out
+    assert (tmp_path / "bundle" / "README.md").is_file()
+    assert (tmp_path / "bundle" / "notebooks" / "exercises" / "02_mechanics_exercises.ipynb"
+            ).is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]  # no scratch left
+
+
 def test_exercise_notebooks_are_handed_out_unrun_and_level_notebooks_as_checked(bundle):
     """An exercise notebook starts with nothing run (no outputs, no execution counts); a level
     notebook is the checkout's, whose stored outputs hold no answers

@@ -7,6 +7,7 @@ Gradescope's autograder specification."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -216,3 +217,72 @@ def test_two_notebooks_of_one_assignment_in_one_submission_count_once():
     assert results["score"] == 6
     assert sorted(t["number"] for t in results["tests"]) == sorted(ex.id for ex in AUTO + WRITTEN)
     assert "old copy.ipynb" in results["output"] and "not counted" in results["output"]
+
+
+def test_run_autograder_works_where_gradescope_puts_it(autograder):
+    """Gradescope copies ``run_autograder`` to ``/autograder/run_autograder`` (the zip itself is
+    in ``/autograder/source``) and runs it there, from ``/autograder``: it must still find the
+    lab and write ``results/results.json``."""
+    work, _ = autograder
+    root = work / "as-gradescope"
+    shutil.copytree(work / "try" / "source", root / "source")
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "submission").mkdir()
+    shutil.copy(LEVEL2, root / "submission" / "02_mechanics_exercises.ipynb")
+    proc = subprocess.run([str(root / "run_autograder")], cwd=root, capture_output=True,
+                          text=True, env={**_routes.env(), gradescope.ROOT_ENV: str(root)},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert spec_problems(results) == [] and results["score"] == 6
+
+
+def test_a_macos_zip_upload_says_nothing_wrong_about_a_graded_notebook(tmp_path):
+    """A zip made by macOS' Finder, which Gradescope unpacks into the submission folder, holds
+    ``__MACOSX/`` (AppleDouble files ``._NAME``) beside the notebook: the notebook is graded, and
+    the student is not told that ``__MACOSX`` is a notebook that is none of the lab's, nor to
+    'ask the student to hand in the notebook itself'."""
+    submission = tmp_path / "submission"
+    (submission / "hw").mkdir(parents=True)
+    shutil.copy(LEVEL2, submission / "hw" / "02_mechanics_exercises.ipynb")
+    (submission / "__MACOSX" / "hw").mkdir(parents=True)
+    (submission / "__MACOSX" / "hw" / "._02_mechanics_exercises.ipynb").write_bytes(
+        b"\x00\x05\x16\x07 AppleDouble")
+    results = gradescope.grade(tmp_path, {"cell_timeout": 60, "timeout": 600})
+    assert spec_problems(results) == []
+    assert results["score"] == 6
+    assert "__MACOSX" not in results.get("output", "")
+    assert "none of the lab's exercise notebooks" not in results.get("output", "")
+
+
+def test_notebooks_of_two_assignments_in_one_upload_never_score_beyond_one_assignment():
+    """One zip serves the four assignments, and Gradescope's autograder score is out of one
+    assignment's points: a student who uploads the level-2 and the level-3 notebooks (say their
+    whole exercises folder) must not get 11 of the 6 points, with no word about it."""
+    def sub(file, assignment):
+        exercises = ASSIGNMENTS[assignment].exercises
+        return {"file": file, "status": "graded", "message": "",
+                "meta": {"student": "s1", "assignment": assignment, "submitted": None},
+                "exercises": {ex.id: {"status": "pass" if ex.auto else "needs_instructor",
+                                      "message": ""} for ex in exercises}}
+    results = gradescope.results_from({"submissions": [
+        sub("02_mechanics_exercises.ipynb", "02_mechanics"),
+        sub("03_maths_and_code_exercises.ipynb", "03_maths_and_code")]})
+    assert spec_problems(results) == []
+    assert results["score"] <= max(sum(points(ex) for ex in a.exercises if ex.auto)
+                                   for a in ASSIGNMENTS.values())
+    assert results["score"] == 0
+    assert "02_mechanics" in results["output"] and "03_maths_and_code" in results["output"]
+
+
+def test_the_guide_has_gradescope_stop_the_autograder_after_the_graders_own_time_limit():
+    """Gradescope stops an autograder after 10 minutes unless the assignment's settings give it
+    more (its troubleshooting page), and stopped, it writes no results.json: the student gets 0
+    and no message. The guide's --timeout 600 is those 10 minutes, before the autograder has
+    started its kernel or written its results, so the guide must say to raise that setting."""
+    text = _routes.GUIDE.read_text(encoding="utf-8")
+    section = text[text.index("## Gradescope"):]
+    seconds = float(re.search(r"--timeout (\d+)", _routes.blocks()["route-gradescope-build"])[1])
+    found = re.search(r"Autograder Settings[^.]*?timeout[^.]*?(\d+) minutes", section)
+    assert found, "the guide does not say to raise Gradescope's autograder timeout"
+    assert int(found[1]) * 60 > seconds + 60

@@ -432,6 +432,36 @@ def test_submit_errors(tmp_path, capsys):
         submit.output_path(nb, str(tmp_path / "none" / "a.json"))
 
 
+def test_submit_says_why_an_answer_whose_cell_failed_was_not_checked(tmp_path, capsys):
+    """A half-done notebook: a syntax error in the cell of ``dot_scores`` is an error whose
+    reason is that cell (as the grader says), never 'error: not attempted'."""
+    nb = replace_answer(load(SOL2), "dot_scores",
+                        "def dot_scores(query, keys):\n    return keys @ query)")
+    nbformat.write(nb, str(tmp_path / "hw.ipynb"))
+    assert submit.main([str(tmp_path / "hw.ipynb"), "--cell-timeout", "20"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("2.1 "))
+    assert "error" in line and "not attempted" not in line and "SyntaxError" in line, line
+    saved = json.loads((tmp_path / "hw.submission.json").read_text())["results"]["2.1"]
+    assert saved["status"] == "error" and "SyntaxError" in saved["summary"], saved
+
+
+@pytest.mark.parametrize("out", ["a.ipynb", "b.ipynb", "handin.json", "handin"])
+def test_submit_refuses_an_out_file_the_grader_would_not_read(tmp_path, capsys, out):
+    """``--out`` names the file to hand in: a name the grader does not read as a submission file
+    (it reads ``*.submission.json`` and ``*.ipynb``, a notebook) is refused before anything is
+    run, and never overwrites a notebook (``--out a.ipynb`` replaced the student's own notebook
+    by the submission file, which the grader then read as 'not a notebook')."""
+    src = ROOT / "notebooks" / "exercises" / "01_intuition_exercises.ipynb"
+    for name in ("a.ipynb", "b.ipynb"):
+        (tmp_path / name).write_bytes(src.read_bytes())
+    assert submit.main([str(tmp_path / "a.ipynb"), "--out", str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("submit: error:") and ".submission.json" in err, err
+    for name in ("a.ipynb", "b.ipynb"):
+        assert (tmp_path / name).read_bytes() == src.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.ipynb", "b.ipynb"]
+
+
 @pytest.mark.parametrize("raw", [
     None, [], {"kind": "pass"}, {"kind": "calls", "calls": "x"},
     {"kind": "calls", "calls": [{"out": {"__ndarray__": {"dtype": "object", "shape": [1],

@@ -15,7 +15,8 @@ and regrade requests are Gradescope's strengths): each appears as a test worth 0
 tagged ``manual``; the autograder's score is out of the assignment's automatic points. Create
 one manual question per written answer, worth one point per line of its rubric (the
 instructors' guide lists them). A submission that cannot be graded (no notebook, too large, out
-of time) still gets a ``results.json``, with score 0 and a message saying why.
+of time, the notebooks of two assignments) still gets a ``results.json``, with score 0 and a
+message saying why.
 """
 
 from __future__ import annotations
@@ -60,7 +61,10 @@ set -u
 ROOT="${{{ROOT_ENV}:-/autograder}}"
 PY="$ROOT/venv/bin/python"
 [ -x "$PY" ] || PY=python3
-cd "$(dirname "$0")/lab" && exec "$PY" -m attention_lab.grading.export.gradescope --root "$ROOT"
+# Gradescope runs a copy of this script, /autograder/run_autograder; the zip is in ROOT/source
+LAB="$(dirname "$0")/lab"
+[ -d "$LAB" ] || LAB="$ROOT/source/lab"
+cd "$LAB" && exec "$PY" -m attention_lab.grading.export.gradescope --root "$ROOT"
 """
 
 
@@ -116,6 +120,10 @@ def results_from(grades: dict) -> dict:
     """Gradescope's results for the lab grader's ``grades.json`` of one submission folder."""
     counted = [s for s in grades.get("submissions", [])
                if s.get("meta", {}).get("superseded_by") is None]
+    # a folder of the upload without a notebook (the __MACOSX/ of a zip made on a Mac) beside
+    # one with a notebook: the grader's row for it is an instructor's note, not the student's
+    if any(s.get("status") != "no_notebook" for s in counted):
+        counted = [s for s in counted if s.get("status") != "no_notebook"]
     if not counted:
         return as_results("no notebook was graded")
     tests, notes = [], []
@@ -128,6 +136,11 @@ def results_from(grades: dict) -> dict:
         assignment = sub.get("meta", {}).get("assignment")
         if assignment in ASSIGNMENTS:
             latest[assignment] = sub
+    if len(latest) > 1:  # Gradescope's score is out of one assignment's points
+        return as_results(
+            "not graded: the upload holds the notebooks of " + str(len(latest)) + " assignments ("
+            + ", ".join(f"{a}: {s.get('file')}" for a, s in sorted(latest.items()))
+            + "); upload only the notebook of this assignment")
     for sub in counted:
         chosen = latest.get(sub.get("meta", {}).get("assignment"))
         if chosen is not None and chosen is not sub:
