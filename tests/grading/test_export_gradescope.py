@@ -286,3 +286,21 @@ def test_the_guide_has_gradescope_stop_the_autograder_after_the_graders_own_time
     found = re.search(r"Autograder Settings[^.]*?timeout[^.]*?(\d+) minutes", section)
     assert found, "the guide does not say to raise Gradescope's autograder timeout"
     assert int(found[1]) * 60 > seconds + 60
+
+
+def test_the_whole_exercises_folder_scores_the_one_notebook_worked_on(tmp_path):
+    """A student who uploads their whole exercises folder (the level-2 notebook done, the other
+    three as they came) gets the level-2 score; each untouched notebook is named as not
+    counted. Two worked-on assignments still score 0 (the test above)."""
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    shutil.copy(LEVEL2, submission / "02_mechanics_exercises.ipynb")
+    for stem in ("01_intuition", "03_maths_and_code", "04_research"):
+        shutil.copy(SOLUTIONS.parent / f"{stem}_exercises.ipynb", submission)
+    results = gradescope.grade(tmp_path, {"cell_timeout": 60, "timeout": 600})
+    assert spec_problems(results) == []
+    assert results["score"] == sum(points(ex) for ex in AUTO)
+    assert {t["name"].split()[0] for t in results["tests"]} == {
+        ex.id for ex in ASSIGNMENTS["02_mechanics"].exercises}
+    for stem in ("01_intuition", "03_maths_and_code", "04_research"):
+        assert f"{stem}_exercises.ipynb: not counted: not attempted" in results["output"]

@@ -15,8 +15,9 @@ and regrade requests are Gradescope's strengths): each appears as a test worth 0
 tagged ``manual``; the autograder's score is out of the assignment's automatic points. Create
 one manual question per written answer, worth one point per line of its rubric (the
 instructors' guide lists them). A submission that cannot be graded (no notebook, too large, out
-of time, the notebooks of two assignments) still gets a ``results.json``, with score 0 and a
-message saying why.
+of time, the worked-on notebooks of two assignments) still gets a ``results.json``, with score 0
+and a message saying why; untouched notebooks of other assignments beside the one worked on (the
+whole exercises folder uploaded) are left out, and named.
 """
 
 from __future__ import annotations
@@ -136,6 +137,14 @@ def results_from(grades: dict) -> dict:
         assignment = sub.get("meta", {}).get("assignment")
         if assignment in ASSIGNMENTS:
             latest[assignment] = sub
+    # the untouched notebooks of other assignments beside the one worked on (an upload of the
+    # whole exercises folder) are left out; two worked-on assignments cannot both be scored
+    untouched = {a for a, sub in latest.items() if {e.get("status") for e in
+                 sub.get("exercises", {}).values()} <= {"not_attempted"}}
+    left_out = untouched if len(latest) > 1 and untouched != set(latest) else set()
+    for a in sorted(left_out):
+        notes.append(f"{latest.pop(a).get('file')}: not counted: not attempted (another "
+                     f"assignment's notebook in this upload is)")
     if len(latest) > 1:  # Gradescope's score is out of one assignment's points
         return as_results(
             "not graded: the upload holds the notebooks of " + str(len(latest)) + " assignments ("
@@ -146,8 +155,8 @@ def results_from(grades: dict) -> dict:
         if chosen is not None and chosen is not sub:
             notes.append(f"{sub.get('file')}: not counted: {chosen.get('file')} is graded for the "
                          f"same assignment (upload one notebook per assignment)")
-    counted = [s for s in counted
-               if (c := latest.get(s.get("meta", {}).get("assignment"))) is None or c is s]
+    counted = [s for s in counted if s.get("meta", {}).get("assignment") not in left_out
+               and ((c := latest.get(s.get("meta", {}).get("assignment"))) is None or c is s)]
     for sub in counted:
         assignment = ASSIGNMENTS.get(sub.get("meta", {}).get("assignment") or "")
         if sub.get("status") != "graded":
