@@ -80,7 +80,7 @@ def _judged(ex, raw, cases: list, cell_events: list, earlier: list) -> ExerciseG
                                f"({exc}); the notebook may have interfered with the grader",
                       "unreadable outputs")
     v: Verdict = judge(ex, cases, rec)
-    status, message = v.status, v.message
+    status, message, summary = v.status, v.message, v.summary
     own = [e for e in cell_events if e.kind == "timeout"]
     defines = f"; that cell defines `{ex.answer_label}`, so the answer could not be checked"
     if status == "not_attempted" and (own or earlier):
@@ -97,7 +97,9 @@ def _judged(ex, raw, cases: list, cell_events: list, earlier: list) -> ExerciseG
         message = ev.describe() + defines
     elif cell_events and status != "pass":
         message += "\n(Note: " + "; ".join(e.describe() for e in cell_events[:2]) + ")"
-    return _grade(status, message, v.summary,
+    if status != v.status:  # the check's summary ("not attempted") is not what happened
+        summary = message.split("\n")[0][:200]
+    return _grade(status, message, summary,
                   v.details.get("answer") if ex.kind == "written" else None)
 
 

@@ -42,11 +42,9 @@ def relevant_ids(nb) -> list[str]:
 
 
 def reason(g) -> str:
-    """One line on an exercise's grade: its summary; for an error or a time-out, the grader's
-    message, which says what happened (the summary can be the check's own, 'not attempted', when
-    the cell that defines the answer raised or ran out of time)."""
-    text = g.message if g.status in ("error", "timeout") and g.message else (g.summary or g.message)
-    return text.split("\n")[0]
+    """One line on an exercise's grade: its summary (what happened, for an answer whose cell
+    raised or ran out of time), else its message."""
+    return (g.summary or g.message).split("\n")[0]
 
 
 def build_submission(name: str, text: str, grade) -> dict:
