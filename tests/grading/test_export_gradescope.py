@@ -304,3 +304,18 @@ def test_the_whole_exercises_folder_scores_the_one_notebook_worked_on(tmp_path):
         ex.id for ex in ASSIGNMENTS["02_mechanics"].exercises}
     for stem in ("01_intuition", "03_maths_and_code", "04_research"):
         assert f"{stem}_exercises.ipynb: not counted: not attempted" in results["output"]
+
+
+@pytest.mark.parametrize("name, data", [("notes.pdf", b"%PDF-1.4"),
+                                        ("._02_mechanics_exercises.ipynb", b"\x00\x05\x16\x07")])
+def test_an_upload_without_a_readable_notebook_is_not_called_another_notebook(tmp_path, name,
+                                                                              data):
+    """An upload holding only a PDF, or only the AppleDouble file of a Mac zip, scores 0 and says
+    what it held or why it could not be read, never that 'the notebook is none of the lab's
+    exercise notebooks' (it is no notebook at all)."""
+    submission = tmp_path / "submission"
+    (submission / "hw").mkdir(parents=True)
+    (submission / "hw" / name).write_bytes(data)
+    results = gradescope.grade(tmp_path, {"cell_timeout": 60, "timeout": 600})
+    assert spec_problems(results) == [] and results["score"] == 0
+    assert results["output"] and "none of the lab's exercise notebooks" not in results["output"]

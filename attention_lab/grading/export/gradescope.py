@@ -162,8 +162,9 @@ def results_from(grades: dict) -> dict:
         if sub.get("status") != "graded":
             notes.append(f"{sub.get('file')}: {sub.get('status')}: {sub.get('message')}")
         if assignment is None:
-            notes.append(f"{sub.get('file')}: the notebook is none of the lab's exercise "
-                         f"notebooks (upload the exercise notebook you worked in)")
+            if sub.get("status") == "graded":  # a notebook it read (not a file it could not)
+                notes.append(f"{sub.get('file')}: the notebook is none of the lab's exercise "
+                             f"notebooks (upload the exercise notebook you worked in)")
             continue
         for ex in assignment.exercises:
             rec = sub.get("exercises", {}).get(ex.id, {})
