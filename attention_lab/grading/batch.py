@@ -43,7 +43,7 @@ from ..exercises.registry import EXERCISES
 from . import assignments, late, lms, students, written
 from .cases import run_cases
 from .outputs import PARTIAL_WRITERS, write_report
-from .report import (UNREADABLE, ExerciseGrade, Report, SubmissionGrade, read_report,
+from .report import (UNREADABLE, ExerciseGrade, Report, SubmissionGrade, counts, read_report,
                      summary_table)
 from .runner import Limits, names_defined, run_notebook, skip_slow_optional_imports
 from .sandbox import JobFolders, ScratchRoot, for_job, isolation_problem
@@ -335,8 +335,9 @@ def _flag_one_id_of_several_lms_users(metas: list[dict]) -> None:
             m["student_note"] = "; ".join(n for n in (m.get("student_note", ""), note) if n)
 
 
-class NothingChosen(ValueError):
-    """``--only`` names no student or assignment of any submission in the folder."""
+class NotGraded(ValueError):
+    """Nothing was graded: ``--only`` names no student or assignment of any submission in the
+    folder, or the grading would drop hand scores of ``previous`` (:func:`_hand_scores_dropped`)."""
 
 
 class Interrupted(Exception):
@@ -389,9 +390,10 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     With ``previous`` (the report already in OUT_DIR): ``resume`` keeps its grade of every file
     whose bytes and assignment are unchanged and grades only the others (the seed must be the
     previous one); ``only`` (a set of student or assignment ids) grades only the submissions of
-    those and keeps the previous report's other rows (:class:`NothingChosen` when no submission
-    is of those). Hand scores of unchanged written answers are carried over from ``previous``
-    (:func:`.written.carry`).
+    those and keeps the previous report's other rows. Hand scores of unchanged written answers
+    are carried over from ``previous`` (:func:`.written.carry`); :class:`NotGraded`, before any
+    kernel runs, when no submission is of ``only`` or when hand scores of ``previous`` would
+    not be carried over.
 
     SIGINT or SIGTERM stops the batch within about a second: every kernel is killed, the scratch
     folder removed, and :class:`Interrupted` raised with the submissions graded so far."""
@@ -414,7 +416,7 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
         chosen = [i for i, sub in enumerate(subs)
                   if {sub.meta.get("student"), sub.meta.get("assignment")} & set(only)]
         if not chosen:
-            raise NothingChosen(
+            raise NotGraded(
                 f"--only {', '.join(sorted(only))}: no submission in {folder} is of that student "
                 f"or assignment (a student id as grades.csv shows it, or one of "
                 f"{', '.join(assignments.ASSIGNMENTS)}); nothing was graded or written")
@@ -424,6 +426,9 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
             extra = [g for g in previous.submissions
                      if not {g.student, g.assignment} & set(only)
                      and (g.file, g.sha256) not in regraded]
+    if problem := _hand_scores_dropped(previous, [s.meta for s in subs] + [g.meta for g in extra],
+                                       Path(out or folder)):
+        raise NotGraded(problem)
     todo = [i for i in range(len(subs)) if i not in kept]
     scratch = ScratchRoot()
     batch = Batch(limits, seed, scratch.path)
@@ -591,11 +596,11 @@ def _hand_scores_at_risk(out: Path, merge, previous: Report | None = None) -> st
             f"or move the file away")
 
 
-def _hand_scores_dropped(previous: Report | None, report: Report, out: Path) -> str:
-    """Why ``report`` must not replace ``previous`` (OUT_DIR's grading): hand scores or
-    comments of a student and assignment that ``report`` holds no counted submission of, so
-    that nothing carries them over (``""`` when there are none)."""
-    now = {(s.student, s.assignment) for s in report.counted()}
+def _hand_scores_dropped(previous: Report | None, metas: list[dict], out: Path) -> str:
+    """Why a grading of the submissions ``metas`` must not replace ``previous`` (OUT_DIR's
+    grading): hand scores or comments of a student and assignment that no counted submission
+    of ``metas`` is of, so that nothing carries them over (``""`` when there are none)."""
+    now = {(m["student"], m["assignment"]) for m in metas if counts(m)}
     lost = sorted({(s.student, s.assignment) for s in (previous.counted() if previous else [])
                    if (s.student, s.assignment) not in now and any(
                        g.status == "hand_graded" or g.comment for g in s.exercises.values())})
@@ -659,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         report = grade_folder(folder, out, jobs=args.jobs, limits=limits, seed=seed,
                               progress=not args.quiet, files=files, skipped=skipped,
                               assignment=assignment, **options)
-    except NothingChosen as exc:
+    except NotGraded as exc:
         return _cli.fail("grade", _cli.shown(str(exc)))
     except Interrupted as stopped:
         for sig in (signal.SIGINT, signal.SIGTERM):  # a further Ctrl-C must not cut this short
@@ -677,8 +682,6 @@ def main(argv: list[str] | None = None) -> int:
         except written.WrittenError as exc:
             return _cli.fail("grade", f"--merge: {exc}; nothing was written (the notebooks were "
                                       f"graded: fix the row and run again)")
-    if problem := _hand_scores_dropped(options["previous"], report, out):
-        return _cli.fail("grade", problem)
     paths = write_report(report, out)
     print(summary_table(report))
     if report.skipped:

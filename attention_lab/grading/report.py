@@ -54,6 +54,12 @@ class ExerciseGrade:
                    d.get("comment", ""))
 
 
+def counts(meta: dict) -> bool:
+    """True when the submission of ``meta`` (:attr:`SubmissionGrade.meta`) goes into the
+    gradebook: student and assignment known, and not superseded by a later submission."""
+    return bool(meta.get("student") and meta.get("assignment") and not meta.get("superseded_by"))
+
+
 @dataclass
 class SubmissionGrade:
     file: str
@@ -78,9 +84,7 @@ class SubmissionGrade:
 
     @property
     def counts(self) -> bool:
-        """True when this grade goes into the gradebook: student and assignment known, and not
-        superseded by a later submission."""
-        return bool(self.student and self.assignment and not self.meta.get("superseded_by"))
+        return counts(self.meta)
 
     @property
     def total(self) -> int:

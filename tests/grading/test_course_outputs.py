@@ -440,11 +440,13 @@ def test_a_student_id_with_a_trailing_space_is_merged_as_its_own(tmp_path, cours
     assert scores["alice "] == 2 and scores["alice"] == 1
 
 
-def test_grade_will_not_drop_merged_hand_scores_of_submissions_it_does_not_grade(tmp_path, capsys,
-                                                                                  course):
+def test_grade_will_not_drop_merged_hand_scores_of_submissions_it_does_not_grade(
+        tmp_path, capsys, course, monkeypatch):
     """The hand scores are merged (in grades.json); then a folder without bob's work (next
     week's download, graded without --only) is graded into the same OUT_DIR: nothing carries
-    bob's score over, so grade stops, names it, and writes nothing."""
+    bob's score over, so grade stops, names it, and writes nothing; it stops before grading
+    anything (an instructor of 300 students must not wait for the grading to hear it)."""
+    monkeypatch.setattr(batch.Batch, "grade", lambda *a: pytest.fail("a submission was graded"))
     out = tmp_path / "out"
     write_report(course, out)
     rows = read_csv(out / "written.csv")
