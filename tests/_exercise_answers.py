@@ -565,7 +565,7 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
           ok_bilinear_attention), "fail", ("(S, T)",)),
         ((ok_dot_attention, _stub), "fail", ("bilinear_attention", "not written yet")),
         ((ok_dot_attention, ok_bilinear_attention, ...), "fail",
-         ("score_comparison is still `...`", "passes all")),
+         ("score_comparison is still `...`", "dot_attention and bilinear_attention pass all")),
         ((ok_dot_attention, ok_bilinear_attention, {"dot": (5, 2), "bilinear": (2, 5)}), "fail",
          ("dot = (5, 2) is (S, T)", "one row per query")),
         ((ok_dot_attention, ok_bilinear_attention, {"dot": (2, 5), "bilinear": (2, 3)}), "fail",

@@ -239,7 +239,9 @@ def _pass_verdict(ex: Exercise, spec, cases: list[Case], outputs: list, printed_
     later = spec.judge_declared()
     if later is not None:
         status, reason = later
-        return Verdict(status, f"{reason}\n(Your {ex.function_names[0]} passes all {n} cases.)"
+        names = ex.function_names
+        return Verdict(status, f"{reason}\n(Your {' and '.join(names)} "
+                               f"pass{'es' if len(names) == 1 else ''} all {n} cases.)"
                        + printed_note, reason.split(":")[0], {"cases": n})
     try:
         extra = spec.on_pass(cases, outputs)
