@@ -100,10 +100,10 @@ def combine_masks(*masks) -> np.ndarray:
 def describe(mask) -> str:
     """One line for a mask: shape, eligible fraction, and how many rows have no eligible key."""
     m = _numpy(validate.bool_mask(mask))
-    rows = m.reshape(-1, m.shape[-1]) if m.ndim else m.reshape(1, 1)
+    rows = m.reshape(int(np.prod(m.shape[:-1])), m.shape[-1]) if m.ndim else m.reshape(1, 1)
     empty = int((~rows.any(axis=-1)).sum())
-    return (f"mask {shape_str(m.shape)}: {m.mean():.0%} of query-key pairs eligible, "
-            f"{empty} all-masked row(s)")
+    share = f"{m.mean():.0%} of query-key pairs eligible" if m.size else "no query-key pairs"
+    return f"mask {shape_str(m.shape)}: {share}, {empty} all-masked row(s)"
 
 
 def _numpy(mask) -> np.ndarray:

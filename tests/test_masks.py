@@ -78,6 +78,15 @@ def test_describe_counts_empty_rows():
     assert al.masks.describe(m) == "mask (2, 2, 3): 25% of query-key pairs eligible, 2 all-masked row(s)"
 
 
+@pytest.mark.parametrize("shape,text", [
+    ((2, 0), "mask (2, 0): no query-key pairs, 2 all-masked row(s)"),
+    ((0,), "mask (0,): no query-key pairs, 1 all-masked row(s)"),
+    ((0, 3), "mask (0, 3): no query-key pairs, 0 all-masked row(s)")])
+def test_describe_an_empty_mask(shape, text):
+    """No keys: every query's row is all-masked; no queries: no row (no crash, no nan%)."""
+    assert al.masks.describe(np.zeros(shape, bool)) == text
+
+
 def test_combine_masks_and_describe_take_the_torch_masks_they_accept():
     # both accept a torch mask (validate.bool_mask passes tensors through), then failed with
     # "unsupported operand type(s) for &=" and "mean(): could not infer output dtype"
