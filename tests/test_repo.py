@@ -137,6 +137,22 @@ def test_pair_check_detects_a_stale_notebook(tmp_path):
     assert any("cell 0 differs" in p for p in pair_problems(tmp_path / "a.ipynb", tmp_path / "a.py"))
 
 
+def test_nbtools_names_a_path_that_is_not_there(tmp_path, capsys):
+    """A mistyped folder is not 'all pairs in sync', a mistyped notebook not a traceback: one
+    line naming the path, exit code 2."""
+    from attention_lab import nbtools
+
+    (tmp_path / "a.ipynb").write_text("{}")
+    assert nbtools.main(["check", str(tmp_path / "nowhere")]) == 2
+    assert nbtools.main(["check", str(tmp_path / "a.ipynb")]) == 2
+    assert nbtools.main(["execute", str(tmp_path / "a.ipynb")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"nbtools: error: {tmp_path / 'nowhere'} is not a folder",
+        f"nbtools: error: {tmp_path / 'a.ipynb'} is not a folder",
+        f"nbtools: error: {tmp_path / 'a.py'} does not exist (execute reads a notebook's text "
+        f"file)"]
+
+
 def test_cli_lists_commands():
     out = subprocess.run([sys.executable, "-m", "attention_lab", "--help"], capture_output=True,
                          text=True, cwd=ROOT)
