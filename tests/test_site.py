@@ -211,3 +211,11 @@ def test_a_warning_fails_the_build(tmp_path, monkeypatch):
     monkeypatch.setattr(docs, "DOCS", pages)
     with pytest.raises(docs.DocsError, match="sphinx-build reported problems"):
         docs.build(tmp_path / "html")
+
+
+def test_an_out_dir_that_is_a_file_gets_one_line(tmp_path, capsys):
+    """``docs OUT_DIR`` with OUT_DIR an existing file: one line saying so, exit code 2, nothing
+    built (not Sphinx's 'Application error!' and traceback)."""
+    (tmp_path / "site").write_text("")
+    assert docs.main([str(tmp_path / "site")]) == 2
+    assert capsys.readouterr().err == f"docs: error: {tmp_path / 'site'} is a file, not a folder\n"
