@@ -18,7 +18,8 @@
 # repository (which holds the solutions): `python -m attention_lab release image/ && repo2docker
 # image/` (repo2docker reads the bundle's environment.yml: the same pins, JupyterHub's single-user
 # server included) and put that image, the authenticator and the resources below in the chart's
-# config.yaml (singleuser.image, hub.config, singleuser.memory, singleuser.cpu). See the README.
+# config.yaml (singleuser.image, hub.config, singleuser.memory, singleuser.cpu). See
+# docs/instructors/jupyterhub.md.
 
 import os
 import shutil

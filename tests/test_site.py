@@ -219,3 +219,17 @@ def test_an_out_dir_that_is_a_file_gets_one_line(tmp_path, capsys):
     (tmp_path / "site").write_text("")
     assert docs.main([str(tmp_path / "site")]) == 2
     assert capsys.readouterr().err == f"docs: error: {tmp_path / 'site'} is a file, not a folder\n"
+
+
+def test_what_a_page_sends_to_the_readme_is_there():
+    """The README holds the two commands (install and open, install and test) and the map of
+    the site; everything else moved into these pages. A page (or the hub's example config) that
+    sends the reader to "the README's" anything else sends them nowhere: link the page instead,
+    which the build checks."""
+    texts = {p.relative_to(ROOT): p.read_text(encoding="utf-8")
+             for p in [*sorted(docs.DOCS.rglob("*.md")), ROOT / "jupyterhub_config.py"]}
+    stale = [(name, m.group(1)) for name, text in texts.items()
+             for m in re.finditer(r"README's\s+(\S+\s+\S+)", text)
+             if not re.fullmatch(r"(install|open|test)\s+commands?\W*", m.group(1))]
+    stale += [(name, "See the README") for name, text in texts.items() if "See the README" in text]
+    assert not stale, stale
