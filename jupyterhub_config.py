@@ -51,7 +51,10 @@ c.Authenticator.admin_users = set()  # SITE: instructors' user names
 # SITE: where the hub listens (behind your HTTPS proxy, or set ssl_cert / ssl_key here).
 c.JupyterHub.bind_url = "http://:8000"
 
-# Students' servers: JupyterLab, started in the student's home with the lab's notebooks in it.
+# Students' servers: JupyterLab, started in the student's home with the lab's notebooks in it,
+# by the hub's own Python (the venv's, whether or not it is on the hub's PATH; students' accounts
+# need read access to it)
+c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {
