@@ -17,6 +17,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+import _docs
+
 from attention_lab import docs
 from attention_lab.grading import release
 
@@ -233,3 +235,23 @@ def test_what_a_page_sends_to_the_readme_is_there():
              if not re.fullmatch(r"(install|open|test)\s+commands?\W*", m.group(1))]
     stale += [(name, "See the README") for name, text in texts.items() if "See the README" in text]
     assert not stale, stale
+
+
+def test_the_instructors_pages_name_the_columns_and_statuses_grade_writes():
+    """What the outputs page says grades.csv and written.csv hold, in order, and the statuses it
+    and the grading page list, are what ``grade`` writes."""
+    from attention_lab.grading import report, written
+
+    text = _docs.section("instructors/outputs.md", "grades.csv and grades.json")
+    listed = re.search(r"one row per submission: `([^`]+)`", text).group(1)
+    assert re.split(r",\s+", listed) == report.GRADES_COLUMNS
+    rows = _docs.section("instructors/outputs.md", "written.csv").splitlines()
+    assert [c for r in rows if r.startswith("| `") for c in re.findall(r"`(\w+)`", r.split("|")[1])
+            ] == written.COLUMNS
+    table = _docs.section("instructors/outputs.md", "Statuses")
+    assert tuple(re.findall(r"^\| `(\w+)` \|", table, re.M)) == report.STATUSES
+    own = table.split("A submission's own status is", 1)[1]
+    assert tuple(re.findall(r"`(\w+)`", own)) == report.SUBMISSION_STATUSES
+    listed = re.search(r"Each exercise gets a status \((.+?)\)", _docs.page(
+        "instructors/grading.md"), re.S).group(1)
+    assert tuple(re.findall(r"`(\w+)`", listed)) == report.STATUSES
