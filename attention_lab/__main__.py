@@ -49,7 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         print(f"the command {name!r} is not available: {exc}", file=sys.stderr)
         return 2
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    except KeyboardInterrupt:  # Ctrl-C in a command that does not handle it itself
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -164,6 +164,19 @@ def test_cli_lists_commands():
     assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
 
 
+def test_ctrl_c_in_a_command_is_one_line_not_a_traceback(tmp_path):
+    """A student pressing Ctrl-C while ``submit`` runs their notebook (or anyone, in any command
+    that does not handle it itself) gets one line and exit code 130, as ``grade`` gives."""
+    import os
+
+    (tmp_path / "stopped.py").write_text("def main(argv):\n    raise KeyboardInterrupt\n")
+    code = ("import sys; from attention_lab import __main__ as m; "
+            "m.COMMANDS['submit'] = ('stopped', ''); sys.exit(m.main(['submit', 'x.ipynb']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stderr) == (130, "submit: interrupted\n")
+
+
 def test_bench_runs_from_the_checkout_and_says_so_elsewhere(tmp_path, monkeypatch, capsys):
     """From any folder, an editable install finds its checkout's benchmarks; an install without
     a checkout gets a one-line reason and exit code 2."""
