@@ -164,17 +164,23 @@ def test_cli_lists_commands():
     assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
 
 
-def test_ctrl_c_in_a_command_is_one_line_not_a_traceback(tmp_path):
-    """A student pressing Ctrl-C while ``submit`` runs their notebook (or anyone, in any command
-    that does not handle it itself) gets one line and exit code 130, as ``grade`` gives."""
+@pytest.mark.parametrize("body,code,said", [
+    ("raise KeyboardInterrupt", 130, "submit: interrupted"),
+    ("import not_installed_here",
+     2, "the command 'submit' is not available: No module named 'not_installed_here'")])
+def test_ctrl_c_or_a_missing_dependency_is_one_line_not_a_traceback(tmp_path, body, code, said):
+    """A student pressing Ctrl-C while ``submit`` runs their notebook gets one line and exit code
+    130, as ``grade`` gives; a command whose dependency is not installed (``submit`` without
+    nbformat, ``merge`` without jinja2: the package installed without its extras) says which
+    one, exit code 2. In every command that does not handle it itself."""
     import os
 
-    (tmp_path / "stopped.py").write_text("def main(argv):\n    raise KeyboardInterrupt\n")
-    code = ("import sys; from attention_lab import __main__ as m; "
-            "m.COMMANDS['submit'] = ('stopped', ''); sys.exit(m.main(['submit', 'x.ipynb']))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    (tmp_path / "stopped.py").write_text(f"def main(argv):\n    {body}\n")
+    run = ("import sys; from attention_lab import __main__ as m; "
+           "m.COMMANDS['submit'] = ('stopped', ''); sys.exit(m.main(['submit', 'x.ipynb']))")
+    done = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True,
                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert (done.returncode, done.stderr) == (130, "submit: interrupted\n")
+    assert (done.returncode, done.stderr) == (code, said + "\n")
 
 
 def test_bench_runs_from_the_checkout_and_says_so_elsewhere(tmp_path, monkeypatch, capsys):
