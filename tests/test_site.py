@@ -255,3 +255,26 @@ def test_the_instructors_pages_name_the_columns_and_statuses_grade_writes():
     listed = re.search(r"Each exercise gets a status \((.+?)\)", _docs.page(
         "instructors/grading.md"), re.S).group(1)
     assert tuple(re.findall(r"`(\w+)`", listed)) == report.STATUSES
+
+
+def test_every_name_of_the_package_a_page_gives_can_be_imported():
+    """A name such as ``attention_lab.demo.build_demo`` on a page is one a reader can import
+    (the longest importable module, then its attributes)."""
+    import importlib
+
+    names = {n for p in docs.DOCS.rglob("*.md")
+             for n in re.findall(r"\battention_lab(?:\.\w+)+", p.read_text(encoding="utf-8"))}
+    missing = []
+    for name in sorted(names):
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ModuleNotFoundError:
+                continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+        if obj is None:
+            missing.append(name)
+    assert not missing, missing
