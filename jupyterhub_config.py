@@ -18,7 +18,8 @@
 # repository (which holds the solutions): `python -m attention_lab release image/ && repo2docker
 # image/` (repo2docker reads the bundle's environment.yml: the same pins, JupyterHub's single-user
 # server included) and put that image, the authenticator and the resources below in the chart's
-# config.yaml (singleuser.image, hub.config, singleuser.memory, singleuser.cpu). See the README.
+# config.yaml (singleuser.image, hub.config, singleuser.memory, singleuser.cpu). See
+# docs/instructors/jupyterhub.md.
 
 import os
 import shutil
@@ -50,7 +51,10 @@ c.Authenticator.admin_users = set()  # SITE: instructors' user names
 # SITE: where the hub listens (behind your HTTPS proxy, or set ssl_cert / ssl_key here).
 c.JupyterHub.bind_url = "http://:8000"
 
-# Students' servers: JupyterLab, started in the student's home with the lab's notebooks in it.
+# Students' servers: JupyterLab, started in the student's home with the lab's notebooks in it,
+# by the hub's own Python (the venv's, whether or not it is on the hub's PATH; students' accounts
+# need read access to it)
+c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {

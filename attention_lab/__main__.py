@@ -43,13 +43,14 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"unknown command {name!r}\n\n{usage()}", file=sys.stderr)
         return 2
-    module_name = COMMANDS[name][0]
-    try:
-        module = importlib.import_module(module_name)
+    try:  # a dependency a command imports when it runs: the package without its extras
+        return int(importlib.import_module(COMMANDS[name][0]).main(rest) or 0)
     except ModuleNotFoundError as exc:
         print(f"the command {name!r} is not available: {exc}", file=sys.stderr)
         return 2
-    return int(module.main(rest) or 0)
+    except KeyboardInterrupt:  # Ctrl-C in a command that does not handle it itself
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -134,6 +134,8 @@ def build(out: Path) -> tuple[float, dict[str, list[int]]]:
     if not (DOCS / "conf.py").is_file():
         raise DocsError("the site's pages are not installed with the package; run this command "
                         "in a checkout of the attention-lab repository")
+    if out.exists() and not out.is_dir():
+        raise DocsError(f"{out} is a file, not a folder")
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="attention-lab-docs-") as tmp:
         bundle, src = Path(tmp) / "bundle", Path(tmp) / "src"

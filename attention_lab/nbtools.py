@@ -26,6 +26,8 @@ import sys
 import tokenize
 from pathlib import Path
 
+from ._cli import fail
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
@@ -165,9 +167,14 @@ def main(argv: list[str] | None = None) -> int:
     ch.add_argument("folder", nargs="?", type=Path, default=ROOT / "notebooks")
     args = parser.parse_args(argv)
     if args.cmd == "execute":
+        if missing := [py for py in (p.with_suffix(".py") for p in args.paths) if not py.is_file()]:
+            return fail("nbtools", f"{missing[0]} does not exist (execute reads a notebook's text "
+                                   "file)")
         for p in args.paths:
             print(f"executed {execute(p)}")
         return 0
+    if not args.folder.is_dir():
+        return fail("nbtools", f"{args.folder} is not a folder")
     problems = [p for ipynb, py in pairs(args.folder) for p in pair_problems(ipynb, py)]
     for problem in problems:
         print(problem)

@@ -137,6 +137,22 @@ def test_pair_check_detects_a_stale_notebook(tmp_path):
     assert any("cell 0 differs" in p for p in pair_problems(tmp_path / "a.ipynb", tmp_path / "a.py"))
 
 
+def test_nbtools_names_a_path_that_is_not_there(tmp_path, capsys):
+    """A mistyped folder is not 'all pairs in sync', a mistyped notebook not a traceback: one
+    line naming the path, exit code 2."""
+    from attention_lab import nbtools
+
+    (tmp_path / "a.ipynb").write_text("{}")
+    assert nbtools.main(["check", str(tmp_path / "nowhere")]) == 2
+    assert nbtools.main(["check", str(tmp_path / "a.ipynb")]) == 2
+    assert nbtools.main(["execute", str(tmp_path / "a.ipynb")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"nbtools: error: {tmp_path / 'nowhere'} is not a folder",
+        f"nbtools: error: {tmp_path / 'a.ipynb'} is not a folder",
+        f"nbtools: error: {tmp_path / 'a.py'} does not exist (execute reads a notebook's text "
+        f"file)"]
+
+
 def test_cli_lists_commands():
     out = subprocess.run([sys.executable, "-m", "attention_lab", "--help"], capture_output=True,
                          text=True, cwd=ROOT)
@@ -146,6 +162,25 @@ def test_cli_lists_commands():
     bad = subprocess.run([sys.executable, "-m", "attention_lab", "frobnicate"],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
+
+
+@pytest.mark.parametrize("body,code,said", [
+    ("raise KeyboardInterrupt", 130, "submit: interrupted"),
+    ("import not_installed_here",
+     2, "the command 'submit' is not available: No module named 'not_installed_here'")])
+def test_ctrl_c_or_a_missing_dependency_is_one_line_not_a_traceback(tmp_path, body, code, said):
+    """A student pressing Ctrl-C while ``submit`` runs their notebook gets one line and exit code
+    130, as ``grade`` gives; a command whose dependency is not installed (``submit`` without
+    nbformat, ``merge`` without jinja2: the package installed without its extras) says which
+    one, exit code 2. In every command that does not handle it itself."""
+    import os
+
+    (tmp_path / "stopped.py").write_text(f"def main(argv):\n    {body}\n")
+    run = ("import sys; from attention_lab import __main__ as m; "
+           "m.COMMANDS['submit'] = ('stopped', ''); sys.exit(m.main(['submit', 'x.ipynb']))")
+    done = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert (done.returncode, done.stderr) == (code, said + "\n")
 
 
 def test_bench_runs_from_the_checkout_and_says_so_elsewhere(tmp_path, monkeypatch, capsys):

@@ -17,6 +17,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+import _docs
+
 from attention_lab import docs
 from attention_lab.grading import release
 
@@ -211,3 +213,68 @@ def test_a_warning_fails_the_build(tmp_path, monkeypatch):
     monkeypatch.setattr(docs, "DOCS", pages)
     with pytest.raises(docs.DocsError, match="sphinx-build reported problems"):
         docs.build(tmp_path / "html")
+
+
+def test_an_out_dir_that_is_a_file_gets_one_line(tmp_path, capsys):
+    """``docs OUT_DIR`` with OUT_DIR an existing file: one line saying so, exit code 2, nothing
+    built (not Sphinx's 'Application error!' and traceback)."""
+    (tmp_path / "site").write_text("")
+    assert docs.main([str(tmp_path / "site")]) == 2
+    assert capsys.readouterr().err == f"docs: error: {tmp_path / 'site'} is a file, not a folder\n"
+
+
+def test_what_a_page_sends_to_the_readme_is_there():
+    """The README holds the two commands (install and open, install and test) and the map of
+    the site; everything else moved into these pages. A page (or the hub's example config) that
+    sends the reader to "the README's" anything else sends them nowhere: link the page instead,
+    which the build checks."""
+    texts = {p.relative_to(ROOT): p.read_text(encoding="utf-8")
+             for p in [*sorted(docs.DOCS.rglob("*.md")), ROOT / "jupyterhub_config.py"]}
+    stale = [(name, m.group(1)) for name, text in texts.items()
+             for m in re.finditer(r"README's\s+(\S+\s+\S+)", text)
+             if not re.fullmatch(r"(install|open|test)\s+commands?\W*", m.group(1))]
+    stale += [(name, "See the README") for name, text in texts.items() if "See the README" in text]
+    assert not stale, stale
+
+
+def test_the_instructors_pages_name_the_columns_and_statuses_grade_writes():
+    """What the outputs page says grades.csv and written.csv hold, in order, and the statuses it
+    and the grading page list, are what ``grade`` writes."""
+    from attention_lab.grading import report, written
+
+    text = _docs.section("instructors/outputs.md", "grades.csv and grades.json")
+    listed = re.search(r"one row per submission: `([^`]+)`", text).group(1)
+    assert re.split(r",\s+", listed) == report.GRADES_COLUMNS
+    rows = _docs.section("instructors/outputs.md", "written.csv").splitlines()
+    assert [c for r in rows if r.startswith("| `") for c in re.findall(r"`(\w+)`", r.split("|")[1])
+            ] == written.COLUMNS
+    table = _docs.section("instructors/outputs.md", "Statuses")
+    assert tuple(re.findall(r"^\| `(\w+)` \|", table, re.M)) == report.STATUSES
+    own = table.split("A submission's own status is", 1)[1]
+    assert tuple(re.findall(r"`(\w+)`", own)) == report.SUBMISSION_STATUSES
+    listed = re.search(r"Each exercise gets a status \((.+?)\)", _docs.page(
+        "instructors/grading.md"), re.S).group(1)
+    assert tuple(re.findall(r"`(\w+)`", listed)) == report.STATUSES
+
+
+def test_every_name_of_the_package_a_page_gives_can_be_imported():
+    """A name such as ``attention_lab.demo.build_demo`` on a page is one a reader can import
+    (the longest importable module, then its attributes)."""
+    import importlib
+
+    names = {n for p in docs.DOCS.rglob("*.md")
+             for n in re.findall(r"\battention_lab(?:\.\w+)+", p.read_text(encoding="utf-8"))}
+    missing = []
+    for name in sorted(names):
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ModuleNotFoundError:
+                continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr, None)
+        if obj is None:
+            missing.append(name)
+    assert not missing, missing

@@ -525,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     _cli.add_time_limits(p)
     p.add_argument("--memory-mb", type=_cli.positive_int, default=2048, metavar="MB",
                    help="address-space limit of each kernel (default 2048)")
-    p.add_argument("--seed", type=int, default=None,
+    p.add_argument("--seed", type=_cli.non_negative_int, default=None,
                    help="seed of the random test cases (default: a fresh one, recorded in "
                         "grades.json); the same seed regrades a folder into identical CSVs")
     p.add_argument("--require-sandbox", action="store_true",

@@ -149,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     args, code = _cli.parse(build_parser(), argv)
     if args is None:
         return code
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        return _cli.fail("gradebook", f"--out {out} is a file; give a folder for the term's "
+                                      "gradebook")
     reports = []
     for path in (Path(folder) / "grades.json" for folder in args.gradings):
         try:
@@ -159,7 +163,6 @@ def main(argv: list[str] | None = None) -> int:
     term, notes = combine(reports)
     for n in notes:
         print(f"note: {_cli.shown(n)}", file=sys.stderr)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     book, lms_ = write_gradebook(term, out), write_lms_gradebooks(term, out)
     students = len({s.student for s in term.submissions})

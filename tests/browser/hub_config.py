@@ -17,7 +17,6 @@ The test passes ports, folders and the user names in ``ATTENTION_LAB_HUB_*`` var
 """
 
 import os
-import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821
@@ -44,7 +43,6 @@ c.JupyterHub.cookie_secret_file = str(work / "cookie_secret")
 c.JupyterHub.pid_file = str(work / "hub.pid")
 
 c.Spawner.ip = "127.0.0.1"
-c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
 c.Spawner.args = ["--LabApp.expose_app_in_browser=True",
                   f"--LabApp.user_settings_dir={work / 'lab-settings'}",
                   "--LabApp.workspaces_dir=~/.lab-workspaces"]

@@ -260,6 +260,24 @@ def test_the_hub_hands_each_student_the_bundle_and_runs_the_bundles_package(tmp_
     assert mine.read_text() == "my work"
 
 
+def test_the_hub_starts_students_servers_with_its_own_python(tmp_path, monkeypatch):
+    """The instructors' page starts the hub as ``.venv/bin/jupyterhub -f jupyterhub_config.py``,
+    the venv not activated: a student's server must still start, with the lab's packages (not a
+    ``jupyterhub-singleuser`` looked up on a PATH without the venv: none, or another Python's)."""
+    import os
+    import subprocess
+
+    from jupyterhub.spawner import LocalProcessSpawner
+
+    config, _ = _load_hub_config(monkeypatch, tmp_path / "bundles")
+    cmd = LocalProcessSpawner(config=config).cmd
+    program = shutil.which(cmd[0], path=os.defpath)  # the PATH of a hub outside its venv
+    assert program, f"a student's server runs {cmd[0]!r}, not on PATH {os.defpath}"
+    done = subprocess.run([program, *cmd[1:], "--version"], env={"PATH": os.defpath},
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_the_hub_refuses_to_start_with_a_bundle_it_cannot_build(tmp_path, monkeypatch):
     def stale():
         raise release.ReleaseError("notebooks/exercises/x.py is not what its solution gives")

@@ -146,6 +146,13 @@ def test_a_bad_grading_folder_is_refused(tmp_path, capsys):
     assert "grades.json cannot be read" in capsys.readouterr().err
 
 
+def test_an_out_that_is_a_file_is_refused(term, tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    assert gradebook.main([str(term["out"]), "--out", str(tmp_path / "afile")]) == 2
+    assert capsys.readouterr().err == (f"gradebook: error: --out {tmp_path / 'afile'} is a file; "
+                                       f"give a folder for the term's gradebook\n")
+
+
 # ------------------------------------------------------------------ the summary page
 def _sub(student, assignment, statuses, message="the weights do not sum to 1"):
     g = SubmissionGrade(f"{student}.ipynb", None, "graded",

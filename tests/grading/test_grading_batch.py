@@ -395,6 +395,7 @@ def test_whole_notebook_time_limit(tmp_path):
     (["{empty}", "--out", "{out}"], "no submissions in"),
     (["{subs}", "--out", "{file}"], "--out"),
     (["{subs}", "--out", "{out}", "--jobs", "0"], "expected a whole number >= 1"),
+    (["{subs}", "--out", "{out}", "--seed", "-1"], "argument --seed: expected a whole number >= 0"),
     (["{subs}", "--out", "{out}", "--timeout", "-3"], "expected a number of seconds > 0"),
     (["{subs}", "--out", "{out}", "--cell-timeout", "soon"], "expected a number of seconds"),
     (["{subs}"], "the following arguments are required: --out"),
