@@ -5,16 +5,14 @@ lays out the sources (these pages, the level notebooks and the student exercise 
 release bundle, the benchmark tables from ``benchmarks/results/``) and runs ``sphinx-build -W``
 on them. Nothing is executed: the pages show the notebooks' stored outputs.
 
-The launch buttons of the notebook pages are set here, in one place: ``HUB_URL`` is your
-course's JupyterHub (the JupyterHub button opens the notebook there through nbgitpuller),
-``REPOSITORY`` and ``BRANCH`` the public repository the buttons pull from (Binder builds it from
-``environment.yml``; Colab opens the notebook from it).
+The launch buttons of the notebook pages are set here, in one place: ``REPOSITORY`` and
+``BRANCH`` are the public repository the buttons open (Binder builds it from ``environment.yml``;
+Colab opens the notebook from it). There is no JupyterHub button: the theme's clones the whole
+repository, solutions included, into the student's server with nbgitpuller, where the course's
+hub gives each student the release bundle (docs/instructors/jupyterhub.md).
 """
 
-#: your JupyterHub (for example https://hub.example.edu); the JupyterHub button clones
-#: REPOSITORY into each student's server with nbgitpuller and opens the notebook
-HUB_URL = "https://hub.example.edu"
-#: the public repository of the lab and its branch, which Binder, Colab and nbgitpuller read
+#: the public repository of the lab and its branch, which Binder and Colab read
 REPOSITORY = "https://github.com/attention-lab/attention-lab"
 BRANCH = "main"
 
@@ -46,7 +44,6 @@ html_theme_options = {
     "path_to_docs": "",
     "use_repository_button": True,
     "launch_buttons": {
-        "jupyterhub_url": HUB_URL,
         "binderhub_url": "https://mybinder.org",
         "colab_url": "https://colab.research.google.com",
         "notebook_interface": "jupyterlab",
