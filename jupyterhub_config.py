@@ -63,9 +63,9 @@ c.Spawner.environment = {
     # one math thread per kernel: many students share the machine's cores
     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
 }
-# Resources per student (honoured by spawners that can enforce them: systemdspawner, dockerspawner,
-# kubespawner on Zero to JupyterHub). A student's server with the level notebooks open uses about
-# 300-700 MiB (torch loads for notebooks 03 and 04).
+# SITE: resources per student (honoured by spawners that can enforce them: systemdspawner,
+# dockerspawner, kubespawner on Zero to JupyterHub). A student's server with the level notebooks
+# open uses about 300-700 MiB (torch loads for notebooks 03 and 04).
 c.Spawner.mem_limit = "2G"
 c.Spawner.cpu_limit = 1.0
 c.Spawner.start_timeout = 120
