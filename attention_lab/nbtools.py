@@ -8,7 +8,8 @@ Every notebook is a pair: ``name.py`` (py:percent text, the file you edit and re
 
 ``execute`` reads the text file, runs it top to bottom in a fresh kernel started in the
 notebook's folder (as nbval does), and writes the ``.ipynb`` with its outputs, without timing
-metadata or widget state so that re-executing an unchanged notebook changes nothing but images.
+metadata or widget state, its widget views numbered in order (not the kernel's random model
+ids), so that re-executing an unchanged notebook writes the same text outputs.
 
 nbval compares text, not images, so a stored figure could lag behind the code that draws it.
 ``execute`` therefore records :func:`drawing_hash` (the package's plotting and widget code, less
@@ -37,6 +38,7 @@ DRAWING_CODE = ("attention_lab/plots", "attention_lab/widgets", "attention_lab/t
 #: notebook metadata key of the record (outside ``attention_lab``, which jupytext keeps in text)
 FIGURES_KEY = "attention_lab_figures"
 _IMAGES = ("image/png", "image/svg+xml", "image/jpeg")
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def _code_only(source: str) -> str:
@@ -147,9 +149,13 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
     client.execute()
     # one output per stream, however the kernel's writes were chunked on the way (it varies by load)
     CoalesceStreamsPreprocessor().preprocess(nb, {})
+    ids: dict[str, str] = {}  # the kernel's random model ids -> ids numbered in order
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("execution", None)
         cell["id"] = f"cell-{i}"
+        for view in (o.get("data", {}).get(_WIDGET_VIEW) for o in cell.get("outputs", [])):
+            if view:
+                view["model_id"] = ids.setdefault(view["model_id"], f"{len(ids):032x}")
     nb.metadata.pop("widgets", None)
     nb.metadata["language_info"] = {"name": "python"}  # not the kernel's version, which varies
     nb.metadata[FIGURES_KEY] = {"drawing_code": drawn_with}

@@ -95,3 +95,16 @@ def test_execute_stores_one_output_per_stream_however_the_kernel_chunked_it(tmp_
     out = nbtools.execute(py, timeout=120)
     outputs = nbformat.read(out, as_version=4).cells[0].outputs
     assert [(o.output_type, o.name, o.text) for o in outputs] == [("stream", "stdout", "a\nb\nc\n")]
+
+
+def test_executing_an_unchanged_notebook_twice_writes_the_same_bytes(tmp_path):
+    """Widget views get model ids numbered in order, not the kernel's random ones, so a maintainer
+    who re-executes a notebook with explorers sees no change in its outputs."""
+    py = tmp_path / "widgets.py"
+    py.write_text("# %%\nimport ipywidgets as W\n\nW.IntSlider(3)\n\n# %%\nW.VBox([W.Button()])\n")
+    first = nbtools.execute(py, timeout=120).read_bytes()
+    nb = nbformat.reads(first.decode(), as_version=4)
+    views = [o.data["application/vnd.jupyter.widget-view+json"]["model_id"]
+             for c in nb.cells for o in c.outputs]
+    assert len(set(views)) == 2
+    assert nbtools.execute(py, timeout=120).read_bytes() == first
