@@ -267,3 +267,12 @@ def test_every_name_of_the_package_a_page_gives_can_be_imported():
         if obj is None:
             missing.append(name)
     assert not missing, missing
+
+
+def test_the_layout_page_names_every_module_and_subpackage():
+    """A maintainer looks a file up in docs/maintainers/layout.md: every module at the top of
+    the package and every subpackage has a row."""
+    layout = (ROOT / "docs" / "maintainers" / "layout.md").read_text(encoding="utf-8")
+    names = [p.name for p in (ROOT / "attention_lab").iterdir()
+             if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()]
+    assert [n for n in names if f"{n}`" not in layout and f"{n}/`" not in layout] == []
