@@ -28,6 +28,7 @@ import errno
 import ipaddress
 import math
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -250,8 +251,9 @@ def _prepare(args) -> tuple[Path, str, int, str]:
             f"(a lecture-hall network), add --allow-network to confirm; otherwise leave --host out "
             f"(127.0.0.1, this machine only)")
     token = args.token if args.token is not None else secrets.token_urlsafe(12)
-    if not token or any(ch in token for ch in " /?&#%"):
-        raise DemoError("--token must be non-empty and use letters, digits, '-', '_' or '.'")
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", token):
+        raise DemoError(f"--token must be non-empty and use letters, digits, '-', '_' or '.' "
+                        f"only, got {token!r}")
     port = free_port(host if host not in ("0.0.0.0", "::") else "127.0.0.1") \
         if args.port == 0 else args.port
     check_port_free(host, port)
