@@ -307,9 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     # the trained model, once for every viewer, reached through a private socket and a key
     private = Path(tempfile.mkdtemp(prefix="attention-lab-demo-"))  # mode 0700
     env[ENV_SOCKET], env[ENV_KEY] = str(private / "model.sock"), secrets.token_hex(32)
-    # SIGTERM/SIGHUP to the launcher stop Voila too (the finally clause below)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_interrupt)
+    # Ctrl-C, SIGTERM and SIGHUP to the launcher stop Voila too (the finally clause below)
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in signals}
     child = dict(env=env, start_new_session=True,
                  preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
     model = subprocess.Popen([sys.executable, "-m", "attention_lab.demo.model_server",
@@ -352,10 +352,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         # SIGTERM to Voila's group (it shuts its kernels down), then SIGKILL to what is left,
-        # kernels in their own sessions included
+        # kernels in their own sessions included; a second Ctrl-C must not cut this short
+        for sig in signals:
+            signal.signal(sig, signal.SIG_IGN)
         stop_tree(proc, group=proc.pid, grace=10.0, wait=10.0)
         stop_tree(model, group=model.pid, grace=2.0, wait=5.0)
         shutil.rmtree(private, ignore_errors=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _capacity_line(pool: int, max_viewers: int, cull_after: int, defaults: Plan) -> str:

@@ -3,7 +3,10 @@ messages, and the Voila command it builds (tests/browser starts it for real)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import time
 
 import pytest
 
@@ -95,6 +98,49 @@ def test_network_serving_warns_and_a_failed_start_is_reported(capsys, notebook, 
     env = launched["kwargs"]["env"]
     assert env[ENV_KEY] and env[ENV_SOCKET].endswith("model.sock")
     assert not Path(env[ENV_SOCKET]).parent.exists()  # the private folder is removed
+
+
+def test_a_second_ctrl_c_while_the_demo_stops_does_not_cut_the_cleanup_short(capsys, notebook,
+                                                                          monkeypatch):
+    """Ctrl-C stops the demo; Voila takes seconds to shut its kernels down, and an instructor
+    who presses Ctrl-C again must not interrupt the stopping (a traceback, the model server and
+    its private folder left behind)."""
+    class RunningVoila:
+        pid = 999_999_999
+
+        def __init__(self, cmd, **kwargs):
+            self.env = kwargs["env"]
+
+        def poll(self):
+            return None
+
+        def wait(self, timeout=None):
+            raise KeyboardInterrupt  # the first Ctrl-C
+
+    stopped = []
+
+    def stop_tree(proc, **kwargs):
+        if not stopped:  # the second Ctrl-C, while Voila shuts down
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+        stopped.append(proc)
+
+    monkeypatch.setattr(D.subprocess, "Popen", RunningVoila)
+    monkeypatch.setattr(D, "_wait_listening", lambda *a: None)
+    monkeypatch.setattr(D, "stop_tree", stop_tree)
+    handlers = {sig: signal.getsignal(sig)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        code, _, err = run(capsys, "--notebook", notebook, "--port", "0", "--pool", "0")
+        assert {sig: signal.getsignal(sig) for sig in handlers} == handlers  # given back
+    except KeyboardInterrupt:
+        pytest.fail(f"the second Ctrl-C interrupted the stopping after {len(stopped)} of 2 steps")
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert code == 0 and "stopping the demo" in err
+    assert len(stopped) == 2  # Voila and the model server
+    assert not Path(stopped[0].env[ENV_SOCKET]).parent.exists()  # the private folder is removed
 
 
 def test_voila_command_is_a_standalone_app_without_code(notebook):
