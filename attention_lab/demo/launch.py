@@ -13,11 +13,11 @@ kernels of viewers who left are shut down after ``--cull-after`` seconds. Both d
 this machine's free memory (:func:`plan`). The trained model is loaded once, in a process of its own
 (:mod:`attention_lab.demo.model_server`), for every viewer.
 
-The launcher checks the options (port free, host local unless ``--allow-network``, a token),
-starts the model server and Voila in sessions of their own, prints the address once Voila listens,
-and on Ctrl-C, SIGTERM, SIGHUP or Voila's exit stops both and every kernel Voila started
-(:func:`attention_lab._process.stop_tree`). Voila is imported only to check that it is installed,
-so ``--help`` is fast.
+The launcher checks the options (a notebook that reads as JSON, port free, host local unless
+``--allow-network``, a token), starts the model server and Voila in sessions of their own, prints
+the address once Voila listens, and on Ctrl-C, SIGTERM, SIGHUP or Voila's exit stops both and
+every kernel Voila started (:func:`attention_lab._process.stop_tree`). Voila is imported only to
+check that it is installed, so ``--help`` is fast.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import errno
 import ipaddress
+import json
 import math
 import os
 import re
@@ -242,6 +243,11 @@ def _prepare(args) -> tuple[Path, str, int, str]:
                  else "check the path")
         raise DemoError(f"the demo notebook {notebook} does not exist: {where}; "
                         f"or pass --notebook PATH")
+    try:
+        json.loads(notebook.read_bytes())
+    except ValueError as exc:  # a merge conflict, a truncated copy (not UTF-8 included)
+        raise DemoError(f"the demo notebook {notebook} is not a notebook (invalid JSON: {exc})") \
+            from None
     if not 0 <= args.port <= 65535:
         raise DemoError(f"--port must be between 0 and 65535, got {args.port}")
     host = args.host

@@ -40,6 +40,16 @@ def test_default_notebook_missing_says_to_use_a_checkout(capsys, monkeypatch, tm
     assert code == 2 and "checkout of attention-lab" in err
 
 
+def test_a_broken_notebook_is_reported_before_the_demo_starts(capsys, tmp_path, monkeypatch):
+    """A notebook left broken (a merge conflict, a truncated copy): the demo used to say it was
+    running, and its page answered only '400: Unreadable Notebook'."""
+    path = tmp_path / "demo.ipynb"
+    path.write_text('{"cells": [\n<<<<<<< HEAD\n')
+    monkeypatch.setattr(D.subprocess, "Popen", lambda *a, **k: pytest.fail("the demo started"))
+    code, _, err = run(capsys, "--notebook", path, "--port", "0")
+    assert code == 2 and f"{path} is not a notebook (invalid JSON: Expecting value: line 2" in err
+
+
 def test_text_notebook_gets_a_hint(capsys, tmp_path):
     code, _, err = run(capsys, "--notebook", tmp_path / "demo.py")
     assert code == 2 and "must be a .ipynb" in err and "nbtools execute" in err
