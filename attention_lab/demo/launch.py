@@ -351,6 +351,10 @@ def main(argv: list[str] | None = None) -> int:
         while proc.poll() is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(1.0)
+            if model.returncode is None and model.poll() is not None:  # told once
+                print(f"error: the model server stopped (exit code {model.returncode}): the "
+                      f"trained model's tab cannot decode until the demo is restarted",
+                      file=sys.stderr, flush=True)
         print(f"error: Voila exited with code {proc.returncode}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

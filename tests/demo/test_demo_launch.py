@@ -153,6 +153,34 @@ def test_a_second_ctrl_c_while_the_demo_stops_does_not_cut_the_cleanup_short(cap
     assert not Path(stopped[0].env[ENV_SOCKET]).parent.exists()  # the private folder is removed
 
 
+def test_a_model_server_that_dies_during_the_lecture_is_reported(capsys, notebook, monkeypatch):
+    """The model server (torch, ~240 MiB) is among the first processes the system kills when
+    memory runs out (SIGKILL: no message of its own); the trained model's tab then fails for
+    every viewer, so the instructor is told, once."""
+    class Process:
+        pid, returncode = 999_999_999, None
+
+        def __init__(self, cmd, **kwargs):
+            self.model = "attention_lab.demo.model_server" in cmd
+            self.polls = 0
+
+        def poll(self):
+            self.polls += 1
+            if self.model or self.polls > 5:  # the model server killed; Voila stops later
+                self.returncode = -9 if self.model else 0
+            return self.returncode
+
+        def wait(self, timeout=None):
+            return self.returncode
+
+    monkeypatch.setattr(D.subprocess, "Popen", Process)
+    monkeypatch.setattr(D, "_wait_listening", lambda *a: None)
+    monkeypatch.setattr(D, "stop_tree", lambda *a, **k: [])
+    code, _, err = run(capsys, "--notebook", notebook, "--port", "0", "--pool", "0")
+    assert code == 1 and "Voila exited with code 0" in err
+    assert err.count("the model server stopped (exit code -9)") == 1
+
+
 def test_voila_command_is_a_standalone_app_without_code(notebook):
     cmd = D.voila_command(notebook, "127.0.0.1", 8866, "tok", "light")
     for option in ("--no-browser", "--Voila.ip=127.0.0.1", "--port=8866", "--Voila.port_retries=0",
