@@ -249,10 +249,13 @@ class DemoKernelManager(AsyncMappingKernelManager):
 
     def _watch_executions(self, kernel_id: str) -> dict:
         """Listen on the kernel's IOPub for the end of each execution; returns a dict whose
-        ``"at"`` is the time the last execution ended (None while one runs or none ran)."""
+        ``"at"`` is the time the last execution ended (None while one runs or none ran) and whose
+        ``"died"`` turns True when the kernel died (jupyter_client restarts it, without the
+        notebook)."""
         kernel = self.get_kernel(kernel_id)
         stream = kernel.connect_iopub()
-        state = {"at": None, "stream": stream}
+        state = {"at": None, "stream": stream, "died": False}
+        kernel.add_restart_callback(lambda: state.update(died=True), "restart")
 
         def on_message(parts):
             # only status messages are deserialized (a preheating sends hundreds of comm_open)
@@ -270,7 +273,8 @@ class DemoKernelManager(AsyncMappingKernelManager):
     async def _release_when_preheated(self, kernel_id: str, idle: dict, started: float,
                                       for_pool: bool) -> None:
         try:
-            while time.monotonic() - started < self.preheat_timeout and kernel_id in self:
+            while (time.monotonic() - started < self.preheat_timeout and kernel_id in self
+                   and not idle["died"]):
                 if idle["at"] is not None and time.monotonic() - idle["at"] > 0.5:
                     self.preheat_seconds.append(time.monotonic() - started)
                     break

@@ -109,6 +109,50 @@ def test_a_refill_prepares_nothing_before_the_room_is_quiet():
         pool.submit(asyncio.run, scenario()).result()
 
 
+def test_a_kernel_that_dies_while_preheating_gives_its_slot_back():
+    """A kernel that died while it ran the notebook is restarted by jupyter_client (without the
+    notebook): its preheating slot goes to the next kernel at once, not after
+    ``preheat_timeout`` (120 s: every other kernel, a viewer's included, waited that long)."""
+    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+
+    class Kernel:  # what the manager reads of a kernel: its IOPub and its restarter's callbacks
+        def __init__(self):
+            self.callbacks = []
+
+        def connect_iopub(self):
+            return type("Stream", (), {"on_recv": lambda s, f: None, "closed": lambda s: False,
+                                       "close": lambda s: None})()
+
+        def add_restart_callback(self, callback, event="restart"):
+            self.callbacks.append((callback, event))
+
+        def restarted(self):  # what jupyter_client's restarter calls when the kernel died
+            for callback, event in self.callbacks:
+                if event == "restart":
+                    callback()
+
+    class Started(AsyncMappingKernelManager):  # a kernel started, as jupyter_server's manager
+        async def start_kernel(self, **kwargs):
+            kernel_id = f"k{len(self._kernels)}"
+            self._kernels[kernel_id] = Kernel()
+            return kernel_id
+
+    class Manager(S.DemoKernelManager, Started):
+        pass
+
+    async def scenario():
+        km = Manager(preheat_slots=1, preheat_timeout=3600)
+        first = await km.start_kernel()
+        second = asyncio.ensure_future(km.start_kernel())
+        await asyncio.sleep(0.3)
+        assert not second.done()          # one slot: the first kernel preheats
+        km.get_kernel(first).restarted()  # ... and dies
+        assert await asyncio.wait_for(second, 10) == "k1"
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
+
+
 def test_the_activity_watch_records_what_jupyter_servers_records(monkeypatch):
     """The lighter IOPub watch (kernel activity and execution state, read by the culler) leaves
     a kernel as jupyter_server's own watch does, message after message."""
