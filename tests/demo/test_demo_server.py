@@ -291,9 +291,10 @@ def test_an_ablation_switches_each_addition_off_and_names_a_wrong_one(monkeypatc
 
 
 def test_the_full_page_says_what_happened_and_retries():
-    page = S.full_page(60, 60)
+    page = S.full_page(60, 60, "/?token=t&retry=1")
     assert "The demo is full" in page and "60 viewers are watching" in page
-    assert "--max-viewers 60" in page and 'http-equiv="refresh" content="30"' in page
+    assert "--max-viewers 60" in page
+    assert 'http-equiv="refresh" content="30; url=/?token=t&amp;retry=1"' in page
 
 
 # ------------------------------------------------------------------------------------------------
@@ -357,6 +358,19 @@ def _kernel_count(server) -> int:
     return count
 
 
+def _get(port: int, path: str) -> tuple[int, str]:
+    """The status and body of a GET of ``path``."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
 def _legacy_websocket_status(port: int, token: str, kernel_id: str) -> int:
     """The HTTP status of a websocket upgrade without the v1 subprotocol."""
     import http.client
@@ -376,6 +390,7 @@ def test_a_lecture_hall_server(hall):
     base = f"http://127.0.0.1:{hall.port}"
     # the preheating ended when the kernel had run the notebook (seen on its IOPub): a kernel whose
     # slot the 120 s timeout gave back has no preheating time, and the median would be nan
+    import html
     import re
 
     preheat = re.search(r"preheated kernel\(s\) ready for viewers \((\S+) s of preheating",
@@ -403,6 +418,13 @@ def test_a_lecture_hall_server(hall):
         second = Viewer(base, hall.token, timeout=30)
         assert not await second.load() and second.status == 503  # the demo is full
         assert "turned a viewer away: 1 viewers, --max-viewers 1" in hall.log_path.read_text()
+        # the full page retries by itself every 30 s: the same viewer, not one more turned away
+        status, page = _get(hall.port, f"/?token={hall.token}")
+        assert status == 503
+        refresh = re.search(r'http-equiv="refresh" content="30; url=([^"]*)"', page)
+        status, _ = _get(hall.port, html.unescape(refresh.group(1)))
+        assert status == 503
+        assert hall.log_path.read_text().count("turned a viewer away") == 2, hall.log_tail()
         # the trained model's tab: built on opening, decoded by the shared model, no torch here
         assert await first.open_tab(5, timeout=120) is not None
         kernel = _kernel_process(hall, first.kernel_id)
