@@ -219,7 +219,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="seconds to wait for Voila to start (default 60)")
     p.add_argument("--pool", type=non_negative_int, default=None, metavar="N",
                    help="kernels kept preheated for arriving viewers (default: from free memory, "
-                        f"at most {MAX_DEFAULT_POOL}; 0 = start a kernel per viewer on arrival)")
+                        f"at most {MAX_DEFAULT_POOL} and --max-viewers; 0 = start a kernel per "
+                        "viewer on arrival)")
     p.add_argument("--max-viewers", type=non_negative_int, default=None, metavar="N",
                    help="viewers served at once; further viewers get a page saying the demo is "
                         "full (default: from free memory; 0 = no limit)")
@@ -303,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     if not local:
         print(network_warning(host, port), file=sys.stderr, flush=True)
     defaults = plan()
-    pool = defaults.pool if args.pool is None else args.pool
     max_viewers = defaults.max_viewers if args.max_viewers is None else args.max_viewers
+    # a pool larger than the viewer limit could never be used
+    pool = min(defaults.pool, max_viewers or defaults.pool) if args.pool is None else args.pool
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     # dozens of kernels on a few cores: one math thread each (the explorers' arrays are tiny)

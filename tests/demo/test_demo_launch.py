@@ -235,6 +235,31 @@ def test_defaults_from_free_memory(free_mib, pool, viewers):
         free_mib, D.RESERVE_MIB + 2 * D.VIEWER_MIB)
 
 
+@pytest.mark.parametrize("argv, pool", [([], 30), (["--max-viewers", "4"], 4),
+                                         (["--max-viewers", "0"], 30),
+                                         (["--max-viewers", "4", "--pool", "6"], 6)])
+def test_the_default_pool_is_no_larger_than_the_viewer_limit(capsys, notebook, monkeypatch,
+                                                             argv, pool):
+    """A seminar's --max-viewers 4 on a 24 GB machine: 30 preheated kernels (4 GB, minutes of
+    CPU) could never all be used; the default pool is at most the viewer limit."""
+    launched = []
+
+    class DeadVoila:
+        pid, returncode = 999_999_999, 1
+
+        def __init__(self, cmd, **kwargs):
+            launched.append(cmd)
+
+        def poll(self):
+            return 1
+
+    monkeypatch.setattr(D.subprocess, "Popen", DeadVoila)
+    monkeypatch.setattr(D, "plan", lambda: D.Plan(pool=30, max_viewers=72, available_mib=22_000))
+    monkeypatch.setattr(D, "stop_tree", lambda *a, **k: [])
+    run(capsys, "--notebook", notebook, "--port", "0", *argv)
+    assert f"--pool_size={pool}" in launched[-1]
+
+
 @pytest.mark.parametrize("option", ["--pool", "--max-viewers", "--cull-after"])
 def test_lecture_hall_options_must_be_whole_numbers_from_zero(capsys, notebook, option):
     with pytest.raises(SystemExit) as exc:
