@@ -168,8 +168,7 @@ class Demo:
         self.widget.add_class("al-demo")
         self._resetting = False
         self.tabs.observe(self._on_tab, names="selected_index")
-        if titles[self.tabs.selected_index or 0] in self._later:  # the first tab is on screen
-            self.explorer(titles[self.tabs.selected_index or 0])
+        self._on_tab({"new": self.tabs.selected_index or 0})  # the first tab is on screen
 
     def _add(self, title: str, explorer) -> None:
         controls = _controls_of(explorer, title)

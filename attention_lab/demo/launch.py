@@ -13,11 +13,11 @@ kernels of viewers who left are shut down after ``--cull-after`` seconds. Both d
 this machine's free memory (:func:`plan`). The trained model is loaded once, in a process of its own
 (:mod:`attention_lab.demo.model_server`), for every viewer.
 
-The launcher checks the options (port free, host local unless ``--allow-network``, a token),
-starts the model server and Voila in sessions of their own, prints the address once Voila listens,
-and on Ctrl-C, SIGTERM, SIGHUP or Voila's exit stops both and every kernel Voila started
-(:func:`attention_lab._process.stop_tree`). Voila is imported only to check that it is installed,
-so ``--help`` is fast.
+The launcher checks the options (a notebook that reads as JSON, port free, host local unless
+``--allow-network``, a token), starts the model server and Voila in sessions of their own, prints
+the address once Voila listens, and on Ctrl-C, SIGTERM, SIGHUP or Voila's exit stops both and
+every kernel Voila started (:func:`attention_lab._process.stop_tree`). Voila is imported only to
+check that it is installed, so ``--help`` is fast.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ import argparse
 import contextlib
 import errno
 import ipaddress
+import json
 import math
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -217,7 +219,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="seconds to wait for Voila to start (default 60)")
     p.add_argument("--pool", type=non_negative_int, default=None, metavar="N",
                    help="kernels kept preheated for arriving viewers (default: from free memory, "
-                        f"at most {MAX_DEFAULT_POOL}; 0 = start a kernel per viewer on arrival)")
+                        f"at most {MAX_DEFAULT_POOL} and --max-viewers; 0 = start a kernel per "
+                        "viewer on arrival)")
     p.add_argument("--max-viewers", type=non_negative_int, default=None, metavar="N",
                    help="viewers served at once; further viewers get a page saying the demo is "
                         "full (default: from free memory; 0 = no limit)")
@@ -241,6 +244,11 @@ def _prepare(args) -> tuple[Path, str, int, str]:
                  else "check the path")
         raise DemoError(f"the demo notebook {notebook} does not exist: {where}; "
                         f"or pass --notebook PATH")
+    try:
+        json.loads(notebook.read_bytes())
+    except ValueError as exc:  # a merge conflict, a truncated copy (not UTF-8 included)
+        raise DemoError(f"the demo notebook {notebook} is not a notebook (invalid JSON: {exc})") \
+            from None
     if not 0 <= args.port <= 65535:
         raise DemoError(f"--port must be between 0 and 65535, got {args.port}")
     host = args.host
@@ -250,8 +258,9 @@ def _prepare(args) -> tuple[Path, str, int, str]:
             f"(a lecture-hall network), add --allow-network to confirm; otherwise leave --host out "
             f"(127.0.0.1, this machine only)")
     token = args.token if args.token is not None else secrets.token_urlsafe(12)
-    if not token or any(ch in token for ch in " /?&#%"):
-        raise DemoError("--token must be non-empty and use letters, digits, '-', '_' or '.'")
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", token):
+        raise DemoError(f"--token must be non-empty and use letters, digits, '-', '_' or '.' "
+                        f"only, got {token!r}")
     port = free_port(host if host not in ("0.0.0.0", "::") else "127.0.0.1") \
         if args.port == 0 else args.port
     check_port_free(host, port)
@@ -295,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     if not local:
         print(network_warning(host, port), file=sys.stderr, flush=True)
     defaults = plan()
-    pool = defaults.pool if args.pool is None else args.pool
     max_viewers = defaults.max_viewers if args.max_viewers is None else args.max_viewers
+    # a pool larger than the viewer limit could never be used
+    pool = min(defaults.pool, max_viewers or defaults.pool) if args.pool is None else args.pool
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     # dozens of kernels on a few cores: one math thread each (the explorers' arrays are tiny)
@@ -305,9 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     # the trained model, once for every viewer, reached through a private socket and a key
     private = Path(tempfile.mkdtemp(prefix="attention-lab-demo-"))  # mode 0700
     env[ENV_SOCKET], env[ENV_KEY] = str(private / "model.sock"), secrets.token_hex(32)
-    # SIGTERM/SIGHUP to the launcher stop Voila too (the finally clause below)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _raise_interrupt)
+    # Ctrl-C, SIGTERM and SIGHUP to the launcher stop Voila too (the finally clause below)
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in signals}
     child = dict(env=env, start_new_session=True,
                  preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
     model = subprocess.Popen([sys.executable, "-m", "attention_lab.demo.model_server",
@@ -343,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
         while proc.poll() is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(1.0)
+            if model.returncode is None and model.poll() is not None:  # told once
+                print(f"error: the model server stopped (exit code {model.returncode}): the "
+                      f"trained model's tab cannot decode until the demo is restarted",
+                      file=sys.stderr, flush=True)
         print(f"error: Voila exited with code {proc.returncode}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -350,10 +364,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         # SIGTERM to Voila's group (it shuts its kernels down), then SIGKILL to what is left,
-        # kernels in their own sessions included
+        # kernels in their own sessions included; a second Ctrl-C must not cut this short
+        for sig in signals:
+            signal.signal(sig, signal.SIG_IGN)
         stop_tree(proc, group=proc.pid, grace=10.0, wait=10.0)
         stop_tree(model, group=model.pid, grace=2.0, wait=5.0)
         shutil.rmtree(private, ignore_errors=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _capacity_line(pool: int, max_viewers: int, cull_after: int, defaults: Plan) -> str:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import html
 import json
 import os
 import re
@@ -120,10 +121,11 @@ class Viewers:
             self.pending.popleft()
         return len(self.kernels) + len(self.pending)
 
-    def admit(self, live_kernels) -> bool:
-        """Count a new page in if there is room; False if the demo is full."""
+    def admit(self, live_kernels, retry: bool = False) -> bool:
+        """Count a new page in if there is room; False if the demo is full (``retry``: the full
+        page asking again, a viewer turned away already)."""
         if self.limit and self.count(live_kernels) >= self.limit:
-            self.turned_away += 1
+            self.turned_away += not retry
             return False
         self.pending.append(self.clock())
         return True
@@ -136,10 +138,12 @@ class Viewers:
                 self.pending.popleft()
 
 
-def full_page(viewers: int, limit: int) -> str:
-    """The page a viewer gets when the demo is full: what happened, and that it retries."""
+def full_page(viewers: int, limit: int, again: str) -> str:
+    """The page a viewer gets when the demo is full: what happened, and that it retries (at the
+    URL ``again``)."""
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="30">
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="30; url={html.escape(again)}">
 <title>The demo is full</title>
 <style>body {{ font: 22px/1.5 system-ui, sans-serif; max-width: 44em; margin: 4em auto;
 padding: 0 1em; color: #222; }} h1 {{ font-size: 34px; }}</style></head>
@@ -249,10 +253,13 @@ class DemoKernelManager(AsyncMappingKernelManager):
 
     def _watch_executions(self, kernel_id: str) -> dict:
         """Listen on the kernel's IOPub for the end of each execution; returns a dict whose
-        ``"at"`` is the time the last execution ended (None while one runs or none ran)."""
+        ``"at"`` is the time the last execution ended (None while one runs or none ran) and whose
+        ``"died"`` turns True when the kernel died (jupyter_client restarts it, without the
+        notebook)."""
         kernel = self.get_kernel(kernel_id)
         stream = kernel.connect_iopub()
-        state = {"at": None, "stream": stream}
+        state = {"at": None, "stream": stream, "died": False}
+        kernel.add_restart_callback(lambda: state.update(died=True), "restart")
 
         def on_message(parts):
             # only status messages are deserialized (a preheating sends hundreds of comm_open)
@@ -270,7 +277,8 @@ class DemoKernelManager(AsyncMappingKernelManager):
     async def _release_when_preheated(self, kernel_id: str, idle: dict, started: float,
                                       for_pool: bool) -> None:
         try:
-            while time.monotonic() - started < self.preheat_timeout and kernel_id in self:
+            while (time.monotonic() - started < self.preheat_timeout and kernel_id in self
+                   and not idle["died"]):
                 if idle["at"] is not None and time.monotonic() - idle["at"] > 0.5:
                     self.preheat_seconds.append(time.monotonic() - started)
                     break
@@ -314,15 +322,19 @@ class GatedVoilaHandler(voila_compat.PageHandler):
     async def get(self, path=None):
         viewers: Viewers = self.settings[VIEWERS]
         viewers.active()
-        if not path and not viewers.admit(self.kernel_manager.list_kernel_ids()):
+        retry = self.get_query_argument("retry", None) is not None  # the full page's own
+        if not path and not viewers.admit(self.kernel_manager.list_kernel_ids(), retry):
             count = viewers.count(self.kernel_manager.list_kernel_ids())
-            tell_instructor(f"turned a viewer away: {count} viewers, --max-viewers "
-                            f"{viewers.limit} ({viewers.turned_away} turned away so far)")
+            if not retry:
+                tell_instructor(f"turned a viewer away: {count} viewers, --max-viewers "
+                                f"{viewers.limit} ({viewers.turned_away} turned away so far)")
             self.set_status(503)
             self.set_header("Retry-After", "30")
             self.set_header("Content-Type", "text/html; charset=utf-8")
             self.set_header("Cache-Control", "no-store")
-            self.finish(full_page(count, viewers.limit))
+            uri = self.request.uri
+            self.finish(full_page(count, viewers.limit,
+                                  uri if retry else f"{uri}{'&' if '?' in uri else '?'}retry=1"))
             return
         await super().get(path)
 

@@ -240,6 +240,18 @@ def test_a_tab_that_fails_to_build_says_why_and_is_tried_again():
         demo.explorer("Nope")
 
 
+def test_a_first_tab_that_fails_to_build_leaves_the_demo_running():
+    """The tab on screen first is built with the app: its failure is shown there, as any tab's,
+    instead of taking the whole demo (every other tab) down."""
+    def broken():
+        raise ConnectionError("no model server at demo.sock")
+
+    demo = D.build_demo({"Model": D.later(broken), "Query": Bare()})
+    assert demo.errors == {"Model": "ConnectionError: no model server at demo.sock"}
+    assert "could not be opened" in demo.tabs.children[0].children[0].value
+    assert list(demo.explorers) == ["Query"]
+
+
 def test_later_needs_a_callable():
     with pytest.raises(TypeError, match="later\\(\\) needs a callable"):
         D.later(TemperatureExplorer(backend="agg"))

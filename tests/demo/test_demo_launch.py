@@ -3,7 +3,10 @@ messages, and the Voila command it builds (tests/browser starts it for real)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import time
 
 import pytest
 
@@ -37,6 +40,16 @@ def test_default_notebook_missing_says_to_use_a_checkout(capsys, monkeypatch, tm
     assert code == 2 and "checkout of attention-lab" in err
 
 
+def test_a_broken_notebook_is_reported_before_the_demo_starts(capsys, tmp_path, monkeypatch):
+    """A notebook left broken (a merge conflict, a truncated copy): the demo used to say it was
+    running, and its page answered only '400: Unreadable Notebook'."""
+    path = tmp_path / "demo.ipynb"
+    path.write_text('{"cells": [\n<<<<<<< HEAD\n')
+    monkeypatch.setattr(D.subprocess, "Popen", lambda *a, **k: pytest.fail("the demo started"))
+    code, _, err = run(capsys, "--notebook", path, "--port", "0")
+    assert code == 2 and f"{path} is not a notebook (invalid JSON: Expecting value: line 2" in err
+
+
 def test_text_notebook_gets_a_hint(capsys, tmp_path):
     code, _, err = run(capsys, "--notebook", tmp_path / "demo.py")
     assert code == 2 and "must be a .ipynb" in err and "nbtools execute" in err
@@ -55,10 +68,13 @@ def test_busy_port(capsys, notebook):
 @pytest.mark.parametrize("argv, message", [
     (["--port", "70000"], "between 0 and 65535"),
     (["--token", "a b"], "--token must be"),
+    # a browser reads '+' in a query as a space: the printed URL's token would not be accepted
+    (["--token", "lecture+1"], "--token must be"),
     (["--host", "0.0.0.0"], "add --allow-network to confirm"),
     (["--host", "no-such-host.invalid"], "neither an IP address nor a name"),
 ])
-def test_bad_options(capsys, notebook, argv, message):
+def test_bad_options(capsys, notebook, monkeypatch, argv, message):
+    monkeypatch.setattr(D.subprocess, "Popen", lambda *a, **k: pytest.fail("the demo started"))
     code, out, err = run(capsys, "--notebook", notebook, *argv)
     assert code == 2 and message in err and out == ""
 
@@ -92,6 +108,77 @@ def test_network_serving_warns_and_a_failed_start_is_reported(capsys, notebook, 
     env = launched["kwargs"]["env"]
     assert env[ENV_KEY] and env[ENV_SOCKET].endswith("model.sock")
     assert not Path(env[ENV_SOCKET]).parent.exists()  # the private folder is removed
+
+
+def test_a_second_ctrl_c_while_the_demo_stops_does_not_cut_the_cleanup_short(capsys, notebook,
+                                                                          monkeypatch):
+    """Ctrl-C stops the demo; Voila takes seconds to shut its kernels down, and an instructor
+    who presses Ctrl-C again must not interrupt the stopping (a traceback, the model server and
+    its private folder left behind)."""
+    class RunningVoila:
+        pid = 999_999_999
+
+        def __init__(self, cmd, **kwargs):
+            self.env = kwargs["env"]
+
+        def poll(self):
+            return None
+
+        def wait(self, timeout=None):
+            raise KeyboardInterrupt  # the first Ctrl-C
+
+    stopped = []
+
+    def stop_tree(proc, **kwargs):
+        if not stopped:  # the second Ctrl-C, while Voila shuts down
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.1)
+        stopped.append(proc)
+
+    monkeypatch.setattr(D.subprocess, "Popen", RunningVoila)
+    monkeypatch.setattr(D, "_wait_listening", lambda *a: None)
+    monkeypatch.setattr(D, "stop_tree", stop_tree)
+    handlers = {sig: signal.getsignal(sig)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        code, _, err = run(capsys, "--notebook", notebook, "--port", "0", "--pool", "0")
+        assert {sig: signal.getsignal(sig) for sig in handlers} == handlers  # given back
+    except KeyboardInterrupt:
+        pytest.fail(f"the second Ctrl-C interrupted the stopping after {len(stopped)} of 2 steps")
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert code == 0 and "stopping the demo" in err
+    assert len(stopped) == 2  # Voila and the model server
+    assert not Path(stopped[0].env[ENV_SOCKET]).parent.exists()  # the private folder is removed
+
+
+def test_a_model_server_that_dies_during_the_lecture_is_reported(capsys, notebook, monkeypatch):
+    """The model server (torch, ~240 MiB) is among the first processes the system kills when
+    memory runs out (SIGKILL: no message of its own); the trained model's tab then fails for
+    every viewer, so the instructor is told, once."""
+    class Process:
+        pid, returncode = 999_999_999, None
+
+        def __init__(self, cmd, **kwargs):
+            self.model = "attention_lab.demo.model_server" in cmd
+            self.polls = 0
+
+        def poll(self):
+            self.polls += 1
+            if self.model or self.polls > 5:  # the model server killed; Voila stops later
+                self.returncode = -9 if self.model else 0
+            return self.returncode
+
+        def wait(self, timeout=None):
+            return self.returncode
+
+    monkeypatch.setattr(D.subprocess, "Popen", Process)
+    monkeypatch.setattr(D, "_wait_listening", lambda *a: None)
+    monkeypatch.setattr(D, "stop_tree", lambda *a, **k: [])
+    code, _, err = run(capsys, "--notebook", notebook, "--port", "0", "--pool", "0")
+    assert code == 1 and "Voila exited with code 0" in err
+    assert err.count("the model server stopped (exit code -9)") == 1
 
 
 def test_voila_command_is_a_standalone_app_without_code(notebook):
@@ -146,6 +233,31 @@ def test_defaults_from_free_memory(free_mib, pool, viewers):
     assert (plan.pool, plan.max_viewers) == (pool, viewers)
     assert (plan.pool + plan.max_viewers) * D.VIEWER_MIB + D.RESERVE_MIB <= max(
         free_mib, D.RESERVE_MIB + 2 * D.VIEWER_MIB)
+
+
+@pytest.mark.parametrize("argv, pool", [([], 30), (["--max-viewers", "4"], 4),
+                                         (["--max-viewers", "0"], 30),
+                                         (["--max-viewers", "4", "--pool", "6"], 6)])
+def test_the_default_pool_is_no_larger_than_the_viewer_limit(capsys, notebook, monkeypatch,
+                                                             argv, pool):
+    """A seminar's --max-viewers 4 on a 24 GB machine: 30 preheated kernels (4 GB, minutes of
+    CPU) could never all be used; the default pool is at most the viewer limit."""
+    launched = []
+
+    class DeadVoila:
+        pid, returncode = 999_999_999, 1
+
+        def __init__(self, cmd, **kwargs):
+            launched.append(cmd)
+
+        def poll(self):
+            return 1
+
+    monkeypatch.setattr(D.subprocess, "Popen", DeadVoila)
+    monkeypatch.setattr(D, "plan", lambda: D.Plan(pool=30, max_viewers=72, available_mib=22_000))
+    monkeypatch.setattr(D, "stop_tree", lambda *a, **k: [])
+    run(capsys, "--notebook", notebook, "--port", "0", *argv)
+    assert f"--pool_size={pool}" in launched[-1]
 
 
 @pytest.mark.parametrize("option", ["--pool", "--max-viewers", "--cull-after"])

@@ -109,6 +109,50 @@ def test_a_refill_prepares_nothing_before_the_room_is_quiet():
         pool.submit(asyncio.run, scenario()).result()
 
 
+def test_a_kernel_that_dies_while_preheating_gives_its_slot_back():
+    """A kernel that died while it ran the notebook is restarted by jupyter_client (without the
+    notebook): its preheating slot goes to the next kernel at once, not after
+    ``preheat_timeout`` (120 s: every other kernel, a viewer's included, waited that long)."""
+    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+
+    class Kernel:  # what the manager reads of a kernel: its IOPub and its restarter's callbacks
+        def __init__(self):
+            self.callbacks = []
+
+        def connect_iopub(self):
+            return type("Stream", (), {"on_recv": lambda s, f: None, "closed": lambda s: False,
+                                       "close": lambda s: None})()
+
+        def add_restart_callback(self, callback, event="restart"):
+            self.callbacks.append((callback, event))
+
+        def restarted(self):  # what jupyter_client's restarter calls when the kernel died
+            for callback, event in self.callbacks:
+                if event == "restart":
+                    callback()
+
+    class Started(AsyncMappingKernelManager):  # a kernel started, as jupyter_server's manager
+        async def start_kernel(self, **kwargs):
+            kernel_id = f"k{len(self._kernels)}"
+            self._kernels[kernel_id] = Kernel()
+            return kernel_id
+
+    class Manager(S.DemoKernelManager, Started):
+        pass
+
+    async def scenario():
+        km = Manager(preheat_slots=1, preheat_timeout=3600)
+        first = await km.start_kernel()
+        second = asyncio.ensure_future(km.start_kernel())
+        await asyncio.sleep(0.3)
+        assert not second.done()          # one slot: the first kernel preheats
+        km.get_kernel(first).restarted()  # ... and dies
+        assert await asyncio.wait_for(second, 10) == "k1"
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result()
+
+
 def test_the_activity_watch_records_what_jupyter_servers_records(monkeypatch):
     """The lighter IOPub watch (kernel activity and execution state, read by the culler) leaves
     a kernel as jupyter_server's own watch does, message after message."""
@@ -247,9 +291,10 @@ def test_an_ablation_switches_each_addition_off_and_names_a_wrong_one(monkeypatc
 
 
 def test_the_full_page_says_what_happened_and_retries():
-    page = S.full_page(60, 60)
+    page = S.full_page(60, 60, "/?token=t&retry=1")
     assert "The demo is full" in page and "60 viewers are watching" in page
-    assert "--max-viewers 60" in page and 'http-equiv="refresh" content="30"' in page
+    assert "--max-viewers 60" in page
+    assert 'http-equiv="refresh" content="30; url=/?token=t&amp;retry=1"' in page
 
 
 # ------------------------------------------------------------------------------------------------
@@ -313,6 +358,19 @@ def _kernel_count(server) -> int:
     return count
 
 
+def _get(port: int, path: str) -> tuple[int, str]:
+    """The status and body of a GET of ``path``."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
 def _legacy_websocket_status(port: int, token: str, kernel_id: str) -> int:
     """The HTTP status of a websocket upgrade without the v1 subprotocol."""
     import http.client
@@ -332,6 +390,7 @@ def test_a_lecture_hall_server(hall):
     base = f"http://127.0.0.1:{hall.port}"
     # the preheating ended when the kernel had run the notebook (seen on its IOPub): a kernel whose
     # slot the 120 s timeout gave back has no preheating time, and the median would be nan
+    import html
     import re
 
     preheat = re.search(r"preheated kernel\(s\) ready for viewers \((\S+) s of preheating",
@@ -359,6 +418,13 @@ def test_a_lecture_hall_server(hall):
         second = Viewer(base, hall.token, timeout=30)
         assert not await second.load() and second.status == 503  # the demo is full
         assert "turned a viewer away: 1 viewers, --max-viewers 1" in hall.log_path.read_text()
+        # the full page retries by itself every 30 s: the same viewer, not one more turned away
+        status, page = _get(hall.port, f"/?token={hall.token}")
+        assert status == 503
+        refresh = re.search(r'http-equiv="refresh" content="30; url=([^"]*)"', page)
+        status, _ = _get(hall.port, html.unescape(refresh.group(1)))
+        assert status == 503
+        assert hall.log_path.read_text().count("turned a viewer away") == 2, hall.log_tail()
         # the trained model's tab: built on opening, decoded by the shared model, no torch here
         assert await first.open_tab(5, timeout=120) is not None
         kernel = _kernel_process(hall, first.kernel_id)
