@@ -120,8 +120,9 @@ def check_port_free(host: str, port: int) -> None:
             if exc.errno == errno.EADDRINUSE:
                 raise DemoError(
                     f"port {port} on {host} is already in use (another demo, Voila or Jupyter "
-                    f"server?). Stop it, or choose another port: --port {port + 1}, or --port 0 "
-                    f"for any free port") from None
+                    f"server?). Stop it, or choose another port: "
+                    f"--port {port + 1 if port < 65535 else port - 1}, or --port 0 for any free "
+                    f"port") from None
             if exc.errno == errno.EACCES:
                 raise DemoError(f"no permission to listen on port {port}; ports below 1024 need "
                                 f"administrator rights: use e.g. --port {DEFAULT_PORT}") from None
@@ -249,6 +250,8 @@ def _prepare(args) -> tuple[Path, str, int, str]:
     except ValueError as exc:  # a merge conflict, a truncated copy (not UTF-8 included)
         raise DemoError(f"the demo notebook {notebook} is not a notebook (invalid JSON: {exc})") \
             from None
+    except OSError as exc:
+        raise DemoError(f"the demo notebook {notebook} cannot be read: {exc.strerror}") from None
     if not 0 <= args.port <= 65535:
         raise DemoError(f"--port must be between 0 and 65535, got {args.port}")
     host = args.host
@@ -375,9 +378,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _capacity_line(pool: int, max_viewers: int, cull_after: int, defaults: Plan) -> str:
-    viewers = f"up to {max_viewers} viewers" if max_viewers else "no viewer limit"
-    preheating = (f"{pool} kernels preheating (a few seconds of CPU each; '[demo] ... ready' below "
-            f"says when)" if pool else "no preheated kernels")
+    viewers = f"up to {max_viewers} viewer{'s' * (max_viewers != 1)}" if max_viewers \
+        else "no viewer limit"
+    preheating = (f"{pool} kernel{'s' * (pool != 1)} preheating (a few seconds of CPU each; "
+                  f"'[demo] ... ready' below says when)" if pool else "no preheated kernels")
     cull = f"a viewer's kernel ends {cull_after} s after they leave" if cull_after \
         else "kernels of viewers who left are kept"
     return (f"{viewers}, {preheating}, {cull} ({defaults.available_mib / 1024:.1f} GiB of memory free, "

@@ -326,8 +326,9 @@ class GatedVoilaHandler(voila_compat.PageHandler):
         if not path and not viewers.admit(self.kernel_manager.list_kernel_ids(), retry):
             count = viewers.count(self.kernel_manager.list_kernel_ids())
             if not retry:
-                tell_instructor(f"turned a viewer away: {count} viewers, --max-viewers "
-                                f"{viewers.limit} ({viewers.turned_away} turned away so far)")
+                tell_instructor(f"turned a viewer away: {count} viewer{'s' * (count != 1)}, "
+                                f"--max-viewers {viewers.limit} ({viewers.turned_away} turned "
+                                f"away so far)")
             self.set_status(503)
             self.set_header("Retry-After", "30")
             self.set_header("Content-Type", "text/html; charset=utf-8")

@@ -50,6 +50,34 @@ def test_a_broken_notebook_is_reported_before_the_demo_starts(capsys, tmp_path, 
     assert code == 2 and f"{path} is not a notebook (invalid JSON: Expecting value: line 2" in err
 
 
+def test_an_unreadable_notebook_is_one_line(capsys, notebook, monkeypatch):
+    """A notebook the instructor's account may not read (copied from another account): one line
+    naming it, not a traceback."""
+    def denied(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(D.Path, "read_bytes", denied)
+    monkeypatch.setattr(D.subprocess, "Popen", lambda *a, **k: pytest.fail("the demo started"))
+    code, _, err = run(capsys, "--notebook", notebook, "--port", "0")
+    assert code == 2 and f"the demo notebook {notebook} cannot be read: Permission denied" in err
+
+
+def test_the_last_port_suggests_one_that_exists():
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", 65535))
+        except OSError:
+            pytest.skip("port 65535 is taken here")
+        s.listen()
+        with pytest.raises(D.DemoError, match="--port 65534,"):
+            D.check_port_free("127.0.0.1", 65535)
+
+
+def test_the_capacity_line_counts_one_kernel_and_one_viewer_in_the_singular():
+    line = D._capacity_line(1, 1, 0, D.plan(4096))
+    assert "up to 1 viewer," in line and "1 kernel preheating" in line, line
+
+
 def test_text_notebook_gets_a_hint(capsys, tmp_path):
     code, _, err = run(capsys, "--notebook", tmp_path / "demo.py")
     assert code == 2 and "must be a .ipynb" in err and "nbtools execute" in err

@@ -417,7 +417,7 @@ def test_a_lecture_hall_server(hall):
             await asyncio.sleep(0.2)
         second = Viewer(base, hall.token, timeout=30)
         assert not await second.load() and second.status == 503  # the demo is full
-        assert "turned a viewer away: 1 viewers, --max-viewers 1" in hall.log_path.read_text()
+        assert "turned a viewer away: 1 viewer, --max-viewers 1" in hall.log_path.read_text()
         # the full page retries by itself every 30 s: the same viewer, not one more turned away
         status, page = _get(hall.port, f"/?token={hall.token}")
         assert status == 503
