@@ -73,3 +73,12 @@ def test_bad_cache_cost_input_is_named(kwargs, exc, text):
 
     with pytest.raises(exc, match=text):
         cache_cost(**kwargs)
+
+
+def test_huge_configurations_are_counted_exactly():
+    # 10^20 scores do not fit in an int64: the count must not wrap round (to a negative number)
+    from attention_lab.analysis.cost import score_matrix_elements
+
+    c = AttentionCost(batch=10**4, target=10**6, source=10**6, heads=10**3)
+    assert c.elements == 10**19 and c.bytes == 4 * 10**19
+    assert score_matrix_elements(10**20, 1, 1) == 10**20

@@ -13,6 +13,7 @@ counts what that saves and what the cache holds.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ def score_matrix_shape(batch: int, target: int, source: int, heads: int = 1) -> 
 
 def score_matrix_elements(batch: int, target: int, source: int, heads: int = 1) -> int:
     """B * H * T * S. The chapter's exercise: batch 8, target 64, source 512, 4 heads -> 1,048,576."""
-    return int(np.prod(score_matrix_shape(batch, target, source, heads), dtype=np.int64))
+    return math.prod(score_matrix_shape(batch, target, source, heads))  # exact, never wraps
 
 
 def _dtype(dtype) -> str:
