@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validate import float_dtype
+
 BYTES_PER_ELEMENT = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
 
@@ -43,11 +45,8 @@ def score_matrix_elements(batch: int, target: int, source: int, heads: int = 1) 
 
 
 def _dtype(dtype) -> str:
-    """The name of a dtype the cost tables know ("float32", also for torch.float32)."""
-    name = str(dtype).replace("torch.", "")
-    if name not in BYTES_PER_ELEMENT:
-        raise ValueError(f"dtype must be one of {sorted(BYTES_PER_ELEMENT)}, got {dtype!r}")
-    return name
+    """The name of a dtype the cost tables know ("float32", also for torch or numpy float32)."""
+    return float_dtype(dtype)
 
 
 def score_matrix_bytes(batch: int, target: int, source: int, heads: int = 1,
