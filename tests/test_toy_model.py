@@ -217,6 +217,28 @@ def test_cli_rejects_bad_arguments(tmp_path):
         main(["--values", "keys"])
 
 
+@pytest.mark.parametrize("field, value, text", [
+    ("threads", 0, "threads must be > 0"),       # was torch's RuntimeError, a traceback in the CLI
+    ("clip", 0.0, "clip must be finite and > 0"),  # was silently no training (gradients x 0)
+    ("clip", -1.0, "clip must be finite and > 0"),  # was gradient ascent
+    ("warmup", 1.0, r"warmup .* \[0, 1\)"),        # was ZeroDivisionError
+    ("heldout", 0, "heldout must be > 0"),        # was ZeroDivisionError after training
+    ("lr", 0.0, "lr must be finite and > 0"),     # was a run that learns nothing
+    ("seed", -1, "seed must be >= 0"),
+])
+def test_training_settings_out_of_range_are_named(field, value, text):
+    with pytest.raises(ValueError, match=text):
+        TrainConfig(**{field: value})
+
+
+def test_cli_reports_bad_training_settings(tmp_path, capsys):
+    from attention_lab.toy.train import main
+
+    assert main(["--threads", "0", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "threads must be > 0" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
 # --- loading errors ---------------------------------------------------------------------------
 
 @pytest.fixture()
