@@ -159,6 +159,19 @@ def test_dot_model_uses_the_package_torch_path(model, monkeypatch):
     assert calls
 
 
+def test_forced_previous_outputs_are_checked(model):
+    tokens, lengths = data.pad_batch([data.encode("abcd", 12, 12)], 12)
+    forced = data.reverse_targets(tokens, lengths)
+    assert (model.decode(tokens, lengths, force=forced).tokens == forced).all()
+    # a force of the wrong length was taken as it came (or failed at a later step)
+    for bad in (forced[:, :5], np.concatenate([forced, forced]), forced[0]):
+        with pytest.raises(ValueError, match=r"force must have shape \(1, 12\)"):
+            model.decode(tokens, lengths, force=bad)
+    # a symbol outside the vocabulary was torch's 'IndexError: index out of range in self'
+    with pytest.raises(ValueError, match=r"and hold token ids 0\.\.12"):
+        model.decode(tokens, lengths, force=np.full((1, 12), 13))
+
+
 def test_window_outside_the_relevant_position_breaks_the_output(model):
     # global attention reverses; a window around the start (positions 0..2) hides the rest
     assert model.reverse("abcdefghij") == "jihgfedcba"

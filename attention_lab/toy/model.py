@@ -320,6 +320,12 @@ class ReversalModel(nn.Module):
         out_q = torch.zeros(B, L, self.config.hidden)
         out_c = torch.zeros(B, L, self.config.value_width)
         force_t = None if force is None else torch.as_tensor(np.asarray(force), dtype=torch.long)
+        if force_t is not None and (tuple(force_t.shape) != (B, L) or (force_t < 0).any()
+                                    or (force_t > self.config.n_symbols).any()):
+            raise ValueError(f"force must have shape {(B, L)} and hold token ids "
+                             f"0..{self.config.n_symbols} (the previous outputs to feed, e.g. "
+                             f"data.reverse_targets(tokens, lengths)); got shape "
+                             f"{tuple(force_t.shape)}")
         for t in range(steps):
             y, h = self.decoder(self._inputs(prev[:, None], memory), h)
             w, c, s = self._context(y, memory, step_mask[:, t:t + 1], tau)
