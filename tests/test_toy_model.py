@@ -172,6 +172,16 @@ def test_forced_previous_outputs_are_checked(model):
         model.decode(tokens, lengths, force=np.full((1, 12), 13))
 
 
+def test_an_empty_set_of_sources_is_named(model):
+    # e.g. the held-out sequences of a length the set does not hold: ln[ln == 13]
+    tok, ln = data.heldout_set(20, 12, 3, 12)
+    tok, ln = tok[ln == 13], ln[ln == 13]
+    with pytest.raises(ValueError, match=r"tokens must have shape \(B, 12\) with B >= 1"):
+        model.decode(tok, ln)       # was torch's 'Cannot pack empty tensors'
+    with pytest.raises(ValueError, match=r"with B >= 1 sequences, got \(0, 12\)"):
+        evaluate(model, tok, ln)    # was ZeroDivisionError
+
+
 def test_window_outside_the_relevant_position_breaks_the_output(model):
     # global attention reverses; a window around the start (positions 0..2) hides the rest
     assert model.reverse("abcdefghij") == "jihgfedcba"

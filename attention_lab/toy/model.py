@@ -355,8 +355,9 @@ class ReversalModel(nn.Module):
         c = self.config
         tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
         lengths = torch.as_tensor(np.asarray(lengths), dtype=torch.long)
-        if tokens.dim() != 2 or tokens.shape[1] != c.max_len:
-            raise ValueError(f"tokens must have shape (B, {c.max_len}), got {tuple(tokens.shape)}")
+        if tokens.dim() != 2 or tokens.shape[1] != c.max_len or not tokens.shape[0]:
+            raise ValueError(f"tokens must have shape (B, {c.max_len}) with B >= 1 sequences, got "
+                             f"{tuple(tokens.shape)}")
         if lengths.shape != tokens.shape[:1]:
             raise ValueError(f"lengths must have shape ({tokens.shape[0]},), got "
                              f"{tuple(lengths.shape)}")
@@ -444,6 +445,7 @@ def evaluate(model: ReversalModel, tokens, lengths, *, batch: int = 1000, **kwar
     true source position S-1-t (None for a model without attention).
     """
     c = model.config
+    model._batch(tokens, lengths)  # decode's checks, before the set's size divides anything
     tokens, lengths = np.asarray(tokens), np.asarray(lengths)
     targets = data.reverse_targets(tokens, lengths)
     exact = sym = align = steps = 0
