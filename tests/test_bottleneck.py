@@ -109,6 +109,16 @@ def test_a_model_without_attention_refuses_attention_options(pair):
     assert ToyConfig().name == "reversal_additive" and "context" not in ToyConfig().to_dict()
 
 
+def test_attention_measurements_refuse_a_model_without_attention(pair):
+    # were AttributeError ('NoneType' object has no attribute 'argmax'), a TypeError about
+    # ragged lists and a RuntimeError about matrix shapes
+    tok, ln = data.heldout_set(6, 12, 4, 24)
+    for measure in (experiments.alignment_report, experiments.entropy_by_length,
+                    experiments.perfect_retrieval):
+        with pytest.raises(ValueError, match="has no attention"):
+            measure(pair["final state only"], tok, ln)
+
+
 def test_cli_trains_the_model_without_attention(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "attention_lab", "train", "--context", "final_state", "--min-len",

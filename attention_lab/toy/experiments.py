@@ -26,6 +26,7 @@ import torch
 from ..analysis import explain
 from ..softmax import entropy, softmax
 from . import data
+from .audit import _attending
 from .model import Decoded, ReversalModel, one_thread
 
 #: the source lengths of the bottleneck pair (trained on them, measured on each of them)
@@ -96,6 +97,7 @@ def decode_forced(model: ReversalModel, tokens, lengths, **kwargs) -> Decoded:
 
 def alignment_report(model: ReversalModel, tokens, lengths) -> dict:
     """Per-step arrays and summary numbers of attention vs the true alignment (greedy decoding)."""
+    _attending(model)
     d = model.decode(tokens, lengths)
     L = model.config.max_len
     valid = np.arange(L)[None, :] < d.lengths[:, None]
@@ -122,6 +124,7 @@ def alignment_report(model: ReversalModel, tokens, lengths) -> dict:
 def entropy_by_length(model: ReversalModel, tokens, lengths) -> dict:
     """Mean attention entropy (nats) per source length, raw and divided by log S (the entropy of
     uniform attention over S positions)."""
+    _attending(model)
     d = decode_forced(model, tokens, lengths)
     L = model.config.max_len
     H = entropy(d.weights)  # (B, L); padding steps have zero weights -> 0
@@ -156,7 +159,7 @@ def perfect_retrieval(model: ReversalModel, tokens, lengths) -> dict:
     position (weight 1 there, the correct previous symbols fed back), with the model's own
     values and with values that lost detail (the embedding table's symbols merged in pairs, a/b,
     c/d, ...; every symbol given the same value). Needs ``values="embedding"``."""
-    if model.config.values != "embedding":
+    if _attending(model).values != "embedding":
         raise ValueError("perfect_retrieval needs a model whose values are the symbol embeddings")
     if model.config.n_symbols % 2:
         raise ValueError(f"perfect_retrieval merges the symbols in pairs: n_symbols must be even, "
