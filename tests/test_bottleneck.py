@@ -119,6 +119,16 @@ def test_attention_measurements_refuse_a_model_without_attention(pair):
             measure(pair["final state only"], tok, ln)
 
 
+@pytest.mark.parametrize("n, exc, text", [
+    (0, ValueError, "n must be > 0, got 0"),      # was 'need at least one array to concatenate'
+    (-5, ValueError, "n must be > 0, got -5"),    # was 'negative dimensions are not allowed'
+    (2.5, TypeError, "n must be an integer"),
+])
+def test_accuracy_by_length_names_a_bad_sample_size(pair, n, exc, text):
+    with pytest.raises(exc, match=text):
+        experiments.accuracy_by_length(pair, [4, 5], n=n)
+
+
 def test_cli_trains_the_model_without_attention(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "attention_lab", "train", "--context", "final_state", "--min-len",

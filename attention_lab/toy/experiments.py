@@ -23,6 +23,7 @@ import copy
 import numpy as np
 import torch
 
+from .. import _validate
 from ..analysis import explain
 from ..softmax import entropy, softmax
 from . import data
@@ -55,6 +56,7 @@ def accuracy_by_length(models: dict, lengths=None, *, n: int = 200, seed: int = 
     """
     if not models:
         raise ValueError("models is empty; give at least one model, e.g. bottleneck_models()")
+    n = _validate.count(n, "n")
     configs = {name: m.config for name, m in models.items()}
     tasks = {(c.n_symbols, c.max_len) for c in configs.values()}
     if len(tasks) != 1:
