@@ -339,6 +339,13 @@ def test_missing_files_are_reported(tmp_path, copy):
         toy.load(copy)
 
 
+def test_loading_a_folder_names_its_weights_files(copy):
+    # `train --out toy_model` writes into a folder; toy.load("toy_model") said
+    # 'no metadata file toy_model.json next to the weights'
+    with pytest.raises(toy.WeightsError, match=r"is a folder.*\['reversal_additive.pt'\]"):
+        toy.load(copy.parent)
+
+
 def test_training_leaves_the_process_floating_point_state_alone():
     """Training switches on flush-to-zero for speed; it must switch it off again, or every later
     computation in the process (numpy included) silently loses subnormal numbers."""
