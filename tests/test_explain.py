@@ -147,6 +147,15 @@ def test_explain_step_bundles_everything():
     assert r.permutation.tvds.shape == (10,)
 
 
+def test_explain_step_checks_the_gradient_has_one_entry_per_position():
+    step = identity_step([2.0, 0.5, -1.0, 1.0])
+    # a longer gradient was cut to its first S entries without a word, a 2-D one was reported
+    # as 'x and y must have the same length, got 4 and 16'
+    for bad in (np.array([4.0, 2.0, 1.0, 3.0, 9.0]), np.ones((4, 4)), np.ones(3)):
+        with pytest.raises(ValueError, match=r"gradient must have shape \(S=4,\)"):
+            explain.explain_step(step, np.full(4, 0.25), n_permutations=2, gradient=bad)
+
+
 def test_readout_step_validates_its_inputs():
     with pytest.raises(ValueError, match="values must have shape"):
         explain.ReadoutStep(np.zeros(3), np.zeros((2, 2)), np.ones(3, bool), lambda c: c)

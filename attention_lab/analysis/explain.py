@@ -261,6 +261,9 @@ def explain_step(step: ReadoutStep, control, *, n_permutations: int = 100, seed:
     tau_g = None
     if gradient is not None:
         gradient = np.asarray(gradient, dtype=float)
+        if gradient.shape != w.shape:
+            raise ValueError(f"gradient must have shape (S={w.size},), one importance per "
+                             f"position like the weights, got {shape_str(gradient.shape)}")
         tau_g = kendall_tau(w[idx], gradient[idx])
     return StepReport(weights=w, replace=replace_value(step, control),
                       permutation=permute_weights(step, n_permutations, seed),
