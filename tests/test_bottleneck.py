@@ -76,9 +76,8 @@ def test_the_decoder_without_attention_reads_nothing_but_the_final_state(pair, m
     """Hold the summary fixed and every source decodes to the same output: nothing else of the
     source reaches the decoder."""
     final = pair["final state only"]
-    tokens, lengths = data.heldout_set(6, 12, 4, 24, seed=5)
-    lengths[:] = 10
-    tokens[:, 10:] = data.PAD
+    tokens, lengths = data.sample(np.random.default_rng(5), 6, 12, 4, 24, split="heldout",
+                                  lengths=np.full(6, 10))               # six sources of 10
     real = final.final_state
     one = real(torch.as_tensor(tokens[:1]), torch.as_tensor(lengths[:1]))        # (1, 128)
     assert one.shape == (1, 2 * final.config.hidden)

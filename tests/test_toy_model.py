@@ -182,6 +182,23 @@ def test_an_empty_set_of_sources_is_named(model):
         evaluate(model, tok, ln)    # was ZeroDivisionError
 
 
+def test_lengths_that_disagree_with_the_padding_are_named(model):
+    tokens, lengths = data.pad_batch([data.encode("abcd", 12, 12), data.encode("abcdef", 12, 12)],
+                                     12)
+    # lengths of another batch: padding decoded as if it were a symbol, or symbols left out,
+    # and a plausible but wrong output
+    for wrong, b, n in (([6, 6], 0, 4), ([4, 5], 1, 6)):
+        with pytest.raises(ValueError, match=rf"row {b} of tokens is not lengths\[{b}\] = "
+                                             rf"{wrong[b]} symbols .* it holds {n} symbols"):
+            model.decode(tokens, wrong)
+    holed = tokens.copy()
+    holed[0, 1] = data.PAD                      # padding inside the source, 4 symbols still
+    holed[0, 4] = 1
+    with pytest.raises(ValueError, match=r"row 0 of tokens is not lengths\[0\] = 4"):
+        model.decode(holed, lengths)
+    assert model.decode(tokens, lengths).tokens.shape == (2, 12)
+
+
 def test_window_outside_the_relevant_position_breaks_the_output(model):
     # global attention reverses; a window around the start (positions 0..2) hides the rest
     assert model.reverse("abcdefghij") == "jihgfedcba"

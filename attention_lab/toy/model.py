@@ -365,6 +365,14 @@ class ReversalModel(nn.Module):
             raise ValueError(f"lengths must lie in 1..{c.max_len}, got {lengths.tolist()}")
         if (tokens < 0).any() or (tokens > c.n_symbols).any():
             raise ValueError(f"tokens must lie in 0..{c.n_symbols}")
+        valid = torch.arange(c.max_len)[None, :] < lengths[:, None]                # (B, L)
+        bad = ((tokens != data.PAD) != valid).any(1)                               # (B,)
+        if bad.any():
+            b = int(bad.nonzero()[0, 0])
+            raise ValueError(f"row {b} of tokens is not lengths[{b}] = {int(lengths[b])} "
+                             f"symbols followed by padding ({data.PAD}); it holds "
+                             f"{int((tokens[b] != data.PAD).sum())} symbols. lengths must count "
+                             f"each row's symbols, which come first (data.pad_batch)")
         return tokens, lengths
 
     def n_parameters(self) -> int:
