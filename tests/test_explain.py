@@ -241,3 +241,18 @@ def test_toy_explanation_table_shapes_and_ranges(model):
     assert tab["loo_top_changed"].dtype == bool
     assert ((tab["max_weight"] > 0) & (tab["max_weight"] <= 1)).all()
     assert np.nanmax(np.abs(tab["tau_loo"])) <= 1
+
+
+def test_a_table_without_gradients_reports_none_for_them(model):
+    # explanation_table(gradients=False) (faster) summarised the gradient's agreement as 0.0 (as if
+    # attention never agreed with it) and its tau as nan, and tau_plot raised 'zero-size array'
+    from attention_lab.toy import experiments as ex, figures
+
+    tok, ln = ex.study_set(model, 2)
+    tab = ex.explanation_table(model, tok, ln, n_permutations=5, gradients=False)
+    s = ex.summarise(tab)
+    assert s["median Kendall tau, attention vs gradient"] is None
+    assert s["share of steps, same top position as gradient"] is None
+    assert s["share of steps, same top position as leave-one-out"] > 0
+    d = figures.tau_plot(tab).description
+    assert "gradient (orange): not computed" in d and "leave-one-out (blue): 7 steps" in d

@@ -289,6 +289,7 @@ def summarise(tab: dict) -> dict:
     """The explanation table's headline numbers (medians and fractions over steps), rounded."""
     def r(x):
         return round(float(x), 3)
+    grads = not np.isnan(tab["tau_gradient"]).all()  # False: computed with gradients=False
     return {
         "steps": int(len(tab["b"])),
         "median max weight": r(np.median(tab["max_weight"])),
@@ -298,7 +299,9 @@ def summarise(tab: dict) -> dict:
         "share of steps whose symbol changes, top value replaced": r(tab["replace_changed"].mean()),
         "share of steps whose symbol changes, uniform weights": r(tab["uniform_changed"].mean()),
         "median Kendall tau, attention vs leave-one-out": r(np.nanmedian(tab["tau_loo"])),
-        "median Kendall tau, attention vs gradient": r(np.nanmedian(tab["tau_gradient"])),
+        "median Kendall tau, attention vs gradient": r(np.nanmedian(tab["tau_gradient"]))
+        if grads else None,
         "share of steps, same top position as leave-one-out": r(tab["top1_loo"].mean()),
-        "share of steps, same top position as gradient": r(tab["top1_gradient"].mean()),
+        "share of steps, same top position as gradient": r(tab["top1_gradient"].mean())
+        if grads else None,
     }

@@ -231,6 +231,9 @@ def tau_plot(tab: dict) -> StaticFigure:
     for key, colour, label, words in (("tau_loo", BLUE, "leave-one-out", "blue"),
                                       ("tau_gradient", ORANGE, "gradient", "orange")):
         v = tab[key][np.isfinite(tab[key])]
+        if not v.size:  # e.g. explanation_table(gradients=False)
+            parts.append(f"{label} ({words}): not computed")
+            continue
         ax.hist(v, bins=bins, alpha=0.6, color=colour, label=label)
         parts.append(f"{label} ({words}): {v.size} steps, median {np.median(v):.2f}, from "
                      f"{v.min():.2f} to {v.max():.2f}")
