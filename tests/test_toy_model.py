@@ -207,6 +207,22 @@ def test_window_outside_the_relevant_position_breaks_the_output(model):
     assert all(o != want for o, want in zip(out[:7], "jihgfed"))
 
 
+def test_entropy_by_length_of_a_model_trained_on_one_symbol_sources():
+    # `train --min-len 1`: a source of one symbol has entropy 0 over log 1 = 0 positions; the
+    # normalised entropy was nan (0/0, with a RuntimeWarning), now 0 as in the audit
+    import warnings
+
+    from attention_lab.toy import experiments
+
+    torch.manual_seed(0)
+    m = ReversalModel(ToyConfig(min_len=1, max_len=4, hidden=8, emb=8, attn=8)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e = experiments.entropy_by_length(m, *data.heldout_set(8, 12, 1, 4))
+    assert e["length"].tolist() == [1, 2, 3, 4] and e["normalised"][0] == 0.0
+    assert np.isfinite(e["normalised"]).all() and (e["normalised"][1:] > 0).all()
+
+
 # --- training ---------------------------------------------------------------------------------
 
 def test_short_training_run_lowers_the_loss():

@@ -133,8 +133,10 @@ def entropy_by_length(model: ReversalModel, tokens, lengths) -> dict:
     lengths_seen = np.unique(d.lengths)
     h = [H[d.lengths == S][:, :S] for S in lengths_seen]  # each (sequences of length S, S)
     means = np.array([x.mean() for x in h])
+    uniform = np.log(np.maximum(lengths_seen, 2))  # S = 1: entropy 0, normalised 0 (as the audit)
     return {"length": lengths_seen.astype(int), "mean_entropy": means,
-            "normalised": means / np.log(lengths_seen), "n_steps": np.array([x.size for x in h]),
+            "normalised": np.where(lengths_seen > 1, means / uniform, 0.0),
+            "n_steps": np.array([x.size for x in h]),
             "max_len": L}
 
 
