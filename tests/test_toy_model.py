@@ -38,6 +38,14 @@ def test_reverse_targets_and_true_alignment():
     assert not align[0, 3].any()  # padding steps align to nothing
 
 
+def test_decode_names_a_token_id_outside_the_vocabulary():
+    assert toy.decode([3, 1, 2, 0, 0], 12) == "cab"
+    # -1 read as the last letter 'l' (negative indexing), 13 as 'string index out of range'
+    for bad in (-1, 13):
+        with pytest.raises(ValueError, match=rf"token id {bad} .* 1\.\.12 .* 0 is padding"):
+            toy.decode([1, bad], 12)
+
+
 def test_heldout_split_is_disjoint_from_training_batches():
     rng = np.random.default_rng(0)
     tok, _ = data.sample(rng, 5000, 12, 3, 12)

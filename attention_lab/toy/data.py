@@ -49,7 +49,12 @@ def encode(text: str, n_symbols: int, max_len: int, min_len: int = 1) -> np.ndar
 def decode(tokens, n_symbols: int) -> str:
     """Symbols of the token ids (padding, id 0, is skipped)."""
     vocab = symbols(n_symbols)
-    return "".join(vocab[int(t) - 1] for t in np.asarray(tokens).ravel() if int(t) != PAD)
+    ids = [int(t) for t in np.asarray(tokens).ravel()]
+    bad = [t for t in ids if not 0 <= t <= n_symbols]
+    if bad:
+        raise ValueError(f"token id {bad[0]} is not a symbol: ids are 1..{n_symbols} "
+                         f"({vocab[0]}..{vocab[-1]}), 0 is padding")
+    return "".join(vocab[t - 1] for t in ids if t != PAD)
 
 
 def pad_batch(sequences, max_len: int) -> tuple[np.ndarray, np.ndarray]:
