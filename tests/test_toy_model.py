@@ -58,6 +58,16 @@ def test_heldout_split_is_disjoint_from_training_batches():
     assert 0.08 < frac < 0.12
 
 
+@pytest.mark.parametrize("args, msg", [
+    ((5, 12, 5, 3), r"1 <= min_len <= max_len, got min_len=5, max_len=3"),  # (5, 3), lengths 5
+    ((5, 12, 0, 12), r"1 <= min_len <= max_len, got min_len=0"),     # 'could not draw a batch'
+    ((5, 30, 3, 12), r"n_symbols must lie in \[1, 26\], got 30"),    # ids past the alphabet
+])
+def test_heldout_set_names_an_impossible_task(args, msg):
+    with pytest.raises(ValueError, match=msg):
+        toy.heldout_set(*args)
+
+
 @pytest.mark.parametrize("text, msg", [("abz", "contains 'z'"), ("ab", "length 2"),
                                        ("a" * 13, "length 13")])
 def test_encode_rejects_bad_sources(text, msg):

@@ -100,12 +100,20 @@ def is_heldout(tokens: np.ndarray, n_symbols: int) -> np.ndarray:
     return (h % HELDOUT_EVERY) == 0
 
 
+def _task(n_symbols: int, min_len: int, max_len: int) -> None:
+    symbols(n_symbols)
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f"source lengths must satisfy 1 <= min_len <= max_len, got "
+                         f"min_len={min_len}, max_len={max_len}")
+
+
 def sample(rng: np.random.Generator, batch: int, n_symbols: int, min_len: int, max_len: int,
            *, split: str = "train", lengths=None) -> tuple[np.ndarray, np.ndarray]:
     """A batch (tokens (B, max_len), lengths (B,)) from ``split`` ("train" or "heldout").
 
     Lengths are uniform on ``min_len..max_len`` unless given; symbols are uniform.
     """
+    _task(n_symbols, min_len, max_len)
     if split not in ("train", "heldout"):
         raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
     if lengths is None:
@@ -126,6 +134,7 @@ def sample(rng: np.random.Generator, batch: int, n_symbols: int, min_len: int, m
 
 def heldout_set(n: int, n_symbols: int, min_len: int, max_len: int, seed: int = 2024):
     """The fixed held-out evaluation set: ``n`` sequences, lengths cycling through the range."""
+    _task(n_symbols, min_len, max_len)
     rng = np.random.default_rng(seed)
     lengths = min_len + np.arange(n) % (max_len - min_len + 1)
     return sample(rng, n, n_symbols, min_len, max_len, split="heldout", lengths=lengths)
