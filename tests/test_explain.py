@@ -156,6 +156,16 @@ def test_explain_step_checks_the_gradient_has_one_entry_per_position():
             explain.explain_step(step, np.full(4, 0.25), n_permutations=2, gradient=bad)
 
 
+def test_a_readout_that_returns_logits_is_named():
+    # a readout that forgets the softmax gave "TVDs" of logits without a word (here 1.46 for
+    # the replaced value, 2.19 leaving a position out: beyond the metric's range 0..1)
+    W = np.array([[3.0, -1.0], [0.0, 2.0]])
+    step = explain.ReadoutStep(scores=np.array([1.0, 0.0]), values=np.eye(2), mask=np.ones(2, bool),
+                               readout=lambda c: np.asarray(c) @ W)
+    with pytest.raises(ValueError, match=r"readout must return probabilities .* apply a softmax"):
+        explain.explain_step(step, np.zeros(2), n_permutations=3)
+
+
 def test_readout_step_validates_its_inputs():
     with pytest.raises(ValueError, match="values must have shape"):
         explain.ReadoutStep(np.zeros(3), np.zeros((2, 2)), np.ones(3, bool), lambda c: c)

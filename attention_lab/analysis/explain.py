@@ -87,6 +87,11 @@ class ReadoutStep:
         if probs.ndim != 2 or probs.shape[0] != np.atleast_2d(w).shape[0]:
             raise ValueError(f"readout must return (N, C) probabilities for N contexts, got "
                              f"shape {shape_str(probs.shape)}")
+        sums = probs.sum(-1)
+        if (probs < 0).any() or not np.allclose(sums, 1, atol=1e-5):
+            raise ValueError(f"readout must return probabilities (rows >= 0 summing to 1), got "
+                             f"rows summing to {sums.min():.3g}..{sums.max():.3g}; apply a softmax "
+                             f"to logits")
         return probs[0] if single else probs
 
     @property
