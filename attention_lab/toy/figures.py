@@ -323,13 +323,14 @@ def bottleneck_plot(table: dict, *, chance: float | None = None) -> StaticFigure
     decoder's symbol accuracy (1 / symbols), drawn as a dashed line."""
     lengths = np.asarray(table["length"])
     names = [k for k in table if k not in ("length", "n")]
-    styles = [(BLUE, "o-"), (ORANGE, "s-"), (TEAL, "^-"), (GREY, "d-")]
+    colours, markers = (BLUE, ORANGE, TEAL, GREY), "os^dv"  # each model its own pair (<= 20)
     fig = _figure((9.5, 3.6))
     panels = fig.subplots(1, 2, sharex=True)
     for ax, key, label in zip(panels, ("symbol", "exact"),
                               ("share of output symbols right", "share of sequences right")):
-        for name, (colour, style) in zip(names, styles):
-            ax.plot(lengths, table[name][key], style, color=colour, label=name, markersize=4)
+        for i, name in enumerate(names):
+            ax.plot(lengths, table[name][key], markers[i % 5] + "-", color=colours[i % 4],
+                    label=name, markersize=4)
         ax.set(ylim=(-0.02, 1.02), xlabel="source length S", ylabel=label)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(True, color="#E6E6E6", linewidth=0.8)
