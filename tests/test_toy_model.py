@@ -217,6 +217,15 @@ def test_lengths_that_disagree_with_the_padding_are_named(model):
     assert model.decode(tokens, lengths).tokens.shape == (2, 12)
 
 
+def test_evaluate_names_a_bad_batch_size(model):
+    tok, ln = data.heldout_set(10, 12, 3, 12)
+    assert evaluate(model, tok, ln, batch=3) == evaluate(model, tok, ln)
+    with pytest.raises(ValueError, match="batch must be > 0, got -1"):  # was ZeroDivisionError
+        evaluate(model, tok, ln, batch=-1)
+    with pytest.raises(ValueError, match="batch must be > 0, got 0"):   # was range()'s message
+        evaluate(model, tok, ln, batch=0)
+
+
 def test_window_outside_the_relevant_position_breaks_the_output(model):
     # global attention reverses; a window around the start (positions 0..2) hides the rest
     assert model.reverse("abcdefghij") == "jihgfedcba"

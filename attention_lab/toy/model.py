@@ -454,6 +454,7 @@ def evaluate(model: ReversalModel, tokens, lengths, *, batch: int = 1000, **kwar
     """
     c = model.config
     model._batch(tokens, lengths)  # decode's checks, before the set's size divides anything
+    batch = _validate.count(batch, "batch")
     tokens, lengths = np.asarray(tokens), np.asarray(lengths)
     targets = data.reverse_targets(tokens, lengths)
     exact = sym = align = steps = 0
