@@ -158,6 +158,10 @@ def test_accuracy_by_length_names_bad_input(pair):
         experiments.accuracy_by_length({**pair, "short": toy.load()})
     with pytest.raises(ValueError, match="models is empty"):
         experiments.accuracy_by_length({})
+    # one model, not a dict: was "'ReversalModel' object has no attribute 'items'"
+    with pytest.raises(TypeError, match=r"models must be a dict name -> model, e.g. "
+                                        r"\{'attention': model\}, got ReversalModel"):
+        experiments.accuracy_by_length(pair["attention"])
 
 
 def test_the_figure_draws_the_table_and_says_it_in_words(table):

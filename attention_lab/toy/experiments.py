@@ -54,6 +54,9 @@ def accuracy_by_length(models: dict, lengths=None, *, n: int = 200, seed: int = 
     every model). Returns ``{"length": (L,), "n": n, name: {"symbol": (L,), "exact": (L,)}}``:
     the share of output symbols that are right, and of sequences reversed without a mistake.
     """
+    if not isinstance(models, dict):
+        raise TypeError(f"models must be a dict name -> model, e.g. {{'attention': model}}, got "
+                        f"{type(models).__name__}")
     if not models:
         raise ValueError("models is empty; give at least one model, e.g. bottleneck_models()")
     n = _validate.count(n, "n")
