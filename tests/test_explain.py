@@ -136,6 +136,12 @@ def test_gradient_importance_known_answer():
     assert np.allclose(g, np.abs(c.numpy()) * 5)
     with pytest.raises(ValueError, match="scalar"):
         explain.gradient_importance(lambda x: x.sum(0), np.zeros((4, 2)))
+    # an output cut off from x (a .detach(), a constant) was torch's "does not require grad"
+    # or "Set allow_unused=True", an argument the caller cannot pass
+    w = torch.ones(2, requires_grad=True)
+    for fn in (lambda x: (x.detach() ** 2).sum(), lambda x: (w * 3).sum()):
+        with pytest.raises(ValueError, match="fn's output does not depend on x"):
+            explain.gradient_importance(fn, np.zeros((4, 2)))
 
 
 def test_explain_step_bundles_everything():

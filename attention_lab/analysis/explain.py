@@ -239,7 +239,10 @@ def gradient_importance(fn, x) -> np.ndarray:
     y = fn(xt)
     if not isinstance(y, torch.Tensor) or y.numel() != 1:
         raise ValueError("fn must return a scalar tensor")
-    (g,) = torch.autograd.grad(y.reshape(()), xt)
+    (g,) = torch.autograd.grad(y.reshape(()), xt, allow_unused=True) if y.requires_grad else [None]
+    if g is None:
+        raise ValueError("fn's output does not depend on x (no gradient reaches it): compute it "
+                         "in torch from the tensor fn is given, without .detach() or numpy")
     return g.norm(dim=-1).detach().double().numpy()
 
 
