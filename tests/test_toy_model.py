@@ -322,6 +322,19 @@ def test_cli_reports_bad_training_settings(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
+def test_cli_refuses_an_out_folder_that_is_a_file_before_training(tmp_path, capsys):
+    # `--out model.pt` with model.pt a file: the whole run trained, then FileExistsError
+    from attention_lab.toy import train as train_module
+
+    taken = tmp_path / "model.pt"
+    taken.write_text("notes")
+    assert train_module.main(["--steps", "2", "--batch", "4", "--out", str(taken),
+                              "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {taken} is a file" in err and "a folder" in err
+    assert taken.read_text() == "notes"
+
+
 # --- loading errors ---------------------------------------------------------------------------
 
 @pytest.fixture()

@@ -157,7 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument(f"--{name}", type=type(default), default=default)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
+    folder = store.WEIGHTS_DIR if args.ship else args.out
     try:
+        if folder.exists() and not folder.is_dir():  # found before training, not after it
+            raise ValueError(f"--out {folder} is a file; give a folder for the .pt and .json "
+                             f"files (created if missing)")
         tc = TrainConfig(**{name: getattr(args, name) for name in tuned})
         cfg = ToyConfig(score=args.score, values=args.values, context=args.context,
                         min_len=args.min_len, max_len=args.max_len)
@@ -165,7 +169,6 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    folder = store.WEIGHTS_DIR if args.ship else args.out
     path = store.save(model, folder / f"{cfg.name}.pt", train_config=asdict(tc),
                       record=record)
     m = record["heldout"]
