@@ -272,3 +272,15 @@ def test_a_table_without_gradients_reports_none_for_them(model):
     assert s["share of steps, same top position as leave-one-out"] > 0
     d = figures.tau_plot(tab).description
     assert "gradient (orange): not computed" in d and "leave-one-out (blue): 7 steps" in d
+
+
+def test_step_of_names_a_step_that_is_not_a_whole_number(model):
+    from attention_lab.toy.experiments import step_of
+
+    assert step_of(model, "abcd", np.int64(2)).scores.shape == (4,)
+    # e.g. len(source) / 2: was numpy's 'only integers, slices (`:`) ... are valid indices'
+    for bad in (2.0, "2", True):
+        with pytest.raises(TypeError, match="step must be an integer"):
+            step_of(model, "abcd", bad)
+    with pytest.raises(ValueError, match=r"step must lie in 1\.\.4"):
+        step_of(model, "abcd", 0)

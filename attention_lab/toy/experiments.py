@@ -19,6 +19,7 @@ every step asks the question the task defines.
 from __future__ import annotations
 
 import copy
+import numbers
 
 import numpy as np
 import torch
@@ -217,6 +218,8 @@ def step_of(model: ReversalModel, source: str, step: int) -> explain.ReadoutStep
     output probabilities over the symbols). The exercise notebook's way into the model."""
     c = model.config
     toks = data.encode(source, c.n_symbols, c.max_len, c.min_len)
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        _validate.count(step, "step")  # raises: a TypeError naming what step is
     if not 1 <= step <= len(toks):
         raise ValueError(f"step must lie in 1..{len(toks)} for the source {source!r}, got {step}")
     tokens, lengths = data.pad_batch([toks], c.max_len)
