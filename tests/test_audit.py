@@ -164,6 +164,18 @@ def test_bad_return_value_is_explained(qkv):
         audit(None, *qkv)
 
 
+def test_inputs_without_a_query_row_are_named(qkv):
+    Q, K, V = qkv
+    # one query (D_k,) was 'IndexError: tuple index out of range'; no query (T=0) or no batch
+    # item, 'IndexError: index 0 is out of bounds' from the all-masked-row probe
+    for bad in (Q[0, 0], Q[:, :0], Q[:0]):
+        with pytest.raises(ValueError, match=r"Q must have shape \(\.\.\., T, D_k\) with at "
+                                             r"least one query"):
+            audit(correct, bad, K if bad.dim() > 1 else K[0], V if bad.dim() > 1 else V[0],
+                  repeat=0)
+    assert audit(correct, Q[0, :1], K[0], V[0], repeat=0).ok  # one query as (1, D_k)
+
+
 def test_any_attention_callable_with_declared_sources(qkv):
     """SDPA returns the context only and names its mask attn_mask: audited as it is, with the
     declared sources in the report."""

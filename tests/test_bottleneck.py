@@ -76,9 +76,8 @@ def test_the_decoder_without_attention_reads_nothing_but_the_final_state(pair, m
     """Hold the summary fixed and every source decodes to the same output: nothing else of the
     source reaches the decoder."""
     final = pair["final state only"]
-    tokens, lengths = data.heldout_set(6, 12, 4, 24, seed=5)
-    lengths[:] = 10
-    tokens[:, 10:] = data.PAD
+    tokens, lengths = data.sample(np.random.default_rng(5), 6, 12, 4, 24, split="heldout",
+                                  lengths=np.full(6, 10))               # six sources of 10
     real = final.final_state
     one = real(torch.as_tensor(tokens[:1]), torch.as_tensor(lengths[:1]))        # (1, 128)
     assert one.shape == (1, 2 * final.config.hidden)
@@ -107,6 +106,26 @@ def test_a_model_without_attention_refuses_attention_options(pair):
     assert ToyConfig(context="final_state", min_len=4, max_len=24).name == \
         "reversal_final_state_len4to24"
     assert ToyConfig().name == "reversal_additive" and "context" not in ToyConfig().to_dict()
+
+
+def test_attention_measurements_refuse_a_model_without_attention(pair):
+    # were AttributeError ('NoneType' object has no attribute 'argmax'), a TypeError about
+    # ragged lists and a RuntimeError about matrix shapes
+    tok, ln = data.heldout_set(6, 12, 4, 24)
+    for measure in (experiments.alignment_report, experiments.entropy_by_length,
+                    experiments.perfect_retrieval):
+        with pytest.raises(ValueError, match="has no attention"):
+            measure(pair["final state only"], tok, ln)
+
+
+@pytest.mark.parametrize("n, exc, text", [
+    (0, ValueError, "n must be > 0, got 0"),      # was 'need at least one array to concatenate'
+    (-5, ValueError, "n must be > 0, got -5"),    # was 'negative dimensions are not allowed'
+    (2.5, TypeError, "n must be an integer"),
+])
+def test_accuracy_by_length_names_a_bad_sample_size(pair, n, exc, text):
+    with pytest.raises(exc, match=text):
+        experiments.accuracy_by_length(pair, [4, 5], n=n)
 
 
 def test_cli_trains_the_model_without_attention(tmp_path):
@@ -139,6 +158,10 @@ def test_accuracy_by_length_names_bad_input(pair):
         experiments.accuracy_by_length({**pair, "short": toy.load()})
     with pytest.raises(ValueError, match="models is empty"):
         experiments.accuracy_by_length({})
+    # one model, not a dict: was "'ReversalModel' object has no attribute 'items'"
+    with pytest.raises(TypeError, match=r"models must be a dict name -> model, e.g. "
+                                        r"\{'attention': model\}, got ReversalModel"):
+        experiments.accuracy_by_length(pair["attention"])
 
 
 def test_the_figure_draws_the_table_and_says_it_in_words(table):

@@ -136,6 +136,12 @@ def test_gradient_importance_known_answer():
     assert np.allclose(g, np.abs(c.numpy()) * 5)
     with pytest.raises(ValueError, match="scalar"):
         explain.gradient_importance(lambda x: x.sum(0), np.zeros((4, 2)))
+    # an output cut off from x (a .detach(), a constant) was torch's "does not require grad"
+    # or "Set allow_unused=True", an argument the caller cannot pass
+    w = torch.ones(2, requires_grad=True)
+    for fn in (lambda x: (x.detach() ** 2).sum(), lambda x: (w * 3).sum()):
+        with pytest.raises(ValueError, match="fn's output does not depend on x"):
+            explain.gradient_importance(fn, np.zeros((4, 2)))
 
 
 def test_explain_step_bundles_everything():
@@ -145,6 +151,25 @@ def test_explain_step_bundles_everything():
     assert r.tau_loo == pytest.approx(1.0)
     assert r.tau_gradient == pytest.approx(1.0)  # same order as the weights
     assert r.permutation.tvds.shape == (10,)
+
+
+def test_explain_step_checks_the_gradient_has_one_entry_per_position():
+    step = identity_step([2.0, 0.5, -1.0, 1.0])
+    # a longer gradient was cut to its first S entries without a word, a 2-D one was reported
+    # as 'x and y must have the same length, got 4 and 16'
+    for bad in (np.array([4.0, 2.0, 1.0, 3.0, 9.0]), np.ones((4, 4)), np.ones(3)):
+        with pytest.raises(ValueError, match=r"gradient must have shape \(S=4,\)"):
+            explain.explain_step(step, np.full(4, 0.25), n_permutations=2, gradient=bad)
+
+
+def test_a_readout_that_returns_logits_is_named():
+    # a readout that forgets the softmax gave "TVDs" of logits without a word (here 1.46 for
+    # the replaced value, 2.19 leaving a position out: beyond the metric's range 0..1)
+    W = np.array([[3.0, -1.0], [0.0, 2.0]])
+    step = explain.ReadoutStep(scores=np.array([1.0, 0.0]), values=np.eye(2), mask=np.ones(2, bool),
+                               readout=lambda c: np.asarray(c) @ W)
+    with pytest.raises(ValueError, match=r"readout must return probabilities .* apply a softmax"):
+        explain.explain_step(step, np.zeros(2), n_permutations=3)
 
 
 def test_readout_step_validates_its_inputs():
@@ -232,3 +257,30 @@ def test_toy_explanation_table_shapes_and_ranges(model):
     assert tab["loo_top_changed"].dtype == bool
     assert ((tab["max_weight"] > 0) & (tab["max_weight"] <= 1)).all()
     assert np.nanmax(np.abs(tab["tau_loo"])) <= 1
+
+
+def test_a_table_without_gradients_reports_none_for_them(model):
+    # explanation_table(gradients=False) (faster) summarised the gradient's agreement as 0.0 (as if
+    # attention never agreed with it) and its tau as nan, and tau_plot raised 'zero-size array'
+    from attention_lab.toy import experiments as ex, figures
+
+    tok, ln = ex.study_set(model, 2)
+    tab = ex.explanation_table(model, tok, ln, n_permutations=5, gradients=False)
+    s = ex.summarise(tab)
+    assert s["median Kendall tau, attention vs gradient"] is None
+    assert s["share of steps, same top position as gradient"] is None
+    assert s["share of steps, same top position as leave-one-out"] > 0
+    d = figures.tau_plot(tab).description
+    assert "gradient (orange): not computed" in d and "leave-one-out (blue): 7 steps" in d
+
+
+def test_step_of_names_a_step_that_is_not_a_whole_number(model):
+    from attention_lab.toy.experiments import step_of
+
+    assert step_of(model, "abcd", np.int64(2)).scores.shape == (4,)
+    # e.g. len(source) / 2: was numpy's 'only integers, slices (`:`) ... are valid indices'
+    for bad in (2.0, "2", True):
+        with pytest.raises(TypeError, match="step must be an integer"):
+            step_of(model, "abcd", bad)
+    with pytest.raises(ValueError, match=r"step must lie in 1\.\.4"):
+        step_of(model, "abcd", 0)

@@ -67,3 +67,15 @@ def test_the_streaming_description_gives_the_memory_and_no_timing():
     for t in (t for ts in seconds.values() for t in ts):  # in ms or s, at any rounding
         for shown in (f"{t * 1e3:.0f}", f"{t * 1e3:.1f}", f"{t:.2f}", f"{t:.3f}"):
             assert shown not in d, f"the description shows the timing {shown}: {d}"
+
+
+def test_the_bottleneck_figure_draws_every_model_it_is_given():
+    # a fifth model (four line styles) was left out of the figure, though its description named it
+    curve = {"symbol": np.array([1.0, 0.5]), "exact": np.array([1.0, 0.25])}
+    table = {"length": np.array([4, 5]), "n": 10, **{f"model {i}": curve for i in range(5)}}
+    f = figures.bottleneck_plot(table)
+    for ax in f.figure.axes:
+        lines = ax.get_lines()
+        assert [line.get_label() for line in lines] == [f"model {i}" for i in range(5)]
+        assert len({(line.get_color(), line.get_marker()) for line in lines}) == 5
+    assert "model 4: 1.00 at length 4" in f.description

@@ -38,6 +38,14 @@ def test_reverse_targets_and_true_alignment():
     assert not align[0, 3].any()  # padding steps align to nothing
 
 
+def test_decode_names_a_token_id_outside_the_vocabulary():
+    assert toy.decode([3, 1, 2, 0, 0], 12) == "cab"
+    # -1 read as the last letter 'l' (negative indexing), 13 as 'string index out of range'
+    for bad in (-1, 13):
+        with pytest.raises(ValueError, match=rf"token id {bad} .* 1\.\.12 .* 0 is padding"):
+            toy.decode([1, bad], 12)
+
+
 def test_heldout_split_is_disjoint_from_training_batches():
     rng = np.random.default_rng(0)
     tok, _ = data.sample(rng, 5000, 12, 3, 12)
@@ -48,6 +56,16 @@ def test_heldout_split_is_disjoint_from_training_batches():
     # about one sequence in ten is held out
     frac = data.is_heldout(np.random.default_rng(1).integers(1, 13, (20000, 12)), 12).mean()
     assert 0.08 < frac < 0.12
+
+
+@pytest.mark.parametrize("args, msg", [
+    ((5, 12, 5, 3), r"1 <= min_len <= max_len, got min_len=5, max_len=3"),  # (5, 3), lengths 5
+    ((5, 12, 0, 12), r"1 <= min_len <= max_len, got min_len=0"),     # 'could not draw a batch'
+    ((5, 30, 3, 12), r"n_symbols must lie in \[1, 26\], got 30"),    # ids past the alphabet
+])
+def test_heldout_set_names_an_impossible_task(args, msg):
+    with pytest.raises(ValueError, match=msg):
+        toy.heldout_set(*args)
 
 
 @pytest.mark.parametrize("text, msg", [("abz", "contains 'z'"), ("ab", "length 2"),
@@ -159,12 +177,77 @@ def test_dot_model_uses_the_package_torch_path(model, monkeypatch):
     assert calls
 
 
+def test_forced_previous_outputs_are_checked(model):
+    tokens, lengths = data.pad_batch([data.encode("abcd", 12, 12)], 12)
+    forced = data.reverse_targets(tokens, lengths)
+    assert (model.decode(tokens, lengths, force=forced).tokens == forced).all()
+    # a force of the wrong length was taken as it came (or failed at a later step)
+    for bad in (forced[:, :5], np.concatenate([forced, forced]), forced[0]):
+        with pytest.raises(ValueError, match=r"force must have shape \(1, 12\)"):
+            model.decode(tokens, lengths, force=bad)
+    # a symbol outside the vocabulary was torch's 'IndexError: index out of range in self'
+    with pytest.raises(ValueError, match=r"and hold token ids 0\.\.12"):
+        model.decode(tokens, lengths, force=np.full((1, 12), 13))
+
+
+def test_an_empty_set_of_sources_is_named(model):
+    # e.g. the held-out sequences of a length the set does not hold: ln[ln == 13]
+    tok, ln = data.heldout_set(20, 12, 3, 12)
+    tok, ln = tok[ln == 13], ln[ln == 13]
+    with pytest.raises(ValueError, match=r"tokens must have shape \(B, 12\) with B >= 1"):
+        model.decode(tok, ln)       # was torch's 'Cannot pack empty tensors'
+    with pytest.raises(ValueError, match=r"with B >= 1 sequences, got \(0, 12\)"):
+        evaluate(model, tok, ln)    # was ZeroDivisionError
+
+
+def test_lengths_that_disagree_with_the_padding_are_named(model):
+    tokens, lengths = data.pad_batch([data.encode("abcd", 12, 12), data.encode("abcdef", 12, 12)],
+                                     12)
+    # lengths of another batch: padding decoded as if it were a symbol, or symbols left out,
+    # and a plausible but wrong output
+    for wrong, b, n in (([6, 6], 0, 4), ([4, 5], 1, 6)):
+        with pytest.raises(ValueError, match=rf"row {b} of tokens is not lengths\[{b}\] = "
+                                             rf"{wrong[b]} symbols .* it holds {n} symbols"):
+            model.decode(tokens, wrong)
+    holed = tokens.copy()
+    holed[0, 1] = data.PAD                      # padding inside the source, 4 symbols still
+    holed[0, 4] = 1
+    with pytest.raises(ValueError, match=r"row 0 of tokens is not lengths\[0\] = 4"):
+        model.decode(holed, lengths)
+    assert model.decode(tokens, lengths).tokens.shape == (2, 12)
+
+
+def test_evaluate_names_a_bad_batch_size(model):
+    tok, ln = data.heldout_set(10, 12, 3, 12)
+    assert evaluate(model, tok, ln, batch=3) == evaluate(model, tok, ln)
+    with pytest.raises(ValueError, match="batch must be > 0, got -1"):  # was ZeroDivisionError
+        evaluate(model, tok, ln, batch=-1)
+    with pytest.raises(ValueError, match="batch must be > 0, got 0"):   # was range()'s message
+        evaluate(model, tok, ln, batch=0)
+
+
 def test_window_outside_the_relevant_position_breaks_the_output(model):
     # global attention reverses; a window around the start (positions 0..2) hides the rest
     assert model.reverse("abcdefghij") == "jihgfedcba"
     out = model.reverse("abcdefghij", window=(1, 1))
     # steps 0..6 need positions 9..3, outside the window: none of them can be right
     assert all(o != want for o, want in zip(out[:7], "jihgfed"))
+
+
+def test_entropy_by_length_of_a_model_trained_on_one_symbol_sources():
+    # `train --min-len 1`: a source of one symbol has entropy 0 over log 1 = 0 positions; the
+    # normalised entropy was nan (0/0, with a RuntimeWarning), now 0 as in the audit
+    import warnings
+
+    from attention_lab.toy import experiments
+
+    torch.manual_seed(0)
+    m = ReversalModel(ToyConfig(min_len=1, max_len=4, hidden=8, emb=8, attn=8)).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        e = experiments.entropy_by_length(m, *data.heldout_set(8, 12, 1, 4))
+    assert e["length"].tolist() == [1, 2, 3, 4] and e["normalised"][0] == 0.0
+    assert np.isfinite(e["normalised"]).all() and (e["normalised"][1:] > 0).all()
 
 
 # --- training ---------------------------------------------------------------------------------
@@ -215,6 +298,41 @@ def test_cli_rejects_bad_arguments(tmp_path):
         main(["--score", "cosine"])
     with pytest.raises(SystemExit):
         main(["--values", "keys"])
+
+
+@pytest.mark.parametrize("field, value, text", [
+    ("threads", 0, "threads must be > 0"),       # was torch's RuntimeError, a traceback in the CLI
+    ("clip", 0.0, "clip must be finite and > 0"),  # was silently no training (gradients x 0)
+    ("clip", -1.0, "clip must be finite and > 0"),  # was gradient ascent
+    ("warmup", 1.0, r"warmup .* \[0, 1\)"),        # was ZeroDivisionError
+    ("heldout", 0, "heldout must be > 0"),        # was ZeroDivisionError after training
+    ("lr", 0.0, "lr must be finite and > 0"),     # was a run that learns nothing
+    ("seed", -1, "seed must be >= 0"),
+])
+def test_training_settings_out_of_range_are_named(field, value, text):
+    with pytest.raises(ValueError, match=text):
+        TrainConfig(**{field: value})
+
+
+def test_cli_reports_bad_training_settings(tmp_path, capsys):
+    from attention_lab.toy.train import main
+
+    assert main(["--threads", "0", "--out", str(tmp_path), "--no-progress"]) == 2
+    assert "threads must be > 0" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_refuses_an_out_folder_that_is_a_file_before_training(tmp_path, capsys):
+    # `--out model.pt` with model.pt a file: the whole run trained, then FileExistsError
+    from attention_lab.toy import train as train_module
+
+    taken = tmp_path / "model.pt"
+    taken.write_text("notes")
+    assert train_module.main(["--steps", "2", "--batch", "4", "--out", str(taken),
+                              "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {taken} is a file" in err and "a folder" in err
+    assert taken.read_text() == "notes"
 
 
 # --- loading errors ---------------------------------------------------------------------------
@@ -292,6 +410,13 @@ def test_missing_files_are_reported(tmp_path, copy):
     copy.with_suffix(".json").unlink()
     with pytest.raises(toy.WeightsError, match="no metadata file"):
         toy.load(copy)
+
+
+def test_loading_a_folder_names_its_weights_files(copy):
+    # `train --out toy_model` writes into a folder; toy.load("toy_model") said
+    # 'no metadata file toy_model.json next to the weights'
+    with pytest.raises(toy.WeightsError, match=r"is a folder.*\['reversal_additive.pt'\]"):
+        toy.load(copy.parent)
 
 
 def test_training_leaves_the_process_floating_point_state_alone():

@@ -182,6 +182,9 @@ def audit(fn, Q, K, V, *, mask=None, lengths=None, is_causal: bool = False,
     is_torch = isinstance(Q, torch.Tensor)
     Qt, Kt, Vt = (x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
                   for x in (Q, K, V))
+    if Qt.dim() < 2 or 0 in Qt.shape[:-1]:
+        raise ValueError(f"Q must have shape (..., T, D_k) with at least one query, got "
+                         f"{shape_str(Qt.shape)}; audit one query q (D_k,) as q[None, :]")
     m = tensor.eligibility(Qt, Kt, mask=mask, lengths=lengths, is_causal=is_causal,
                            causal_align=causal_align)
     full_shape = torch.broadcast_shapes(Qt.shape[:-2], Kt.shape[:-2]) + (Qt.shape[-2],

@@ -13,10 +13,13 @@ counts what that saves and what the cache holds.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
 import numpy as np
+
+from .._validate import float_dtype
 
 BYTES_PER_ELEMENT = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 
@@ -38,15 +41,12 @@ def score_matrix_shape(batch: int, target: int, source: int, heads: int = 1) -> 
 
 def score_matrix_elements(batch: int, target: int, source: int, heads: int = 1) -> int:
     """B * H * T * S. The chapter's exercise: batch 8, target 64, source 512, 4 heads -> 1,048,576."""
-    return int(np.prod(score_matrix_shape(batch, target, source, heads), dtype=np.int64))
+    return math.prod(score_matrix_shape(batch, target, source, heads))  # exact, never wraps
 
 
 def _dtype(dtype) -> str:
-    """The name of a dtype the cost tables know ("float32", also for torch.float32)."""
-    name = str(dtype).replace("torch.", "")
-    if name not in BYTES_PER_ELEMENT:
-        raise ValueError(f"dtype must be one of {sorted(BYTES_PER_ELEMENT)}, got {dtype!r}")
-    return name
+    """The name of a dtype the cost tables know ("float32", also for torch or numpy float32)."""
+    return float_dtype(dtype)
 
 
 def score_matrix_bytes(batch: int, target: int, source: int, heads: int = 1,

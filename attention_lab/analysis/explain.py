@@ -87,6 +87,11 @@ class ReadoutStep:
         if probs.ndim != 2 or probs.shape[0] != np.atleast_2d(w).shape[0]:
             raise ValueError(f"readout must return (N, C) probabilities for N contexts, got "
                              f"shape {shape_str(probs.shape)}")
+        sums = probs.sum(-1)
+        if (probs < 0).any() or not np.allclose(sums, 1, atol=1e-5):
+            raise ValueError(f"readout must return probabilities (rows >= 0 summing to 1), got "
+                             f"rows summing to {sums.min():.3g}..{sums.max():.3g}; apply a softmax "
+                             f"to logits")
         return probs[0] if single else probs
 
     @property
@@ -234,7 +239,10 @@ def gradient_importance(fn, x) -> np.ndarray:
     y = fn(xt)
     if not isinstance(y, torch.Tensor) or y.numel() != 1:
         raise ValueError("fn must return a scalar tensor")
-    (g,) = torch.autograd.grad(y.reshape(()), xt)
+    (g,) = torch.autograd.grad(y.reshape(()), xt, allow_unused=True) if y.requires_grad else [None]
+    if g is None:
+        raise ValueError("fn's output does not depend on x (no gradient reaches it): compute it "
+                         "in torch from the tensor fn is given, without .detach() or numpy")
     return g.norm(dim=-1).detach().double().numpy()
 
 
@@ -261,6 +269,9 @@ def explain_step(step: ReadoutStep, control, *, n_permutations: int = 100, seed:
     tau_g = None
     if gradient is not None:
         gradient = np.asarray(gradient, dtype=float)
+        if gradient.shape != w.shape:
+            raise ValueError(f"gradient must have shape (S={w.size},), one importance per "
+                             f"position like the weights, got {shape_str(gradient.shape)}")
         tau_g = kendall_tau(w[idx], gradient[idx])
     return StepReport(weights=w, replace=replace_value(step, control),
                       permutation=permute_weights(step, n_permutations, seed),

@@ -21,7 +21,8 @@ def _attending(model: ReversalModel):
     """The model's config; a clear error for a model without attention."""
     if not model.config.attends:
         raise ValueError("a model without attention (it sees only the encoder's final state) "
-                         "has no attention to describe or audit")
+                         "has no attention to describe, audit or measure; use one with "
+                         "context='attention', e.g. toy.load()")
     return model.config
 
 

@@ -49,7 +49,12 @@ def encode(text: str, n_symbols: int, max_len: int, min_len: int = 1) -> np.ndar
 def decode(tokens, n_symbols: int) -> str:
     """Symbols of the token ids (padding, id 0, is skipped)."""
     vocab = symbols(n_symbols)
-    return "".join(vocab[int(t) - 1] for t in np.asarray(tokens).ravel() if int(t) != PAD)
+    ids = [int(t) for t in np.asarray(tokens).ravel()]
+    bad = [t for t in ids if not 0 <= t <= n_symbols]
+    if bad:
+        raise ValueError(f"token id {bad[0]} is not a symbol: ids are 1..{n_symbols} "
+                         f"({vocab[0]}..{vocab[-1]}), 0 is padding")
+    return "".join(vocab[t - 1] for t in ids if t != PAD)
 
 
 def pad_batch(sequences, max_len: int) -> tuple[np.ndarray, np.ndarray]:
@@ -95,12 +100,20 @@ def is_heldout(tokens: np.ndarray, n_symbols: int) -> np.ndarray:
     return (h % HELDOUT_EVERY) == 0
 
 
+def _task(n_symbols: int, min_len: int, max_len: int) -> None:
+    symbols(n_symbols)
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f"source lengths must satisfy 1 <= min_len <= max_len, got "
+                         f"min_len={min_len}, max_len={max_len}")
+
+
 def sample(rng: np.random.Generator, batch: int, n_symbols: int, min_len: int, max_len: int,
            *, split: str = "train", lengths=None) -> tuple[np.ndarray, np.ndarray]:
     """A batch (tokens (B, max_len), lengths (B,)) from ``split`` ("train" or "heldout").
 
     Lengths are uniform on ``min_len..max_len`` unless given; symbols are uniform.
     """
+    _task(n_symbols, min_len, max_len)
     if split not in ("train", "heldout"):
         raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
     if lengths is None:
@@ -121,6 +134,7 @@ def sample(rng: np.random.Generator, batch: int, n_symbols: int, min_len: int, m
 
 def heldout_set(n: int, n_symbols: int, min_len: int, max_len: int, seed: int = 2024):
     """The fixed held-out evaluation set: ``n`` sequences, lengths cycling through the range."""
+    _task(n_symbols, min_len, max_len)
     rng = np.random.default_rng(seed)
     lengths = min_len + np.arange(n) % (max_len - min_len + 1)
     return sample(rng, n, n_symbols, min_len, max_len, split="heldout", lengths=lengths)

@@ -19,13 +19,16 @@ every step asks the question the task defines.
 from __future__ import annotations
 
 import copy
+import numbers
 
 import numpy as np
 import torch
 
+from .. import _validate
 from ..analysis import explain
 from ..softmax import entropy, softmax
 from . import data
+from .audit import _attending
 from .model import Decoded, ReversalModel, one_thread
 
 #: the source lengths of the bottleneck pair (trained on them, measured on each of them)
@@ -52,8 +55,12 @@ def accuracy_by_length(models: dict, lengths=None, *, n: int = 200, seed: int = 
     every model). Returns ``{"length": (L,), "n": n, name: {"symbol": (L,), "exact": (L,)}}``:
     the share of output symbols that are right, and of sequences reversed without a mistake.
     """
+    if not isinstance(models, dict):
+        raise TypeError(f"models must be a dict name -> model, e.g. {{'attention': model}}, got "
+                        f"{type(models).__name__}")
     if not models:
         raise ValueError("models is empty; give at least one model, e.g. bottleneck_models()")
+    n = _validate.count(n, "n")
     configs = {name: m.config for name, m in models.items()}
     tasks = {(c.n_symbols, c.max_len) for c in configs.values()}
     if len(tasks) != 1:
@@ -96,6 +103,7 @@ def decode_forced(model: ReversalModel, tokens, lengths, **kwargs) -> Decoded:
 
 def alignment_report(model: ReversalModel, tokens, lengths) -> dict:
     """Per-step arrays and summary numbers of attention vs the true alignment (greedy decoding)."""
+    _attending(model)
     d = model.decode(tokens, lengths)
     L = model.config.max_len
     valid = np.arange(L)[None, :] < d.lengths[:, None]
@@ -122,14 +130,17 @@ def alignment_report(model: ReversalModel, tokens, lengths) -> dict:
 def entropy_by_length(model: ReversalModel, tokens, lengths) -> dict:
     """Mean attention entropy (nats) per source length, raw and divided by log S (the entropy of
     uniform attention over S positions)."""
+    _attending(model)
     d = decode_forced(model, tokens, lengths)
     L = model.config.max_len
     H = entropy(d.weights)  # (B, L); padding steps have zero weights -> 0
     lengths_seen = np.unique(d.lengths)
     h = [H[d.lengths == S][:, :S] for S in lengths_seen]  # each (sequences of length S, S)
     means = np.array([x.mean() for x in h])
+    uniform = np.log(np.maximum(lengths_seen, 2))  # S = 1: entropy 0, normalised 0 (as the audit)
     return {"length": lengths_seen.astype(int), "mean_entropy": means,
-            "normalised": means / np.log(lengths_seen), "n_steps": np.array([x.size for x in h]),
+            "normalised": np.where(lengths_seen > 1, means / uniform, 0.0),
+            "n_steps": np.array([x.size for x in h]),
             "max_len": L}
 
 
@@ -156,7 +167,7 @@ def perfect_retrieval(model: ReversalModel, tokens, lengths) -> dict:
     position (weight 1 there, the correct previous symbols fed back), with the model's own
     values and with values that lost detail (the embedding table's symbols merged in pairs, a/b,
     c/d, ...; every symbol given the same value). Needs ``values="embedding"``."""
-    if model.config.values != "embedding":
+    if _attending(model).values != "embedding":
         raise ValueError("perfect_retrieval needs a model whose values are the symbol embeddings")
     if model.config.n_symbols % 2:
         raise ValueError(f"perfect_retrieval merges the symbols in pairs: n_symbols must be even, "
@@ -207,6 +218,8 @@ def step_of(model: ReversalModel, source: str, step: int) -> explain.ReadoutStep
     output probabilities over the symbols). The exercise notebook's way into the model."""
     c = model.config
     toks = data.encode(source, c.n_symbols, c.max_len, c.min_len)
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        _validate.count(step, "step")  # raises: a TypeError naming what step is
     if not 1 <= step <= len(toks):
         raise ValueError(f"step must lie in 1..{len(toks)} for the source {source!r}, got {step}")
     tokens, lengths = data.pad_batch([toks], c.max_len)
@@ -284,6 +297,7 @@ def summarise(tab: dict) -> dict:
     """The explanation table's headline numbers (medians and fractions over steps), rounded."""
     def r(x):
         return round(float(x), 3)
+    grads = not np.isnan(tab["tau_gradient"]).all()  # False: computed with gradients=False
     return {
         "steps": int(len(tab["b"])),
         "median max weight": r(np.median(tab["max_weight"])),
@@ -293,7 +307,9 @@ def summarise(tab: dict) -> dict:
         "share of steps whose symbol changes, top value replaced": r(tab["replace_changed"].mean()),
         "share of steps whose symbol changes, uniform weights": r(tab["uniform_changed"].mean()),
         "median Kendall tau, attention vs leave-one-out": r(np.nanmedian(tab["tau_loo"])),
-        "median Kendall tau, attention vs gradient": r(np.nanmedian(tab["tau_gradient"])),
+        "median Kendall tau, attention vs gradient": r(np.nanmedian(tab["tau_gradient"]))
+        if grads else None,
         "share of steps, same top position as leave-one-out": r(tab["top1_loo"].mean()),
-        "share of steps, same top position as gradient": r(tab["top1_gradient"].mean()),
+        "share of steps, same top position as gradient": r(tab["top1_gradient"].mean())
+        if grads else None,
     }

@@ -231,6 +231,9 @@ def tau_plot(tab: dict) -> StaticFigure:
     for key, colour, label, words in (("tau_loo", BLUE, "leave-one-out", "blue"),
                                       ("tau_gradient", ORANGE, "gradient", "orange")):
         v = tab[key][np.isfinite(tab[key])]
+        if not v.size:  # e.g. explanation_table(gradients=False)
+            parts.append(f"{label} ({words}): not computed")
+            continue
         ax.hist(v, bins=bins, alpha=0.6, color=colour, label=label)
         parts.append(f"{label} ({words}): {v.size} steps, median {np.median(v):.2f}, from "
                      f"{v.min():.2f} to {v.max():.2f}")
@@ -320,13 +323,14 @@ def bottleneck_plot(table: dict, *, chance: float | None = None) -> StaticFigure
     decoder's symbol accuracy (1 / symbols), drawn as a dashed line."""
     lengths = np.asarray(table["length"])
     names = [k for k in table if k not in ("length", "n")]
-    styles = [(BLUE, "o-"), (ORANGE, "s-"), (TEAL, "^-"), (GREY, "d-")]
+    colours, markers = (BLUE, ORANGE, TEAL, GREY), "os^dv"  # each model its own pair (<= 20)
     fig = _figure((9.5, 3.6))
     panels = fig.subplots(1, 2, sharex=True)
     for ax, key, label in zip(panels, ("symbol", "exact"),
                               ("share of output symbols right", "share of sequences right")):
-        for name, (colour, style) in zip(names, styles):
-            ax.plot(lengths, table[name][key], style, color=colour, label=name, markersize=4)
+        for i, name in enumerate(names):
+            ax.plot(lengths, table[name][key], markers[i % 5] + "-", color=colours[i % 4],
+                    label=name, markersize=4)
         ax.set(ylim=(-0.02, 1.02), xlabel="source length S", ylabel=label)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(True, color="#E6E6E6", linewidth=0.8)

@@ -320,6 +320,12 @@ class ReversalModel(nn.Module):
         out_q = torch.zeros(B, L, self.config.hidden)
         out_c = torch.zeros(B, L, self.config.value_width)
         force_t = None if force is None else torch.as_tensor(np.asarray(force), dtype=torch.long)
+        if force_t is not None and (tuple(force_t.shape) != (B, L) or (force_t < 0).any()
+                                    or (force_t > self.config.n_symbols).any()):
+            raise ValueError(f"force must have shape {(B, L)} and hold token ids "
+                             f"0..{self.config.n_symbols} (the previous outputs to feed, e.g. "
+                             f"data.reverse_targets(tokens, lengths)); got shape "
+                             f"{tuple(force_t.shape)}")
         for t in range(steps):
             y, h = self.decoder(self._inputs(prev[:, None], memory), h)
             w, c, s = self._context(y, memory, step_mask[:, t:t + 1], tau)
@@ -349,8 +355,9 @@ class ReversalModel(nn.Module):
         c = self.config
         tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
         lengths = torch.as_tensor(np.asarray(lengths), dtype=torch.long)
-        if tokens.dim() != 2 or tokens.shape[1] != c.max_len:
-            raise ValueError(f"tokens must have shape (B, {c.max_len}), got {tuple(tokens.shape)}")
+        if tokens.dim() != 2 or tokens.shape[1] != c.max_len or not tokens.shape[0]:
+            raise ValueError(f"tokens must have shape (B, {c.max_len}) with B >= 1 sequences, got "
+                             f"{tuple(tokens.shape)}")
         if lengths.shape != tokens.shape[:1]:
             raise ValueError(f"lengths must have shape ({tokens.shape[0]},), got "
                              f"{tuple(lengths.shape)}")
@@ -358,6 +365,14 @@ class ReversalModel(nn.Module):
             raise ValueError(f"lengths must lie in 1..{c.max_len}, got {lengths.tolist()}")
         if (tokens < 0).any() or (tokens > c.n_symbols).any():
             raise ValueError(f"tokens must lie in 0..{c.n_symbols}")
+        valid = torch.arange(c.max_len)[None, :] < lengths[:, None]                # (B, L)
+        bad = ((tokens != data.PAD) != valid).any(1)                               # (B,)
+        if bad.any():
+            b = int(bad.nonzero()[0, 0])
+            raise ValueError(f"row {b} of tokens is not lengths[{b}] = {int(lengths[b])} "
+                             f"symbols followed by padding ({data.PAD}); it holds "
+                             f"{int((tokens[b] != data.PAD).sum())} symbols. lengths must count "
+                             f"each row's symbols, which come first (data.pad_batch)")
         return tokens, lengths
 
     def n_parameters(self) -> int:
@@ -438,6 +453,8 @@ def evaluate(model: ReversalModel, tokens, lengths, *, batch: int = 1000, **kwar
     true source position S-1-t (None for a model without attention).
     """
     c = model.config
+    model._batch(tokens, lengths)  # decode's checks, before the set's size divides anything
+    batch = _validate.count(batch, "batch")
     tokens, lengths = np.asarray(tokens), np.asarray(lengths)
     targets = data.reverse_targets(tokens, lengths)
     exact = sym = align = steps = 0

@@ -139,6 +139,9 @@ def load(path=None, *, score: str = "additive", values: str = "embedding",
     from .model import ToyConfig, build
 
     path = shipped(score, values, context=context, lengths=lengths) if path is None else Path(path)
+    if path.is_dir():
+        raise WeightsError(f"{path} is a folder; give the path of one of its weights files: "
+                           f"{sorted(p.name for p in path.glob('*.pt'))}")
     if path.suffix == ".json":
         path = path.with_suffix(".pt")
     if not path.exists():

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .. import _validate
 from . import data
 from .model import CONTEXTS, SCORES, VALUES, ReversalModel, ToyConfig, build, evaluate
 
@@ -50,6 +51,16 @@ class TrainConfig:
     threads: int = 1
     heldout: int = 2000
     heldout_seed: int = 2024
+
+    def __post_init__(self):
+        for name in ("steps", "batch", "threads", "heldout"):
+            _validate.count(getattr(self, name), name)
+        _validate.count(self.seed, "seed", allow_zero=True)
+        _validate.temperature(self.lr, "lr")
+        _validate.temperature(self.clip, "clip")  # max gradient norm: 0 would stop training
+        if not 0 <= self.warmup < 1:
+            raise ValueError(f"warmup is the fraction of the steps spent raising the learning "
+                             f"rate; it must lie in [0, 1), got {self.warmup}")
 
 
 def _batch(rng, cfg: ToyConfig, size: int):
@@ -69,8 +80,6 @@ def loss_fn(model: ReversalModel, tokens, lengths, targets) -> torch.Tensor:
 def train(cfg: ToyConfig = ToyConfig(), tc: TrainConfig = TrainConfig(), *,
           progress: bool = True, evaluate_heldout: bool = True) -> tuple[ReversalModel, dict]:
     """Train a model; returns it and a record (losses, timings, held-out metrics)."""
-    if tc.steps < 1 or tc.batch < 1:
-        raise ValueError(f"steps and batch must be >= 1, got steps={tc.steps}, batch={tc.batch}")
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(tc.threads)
     torch.set_flush_denormal(True)  # faster on CPU; process-wide, so switched off again below
@@ -148,15 +157,18 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument(f"--{name}", type=type(default), default=default)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
-    tc = TrainConfig(**{name: getattr(args, name) for name in tuned})
+    folder = store.WEIGHTS_DIR if args.ship else args.out
     try:
+        if folder.exists() and not folder.is_dir():  # found before training, not after it
+            raise ValueError(f"--out {folder} is a file; give a folder for the .pt and .json "
+                             f"files (created if missing)")
+        tc = TrainConfig(**{name: getattr(args, name) for name in tuned})
         cfg = ToyConfig(score=args.score, values=args.values, context=args.context,
                         min_len=args.min_len, max_len=args.max_len)
         model, record = train(cfg, tc, progress=not args.no_progress)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    folder = store.WEIGHTS_DIR if args.ship else args.out
     path = store.save(model, folder / f"{cfg.name}.pt", train_config=asdict(tc),
                       record=record)
     m = record["heldout"]
