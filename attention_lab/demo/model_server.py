@@ -81,8 +81,13 @@ class RemoteModel:
         import numpy as np
 
         window = None if window is None else tuple(int(x) for x in window)
-        parts = self._model.decode(np.asarray(tokens), np.asarray(lengths), float(temperature),
-                                   window)
+        try:
+            parts = self._model.decode(np.asarray(tokens), np.asarray(lengths),
+                                       float(temperature), window)
+        except (EOFError, OSError):  # its process is gone (killed when memory ran out, ...)
+            raise ConnectionError("the demo's model server has stopped (the demo's terminal says "
+                                  "why); this tab works again once the demo is restarted") \
+                from None
         return SimpleNamespace(**parts)
 
 

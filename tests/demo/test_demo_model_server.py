@@ -19,27 +19,44 @@ ROOT = Path(__file__).resolve().parents[2]
 KEY = "5e" * 32
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def _start(folder: Path) -> tuple[subprocess.Popen, Path]:
     """The model server as the launcher starts it: ``python -m attention_lab.demo.model_server``
     with the key in the environment, in a private folder."""
-    folder = tmp_path_factory.mktemp("model")
     folder.chmod(0o700)
     socket_path = folder / "model.sock"
     proc = subprocess.Popen([sys.executable, "-m", "attention_lab.demo.model_server",
                              str(socket_path)], env={**os.environ, M.ENV_KEY: KEY}, cwd=ROOT,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not socket_path.exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the model server did not start within 120 s"
+        time.sleep(0.2)
+    return proc, socket_path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    proc, socket_path = _start(tmp_path_factory.mktemp("model"))
     try:
-        deadline = time.monotonic() + 120
-        while not socket_path.exists():
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "the model server did not start within 120 s"
-            time.sleep(0.2)
         yield socket_path
     finally:
         from attention_lab._process import stop_tree
 
         assert stop_tree(proc, group=proc.pid, grace=2.0) == []
+
+
+def test_an_explorer_whose_model_server_died_says_so(tmp_path):
+    """The model server killed during the lecture (out of memory): the open model tab's next
+    decoding says the server stopped, not a bare EOFError of multiprocessing."""
+    from attention_lab.toy.explorer import ModelExplorer
+
+    proc, socket_path = _start(tmp_path)
+    explorer = ModelExplorer(M.RemoteModel(str(socket_path), bytes.fromhex(KEY)))
+    proc.kill()
+    proc.wait()
+    explorer.set(temperature=2.0)
+    assert "the demo's model server has stopped" in str(explorer.last_error), explorer.last_error
 
 
 def test_a_kernel_gets_the_models_decodings_without_torch(server):
