@@ -173,6 +173,9 @@ def voila_command(notebook: Path, host: str, port: int, token: str, theme: str, 
         f"attention_lab.demo.server.DemoKernelManager",
         f"--DemoKernelManager.preheat_slots={preheat_slots}",
         f"--DemoVoila.max_viewers={max_viewers}",
+        # unix sockets beside the connection files (Voila's private temporary folder), not TCP
+        # ports any account of the machine could connect to
+        "--KernelManager.transport=ipc",
     ]
     if pool > 0:
         server += ["--preheat_kernel=True", f"--pool_size={pool}"]

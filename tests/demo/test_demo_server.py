@@ -396,6 +396,17 @@ def test_a_lecture_hall_server(hall):
     preheat = re.search(r"preheated kernel\(s\) ready for viewers \((\S+) s of preheating",
                         hall.log_path.read_text())
     assert preheat and preheat.group(1) != "nan", hall.log_tail()
+    # the kernels' five channels are unix sockets in a private folder, not TCP ports
+    # another account of the machine could connect to (what listens on TCP is ipykernel's own
+    # pipe for output of forked processes), and no 'without encryption' warning per kernel
+    assert "without encryption" not in hall.log_path.read_text(), hall.log_tail()
+    kernels = [p for p in _tree(hall) if "ipykernel" in " ".join(p.cmdline())]
+    for p in kernels:
+        assert len([c for c in p.net_connections("inet") if c.status == "LISTEN"]) <= 1
+        paths = {c.laddr for c in p.net_connections("unix") if "-ipc-" in c.laddr}
+        assert len(paths) == 5 and all(Path(a).is_absolute()
+                                       and Path(a).parent.stat().st_mode & 0o077 == 0
+                                       for a in paths), paths
 
     async def scenario():
         # the preheated kernel has been idle longer than --cull-after (3 s) when its page arrives,
@@ -457,6 +468,8 @@ def test_a_lecture_hall_server(hall):
     # a thread of its own: an earlier test's event loop may still be marked running in this one
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, scenario()).result()
+    # no 'Notebook demo.ipynb is not trusted' per page rendered (the preheated and the newcomer's)
+    assert "is not trusted" not in hall.log_path.read_text(), hall.log_tail()
 
 
 def test_the_page_files_are_served_from_memory_and_compressed(hall):
