@@ -177,6 +177,16 @@ def test_dot_model_uses_the_package_torch_path(model, monkeypatch):
     assert calls
 
 
+def test_tokens_and_lengths_that_are_not_whole_numbers_are_named(model):
+    """Float token ids (4.7) or lengths were cut to whole numbers without a word."""
+    tokens, lengths = data.pad_batch([data.encode("abcd", 12, 12)], 12)
+    for t, n, name in ((tokens + 0.7, lengths, "tokens"), (tokens, lengths + 0.5, "lengths")):
+        with pytest.raises(TypeError, match=rf"{name} must hold whole numbers, got float64"):
+            model.decode(t, n)
+    assert (model.decode(tokens.astype(np.int32), lengths).tokens
+            == model.decode(tokens, lengths).tokens).all()
+
+
 def test_forced_previous_outputs_are_checked(model):
     tokens, lengths = data.pad_batch([data.encode("abcd", 12, 12)], 12)
     forced = data.reverse_targets(tokens, lengths)

@@ -353,8 +353,13 @@ class ReversalModel(nn.Module):
 
     def _batch(self, tokens, lengths):
         c = self.config
-        tokens = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
-        lengths = torch.as_tensor(np.asarray(lengths), dtype=torch.long)
+        tokens, lengths = np.asarray(tokens), np.asarray(lengths)
+        for name, a in (("tokens", tokens), ("lengths", lengths)):
+            if a.size and not np.issubdtype(a.dtype, np.integer):
+                raise TypeError(f"{name} must hold whole numbers, got {a.dtype} "
+                                f"(token ids 0..{c.n_symbols}; lengths count symbols)")
+        tokens = torch.as_tensor(tokens, dtype=torch.long)
+        lengths = torch.as_tensor(lengths, dtype=torch.long)
         if tokens.dim() != 2 or tokens.shape[1] != c.max_len or not tokens.shape[0]:
             raise ValueError(f"tokens must have shape (B, {c.max_len}) with B >= 1 sequences, got "
                              f"{tuple(tokens.shape)}")
