@@ -284,3 +284,12 @@ def test_step_of_names_a_step_that_is_not_a_whole_number(model):
             step_of(model, "abcd", bad)
     with pytest.raises(ValueError, match=r"step must lie in 1\.\.4"):
         step_of(model, "abcd", 0)
+
+
+def test_kendall_tau_refuses_matrices():
+    """Two (T, S) weight matrices were flattened and ranked as one vector: a plausible tau of
+    nothing the chapter defines."""
+    w = np.array([[0.1, 0.9], [0.6, 0.4]])
+    with pytest.raises(ValueError, match=r"vectors of the same length, got shapes \(2, 2\)"):
+        explain.kendall_tau(w, w[::-1])
+    assert explain.kendall_tau(w[0], w[1]) == -1.0

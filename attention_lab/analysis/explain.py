@@ -115,10 +115,11 @@ def kendall_tau(x, y) -> float:
     ``n0 = n(n-1)/2`` pairs. 1: same order, -1: reversed, about 0: unrelated. NaN when either
     vector is constant (no order to compare) or has fewer than 2 entries.
     """
-    a = validate.real_array(x, "x", min_ndim=1).ravel()
-    b = validate.real_array(y, "y", min_ndim=1).ravel()
-    if a.shape != b.shape:
-        raise ValueError(f"x and y must have the same length, got {a.size} and {b.size}")
+    a = validate.real_array(x, "x", min_ndim=1)
+    b = validate.real_array(y, "y", min_ndim=1)
+    if a.ndim != 1 or b.shape != a.shape:
+        raise ValueError(f"x and y must be vectors of the same length, got shapes {a.shape} and "
+                         f"{b.shape} (a weight matrix: compare one row at a time)")
     if a.size < 2:
         return float("nan")
     i, j = np.triu_indices(a.size, k=1)
