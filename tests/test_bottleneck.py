@@ -162,6 +162,9 @@ def test_accuracy_by_length_names_bad_input(pair):
     with pytest.raises(TypeError, match=r"models must be a dict name -> model, e.g. "
                                         r"\{'attention': model\}, got ReversalModel"):
         experiments.accuracy_by_length(pair["attention"])
+    # a length of 4.5 symbols was measured as 4 without a word
+    with pytest.raises(TypeError, match=r"lengths must be whole numbers of symbols, got \[4\.5\]"):
+        experiments.accuracy_by_length(pair, [4.5])
 
 
 def test_the_figure_draws_the_table_and_says_it_in_words(table):

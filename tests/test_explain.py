@@ -127,6 +127,11 @@ def test_replace_value_known_answer():
     assert r.prediction_changed
     with pytest.raises(ValueError, match="control must have shape"):
         explain.replace_value(step, np.zeros(2))
+    # position 1.7 replaced position 1 without a word
+    with pytest.raises(TypeError, match="position must be an integer, got float 1.7"):
+        explain.replace_value(step, control, position=1.7)
+    with pytest.raises(ValueError, match="position must lie in"):
+        explain.replace_value(step, control, position=3)
 
 
 def test_gradient_importance_known_answer():

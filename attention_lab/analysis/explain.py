@@ -151,7 +151,8 @@ def replace_value(step: ReadoutStep, control, position: int | None = None) -> In
     recompute the output with the same weights. Measures how much the output depends on the
     content retrieved there, through this read-out."""
     w = step.weights
-    pos = int(np.argmax(w)) if position is None else int(position)
+    pos = int(np.argmax(w)) if position is None else validate.count(position, "position",
+                                                                    allow_zero=True)
     if not 0 <= pos < w.size:
         raise ValueError(f"position must lie in [0, {w.size}), got {position}")
     c = validate.real_array(control, "control")

@@ -68,7 +68,9 @@ def accuracy_by_length(models: dict, lengths=None, *, n: int = 200, seed: int = 
                          f"{ {name: (c.n_symbols, c.max_len) for name, c in configs.items()} }")
     n_symbols, max_len = tasks.pop()
     lo = max(c.min_len for c in configs.values())
-    lengths = np.arange(lo, max_len + 1) if lengths is None else np.asarray(lengths, dtype=int)
+    lengths = np.arange(lo, max_len + 1) if lengths is None else np.asarray(lengths)
+    if lengths.size and not np.issubdtype(lengths.dtype, np.integer):
+        raise TypeError(f"lengths must be whole numbers of symbols, got {lengths.tolist()}")
     if lengths.ndim != 1 or not len(lengths) or not ((lo <= lengths) & (lengths <= max_len)).all():
         raise ValueError(f"lengths must be a list of source lengths the models were trained on, "
                          f"{lo}..{max_len}; got {lengths.tolist()}")
