@@ -59,6 +59,7 @@ def test_caching_the_encoders_keys_and_values():
     assert "57.0x less" in text and "2.0 MiB in float32" in text and "268,435,456" in text
     once = cache_cost(steps=1, source=100, d_model=32, d_k=8, d_v=4, dtype="float16")
     assert once.ratio == 1.0 and once.saved == 0 and once.cache_bytes == 100 * 12 * 2
+    assert "1 step without a cache " in str(once) and "(the same: one step)" in str(once)
     assert cache_cost(steps=8, source=200, d_model=32).projection == 2 * cache_cost(
         steps=8, source=100, d_model=32).projection
 

@@ -166,16 +166,17 @@ class CacheCost:
 
     def __str__(self) -> str:
         B, H, S, T = self.batch, self.heads, self.source, self.steps
-        widths = f"({self.d_k} + {self.d_v})"
+        widths, steps = f"({self.d_k} + {self.d_v})", "s" * (T != 1)
         return "\n".join([
             f"project the encoder states   B*H * S * D_model * (D_k + D_v) = {B * H} x {S:,} x "
             f"{self.d_model} x {widths} = {self.projection:,} multiply-adds",
             f"one step's attention         B*H * S * (D_k + D_v) = {B * H} x {S:,} x {widths} = "
             f"{self.attention:,} multiply-adds (one query)",
-            f"{f'{T} steps without a cache':<29}T * (projection + attention) = "
+            f"{f'{T} step{steps} without a cache':<29}T * (projection + attention) = "
             f"{self.without_cache:,}",
-            f"{f'{T} steps with a cache':<29}projection + T * attention = {self.with_cache:,} "
-            f"({self.ratio:.1f}x less)",
+            f"{f'{T} step{steps} with a cache':<29}projection + T * attention = "
+            f"{self.with_cache:,} "
+            + (f"({self.ratio:.1f}x less)" if T > 1 else "(the same: one step)"),
             f"the cache holds              B*H * S * (D_k + D_v) = {self.cache_elements:,} "
             f"elements, {human_bytes(self.cache_bytes)} in {self.dtype}",
         ])
