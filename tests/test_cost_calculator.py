@@ -94,3 +94,10 @@ def test_numpy_and_torch_dtypes_are_understood():
     for dtype in (np.float16, np.dtype("float16"), torch.float16, "float16"):
         assert AttentionCost(target=4, source=4, dtype=dtype).bytes == 32
     assert cache_cost(steps=2, source=4, d_model=8, dtype=np.float64).dtype == "float64"
+
+
+def test_human_bytes_rounds_into_the_next_unit():
+    from attention_lab.analysis.cost import human_bytes
+
+    assert [human_bytes(n) for n in (1023, 1024, 1048575, 2 ** 30 - 1, 5 * 2 ** 40)] == [
+        "1,023 B", "1.0 KiB", "1.0 MiB", "1.0 GiB", "5,120.0 GiB"]

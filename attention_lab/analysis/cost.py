@@ -76,7 +76,7 @@ def multiply_adds(target: int, source: int, d_k: int, d_v: int, batch: int = 1,
 
 def human_bytes(n: int) -> str:
     for unit, size in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
-        if n >= size:
+        if n >= size or (size > 1024 and round(n / size, 1) >= 1):  # 1.0 MiB, not 1,024.0 KiB
             return f"{n / size:,.1f} {unit}"
     return f"{n:,} B"
 
