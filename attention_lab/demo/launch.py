@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         except DemoError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        shown = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # (:: is IPv6 only)
         if ":" in shown:
             shown = f"[{shown}]"
         url = f"http://{shown}:{port}/?token={token}"
@@ -346,9 +346,11 @@ def main(argv: list[str] | None = None) -> int:
         if local:
             lines.append("  (this machine only; Ctrl-C stops the demo)")
         else:
-            others = lan_addresses() if host in ("0.0.0.0", "::") else [host]
-            lines += [f"  from other machines: http://{addr}:{port}/?token={token}"
-                      for addr in others]
+            others = lan_addresses() if host == "0.0.0.0" else [] if host == "::" else [host]
+            lines += [f"  from other machines: http://{f'[{a}]' if ':' in a else a}:{port}/"
+                      f"?token={token}" for a in others] or [
+                "  from other machines: this machine's IPv6 addresses only (tornado listens on "
+                "IPv6 alone at ::; --host 0.0.0.0 serves IPv4)"]
             lines.append("  (reachable from the network; Ctrl-C stops the demo)")
         lines.append(f"  capacity: {_capacity_line(pool, max_viewers, args.cull_after, defaults)}")
         print("\n".join(lines), flush=True)

@@ -209,6 +209,32 @@ def test_a_model_server_that_dies_during_the_lecture_is_reported(capsys, noteboo
     assert err.count("the model server stopped (exit code -9)") == 1
 
 
+def test_every_ipv6_address_gets_urls_that_work(capsys, notebook, monkeypatch):
+    """--host :: : Voila (tornado) listens on IPv6 only there, so the 127.0.0.1 and IPv4 network
+    addresses the launcher printed did not answer."""
+    class Process:
+        pid, returncode = 999_999_999, 0
+
+        def __init__(self, cmd, **kwargs):
+            pass
+
+        def poll(self):
+            return 0
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(D.subprocess, "Popen", Process)
+    monkeypatch.setattr(D, "_wait_listening", lambda *a: None)
+    monkeypatch.setattr(D, "stop_tree", lambda *a, **k: [])
+    monkeypatch.setattr(D, "lan_addresses", lambda: ["192.0.2.7"])
+    _, out, err = run(capsys, "--notebook", notebook, "--host", "::", "--allow-network",
+                      "--port", "8899", "--token", "t", "--pool", "0")
+    out = out + err.split("WARNING")[0]  # (the network warning names what it exposes)
+    assert "http://[::1]:8899/?token=t" in out and "192.0.2.7" not in out and "127.0.0.1" not in out
+    assert "--host 0.0.0.0" in out  # how to serve IPv4 instead
+
+
 def test_voila_command_is_a_standalone_app_without_code(notebook):
     cmd = D.voila_command(notebook, "127.0.0.1", 8866, "tok", "light")
     for option in ("--no-browser", "--Voila.ip=127.0.0.1", "--port=8866", "--Voila.port_retries=0",
