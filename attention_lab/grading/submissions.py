@@ -103,7 +103,7 @@ def no_notebook(path: Path, root: Path, held: list[str]) -> "Submission":
     else:
         problem = f"not a notebook (*{SUFFIXES[0]} or *{SUFFIXES[1]}) but {path.suffix or 'a file'}"
     return Submission(path, str(path.relative_to(root.resolve())), None, None,
-                      problem + ": ask the student to hand in the notebook itself",
+                      problem + ": the notebook itself must be handed in",
                       mtime=os.lstat(path).st_mtime, held=list(held), is_folder=path.is_dir())
 
 

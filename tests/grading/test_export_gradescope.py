@@ -241,7 +241,7 @@ def test_a_macos_zip_upload_says_nothing_wrong_about_a_graded_notebook(tmp_path)
     """A zip made by macOS' Finder, which Gradescope unpacks into the submission folder, holds
     ``__MACOSX/`` (AppleDouble files ``._NAME``) beside the notebook: the notebook is graded, and
     the student is not told that ``__MACOSX`` is a notebook that is none of the lab's, nor to
-    'ask the student to hand in the notebook itself'."""
+    'the notebook itself must be handed in'."""
     submission = tmp_path / "submission"
     (submission / "hw").mkdir(parents=True)
     shutil.copy(LEVEL2, submission / "hw" / "02_mechanics_exercises.ipynb")
@@ -252,7 +252,20 @@ def test_a_macos_zip_upload_says_nothing_wrong_about_a_graded_notebook(tmp_path)
     assert spec_problems(results) == []
     assert results["score"] == 6
     assert "__MACOSX" not in results.get("output", "")
+    assert "must be handed in" not in results.get("output", "")
     assert "none of the lab's exercise notebooks" not in results.get("output", "")
+
+
+def test_an_upload_without_a_notebook_tells_the_student_not_the_instructor(tmp_path):
+    """A folder named like a notebook (``hw.ipynb/``, from a zip) holding a PDF: the student
+    reads what is wrong in words meant for them, not 'ask the student to ...'."""
+    (tmp_path / "submission" / "hw.ipynb").mkdir(parents=True)
+    (tmp_path / "submission" / "hw.ipynb" / "report.pdf").write_bytes(b"%PDF-1.4")
+    results = gradescope.grade(tmp_path, {"cell_timeout": 60, "timeout": 600})
+    assert spec_problems(results) == [] and results["score"] == 0
+    assert "no notebook in this upload" in results["output"]
+    assert "the notebook itself must be handed in" in results["output"]
+    assert "ask the student" not in results["output"]
 
 
 def test_notebooks_of_two_assignments_in_one_upload_never_score_beyond_one_assignment():
