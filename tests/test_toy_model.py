@@ -441,3 +441,13 @@ def test_training_leaves_the_process_floating_point_state_alone():
     train(tc=TrainConfig(steps=2, batch=8), progress=False, evaluate_heldout=False)
     assert np.float64(5e-324) * 1.0 > 0
     assert torch.tensor(1e-42, dtype=torch.float32).item() > 0
+
+
+def test_a_training_config_from_numpy_numbers_can_be_recorded():
+    """A sweep's np.int64 steps or np.float32 learning rate trained, then the run's record
+    failed at json.dumps ('Object of type float32 is not JSON serializable'), losing the run."""
+    import json
+    from dataclasses import asdict
+
+    tc = TrainConfig(steps=np.int64(3), lr=np.float32(0.01), warmup=np.float32(0.1))
+    assert json.loads(json.dumps(asdict(tc)))["steps"] == 3 and type(tc.lr) is float

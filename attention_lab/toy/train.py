@@ -53,11 +53,14 @@ class TrainConfig:
     heldout_seed: int = 2024
 
     def __post_init__(self):
-        for name in ("steps", "batch", "threads", "heldout"):
-            _validate.count(getattr(self, name), name)
-        _validate.count(self.seed, "seed", allow_zero=True)
-        _validate.temperature(self.lr, "lr")
-        _validate.temperature(self.clip, "clip")  # max gradient norm: 0 would stop training
+        # kept as Python numbers (numpy's from a sweep would stop the run's record at json.dumps)
+        checked = {n: _validate.count(getattr(self, n), n, allow_zero=n.endswith("seed"))
+                   for n in ("steps", "batch", "threads", "heldout", "seed", "heldout_seed")}
+        checked.update(lr=_validate.temperature(self.lr, "lr"),  # clip 0 would stop training:
+                       clip=_validate.temperature(self.clip, "clip"),
+                       warmup=float(self.warmup))
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
         if not 0 <= self.warmup < 1:
             raise ValueError(f"warmup is the fraction of the steps spent raising the learning "
                              f"rate; it must lie in [0, 1), got {self.warmup}")
