@@ -113,7 +113,7 @@ def verdict(prediction, answer, *, tol: float | None = None, choices=()) -> str:
     if isinstance(answer, numbers.Real):
         if not np.isfinite(float(answer)) or not np.isfinite(float(prediction)):
             return head + ("right" if _show(prediction) == shown else "not this time")
-        off = abs(float(prediction) - float(answer))
+        off = round(abs(float(prediction) - float(answer)), 9)  # 0.8 - 0.75 is 0.05, not more
         if tol is None:
             return head + ("right" if off == 0 else "not this time")
         return head + (f"right (within {_show(tol)})" if off <= tol

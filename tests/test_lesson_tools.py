@@ -132,3 +132,10 @@ def test_shape_errors_name_the_argument_on_both_retrievals(retrieval, kwargs, me
 def test_the_hard_jacobian_checks_the_temperature_too():
     with pytest.raises(ValueError, match="temperature must be finite and > 0"):
         context_jacobian(EX.query, EX.keys, EX.values, retrieval="hard", temperature=-1)
+
+
+@pytest.mark.parametrize("prediction,answer,tol", [
+    (0.8, 0.75, 0.05), (0.7, 0.75, 0.05), (0.85, 1.0, 0.15), (0.19, 0.2, 0.01), (1.05, 0.95, 0.1)])
+def test_a_prediction_exactly_at_the_tolerance_is_right(prediction, answer, tol):
+    # 0.8 - 0.75 is 0.05000000000000004 in floating point: a student must not read "off by 0.05"
+    assert verdict(prediction, answer, tol=tol).endswith(f"right (within {tol:g})")
