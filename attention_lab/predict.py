@@ -73,6 +73,16 @@ def _yes_no(x):
     return None
 
 
+def _read(prediction, answer):
+    """The prediction as the question reads it: text that spells a number ("-inf", "0.7") is
+    that number where a number is asked."""
+    if isinstance(prediction, str) and isinstance(answer, numbers.Real) and not isinstance(
+            answer, (bool, np.bool_)):
+        with contextlib.suppress(ValueError):
+            return float(prediction)
+    return prediction
+
+
 def _form_problem(prediction, answer, choices) -> str:
     """What to write instead when ``prediction`` has the wrong form for ``answer`` ('' if fine)."""
     if isinstance(answer, (bool, np.bool_)):
@@ -102,9 +112,11 @@ def verdict(prediction, answer, *, tol: float | None = None, choices=()) -> str:
     choices = tuple(c.lower() for c in choices)
     if prediction is Ellipsis:
         return PROMPT
+    prediction = _read(prediction, answer)
     problem = _form_problem(prediction, answer, choices)
     if problem:
-        return (f"your prediction {_show(prediction)} does not answer this question: {problem} "
+        shown = f'"{prediction}"' if isinstance(prediction, str) else _show(prediction)
+        return (f"your prediction {shown} does not answer this question: {problem} "
                 f"in the cell above, then run both cells again")
     shown = _show(answer)
     head = f"you predicted {_show(prediction)}, the answer is {shown}: "
@@ -164,8 +176,9 @@ class Reveal:
     @property
     def answered(self) -> bool:
         """Whether the prediction is written in a form this question accepts."""
+        choices = tuple(c.lower() for c in self.choices)
         return self.prediction is not Ellipsis and not _form_problem(
-            self.prediction, self.answer, tuple(c.lower() for c in self.choices))
+            _read(self.prediction, self.answer), self.answer, choices)
 
     def text(self) -> str:
         """What the cell prints: the prompt, or the verdict, the printout and the explanation."""

@@ -139,3 +139,14 @@ def test_the_hard_jacobian_checks_the_temperature_too():
 def test_a_prediction_exactly_at_the_tolerance_is_right(prediction, answer, tol):
     # 0.8 - 0.75 is 0.05000000000000004 in floating point: a student must not read "off by 0.05"
     assert verdict(prediction, answer, tol=tol).endswith(f"right (within {tol:g})")
+
+
+def test_a_number_written_as_text_counts_and_other_text_is_quoted():
+    # float16's -1e9 has no Python literal: a student who writes "-inf" has predicted it
+    assert verdict("-inf", float("-inf")) == "you predicted -inf, the answer is -inf: right"
+    assert verdict(" 2", 2).endswith("right") and verdict("0.7", 0.684, tol=0.05).endswith("0.05)")
+    with reveal("0.7", why="x", tol=0.05) as r:
+        r.answer = 0.684
+    assert r.answered
+    for text in ("two", "", "0,7"):
+        assert verdict(text, 0.5).startswith(f'your prediction "{text}" does not answer')
