@@ -74,8 +74,10 @@ def _yes_no(x):
 
 
 def _read(prediction, answer):
-    """The prediction as the question reads it: text that spells a number ("-inf", "0.7") is
-    that number where a number is asked."""
+    """The prediction as the question reads it: a 0-d array is its number, and text that spells
+    a number ("-inf", "0.7") is that number where a number is asked."""
+    if getattr(prediction, "ndim", None) == 0 and hasattr(prediction, "item"):
+        prediction = prediction.item()
     if isinstance(prediction, str) and isinstance(answer, numbers.Real) and not isinstance(
             answer, (bool, np.bool_)):
         with contextlib.suppress(ValueError):

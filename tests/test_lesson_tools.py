@@ -150,3 +150,10 @@ def test_a_number_written_as_text_counts_and_other_text_is_quoted():
     assert r.answered
     for text in ("two", "", "0,7"):
         assert verdict(text, 0.5).startswith(f'your prediction "{text}" does not answer')
+
+
+def test_a_zero_dimensional_array_is_read_as_its_number():
+    # np.array(2) where a shape is asked raised "iteration over a 0-d array" in the answer cell
+    assert "write a tuple" in verdict(np.array(2), (2, 3, 5))
+    assert verdict(np.array(0.7), 0.684, tol=0.05).startswith("you predicted 0.7, the answer")
+    assert verdict(np.array(True), True).endswith("right")
