@@ -144,8 +144,8 @@ class Reveal:
     leaving it prints :data:`PROMPT` or the verdict, the held-back printout and ``why``.
 
     The block sets :attr:`answer`; :attr:`held` is what it printed (kept for tests and for
-    :meth:`text`). An exception inside the block is not swallowed: what the block printed is
-    shown, then the exception propagates."""
+    :meth:`text`). An exception inside the block (an interrupt too) is not swallowed: what the
+    block printed is shown if a prediction is written, then the exception propagates."""
 
     def __init__(self, prediction, *, why: str, tol: float | None = None, choices=()):
         if not isinstance(why, str) or not why.strip():
@@ -168,7 +168,8 @@ class Reveal:
         self._redirect.__exit__(exc_type, exc, tb)
         self.held = self._buffer.getvalue()
         if exc_type is not None:
-            sys.stdout.write(self.held)
+            if self.answered:  # before a prediction, what it printed may hold the answer
+                sys.stdout.write(self.held)
             return False
         if self.answer is _UNSET:
             raise RuntimeError("the reveal block never set r.answer (write r.answer = ... in it)")

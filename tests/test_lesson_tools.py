@@ -64,10 +64,20 @@ def test_an_answered_cell_prints_the_verdict_what_it_held_back_and_why(capsys):
 
 def test_an_error_in_the_block_shows_what_it_printed_and_propagates(capsys):
     with pytest.raises(ZeroDivisionError):
-        with reveal(..., why="x") as r:
+        with reveal(3, why="x") as r:
             print("before the error")
             r.answer = 1 / 0
     assert capsys.readouterr().out == "before the error\n"
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, NameError])
+def test_a_block_stopped_before_a_prediction_shows_nothing_it_printed(capsys, error):
+    # a student who interrupts a slow answer cell (or runs it out of order) before predicting
+    with pytest.raises(error):
+        with reveal(..., why="x") as r:
+            print("largest weight at D_k = 512: 0.95")
+            raise error
+    assert "0.95" not in capsys.readouterr().out
 
 
 def test_a_block_that_sets_no_answer_and_a_missing_why_are_named():
