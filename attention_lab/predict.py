@@ -135,8 +135,12 @@ def verdict(prediction, answer, *, tol: float | None = None, choices=()) -> str:
     if isinstance(answer, str):
         return head + ("right" if str(prediction).strip().lower() == answer.lower()
                        else "not this time")
-    same = _show(tuple(prediction) if isinstance(prediction, (list, np.ndarray)) else prediction)
-    return head + ("right" if same == shown else "not this time")
+    mine = tuple(prediction) if isinstance(prediction, (list, np.ndarray)) else prediction
+    if _show(mine) == shown:
+        return head + "right"
+    if isinstance(mine, tuple) and sorted(map(_show, mine)) == sorted(map(_show, answer)):
+        return head + "not this time (the right numbers, in another order)"
+    return head + "not this time"
 
 
 class Reveal:

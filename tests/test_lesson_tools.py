@@ -167,3 +167,10 @@ def test_a_zero_dimensional_array_is_read_as_its_number():
     assert "write a tuple" in verdict(np.array(2), (2, 3, 5))
     assert verdict(np.array(0.7), 0.684, tol=0.05).startswith("you predicted 0.7, the answer")
     assert verdict(np.array(True), True).endswith("right")
+
+
+def test_a_tuple_of_the_right_numbers_in_another_order_is_named():
+    # later_pair: (5, 4) names the right two sources; a shape (3, 2, 5) swaps two axes
+    assert verdict((5, 4), (4, 5)).endswith("not this time (the right numbers, in another order)")
+    assert verdict([3, 2, 5], (2, 3, 5)).endswith("in another order)")
+    assert verdict((3, 5), (4, 5)).endswith("not this time")
