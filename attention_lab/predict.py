@@ -42,8 +42,8 @@ from ._format import non_finite_word
 __all__ = ["PROMPT", "Reveal", "reveal", "verdict"]
 
 #: what an answer cell prints while its prediction is still ``...``
-PROMPT = ("Predict first: replace the ... in the cell above with your prediction, run that cell, "
-          "then run this one.")
+PROMPT = ("Predict first: replace the ... in the # Predict cell above with your prediction, run "
+          "that cell, then run this one.")
 
 _UNSET = object()
 
@@ -119,7 +119,7 @@ def verdict(prediction, answer, *, tol: float | None = None, choices=()) -> str:
     if problem:
         shown = f'"{prediction}"' if isinstance(prediction, str) else _show(prediction)
         return (f"your prediction {shown} does not answer this question: {problem} "
-                f"in the cell above, then run both cells again")
+                f"in the # Predict cell above, then run it and this cell again")
     shown = _show(answer)
     head = f"you predicted {_show(prediction)}, the answer is {shown}: "
     if isinstance(answer, (bool, np.bool_)):
