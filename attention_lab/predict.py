@@ -117,7 +117,8 @@ def verdict(prediction, answer, *, tol: float | None = None, choices=()) -> str:
     prediction = _read(prediction, answer)
     problem = _form_problem(prediction, answer, choices)
     if problem:
-        shown = f'"{prediction}"' if isinstance(prediction, str) else _show(prediction)
+        shown = (f'"{prediction}"' if isinstance(prediction, str) else str(prediction)
+                 if isinstance(prediction, bool) else _show(prediction))  # as the student wrote it
         return (f"your prediction {shown} does not answer this question: {problem} "
                 f"in the # Predict cell above, then run it and this cell again")
     shown = _show(answer)

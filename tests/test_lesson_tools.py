@@ -174,3 +174,9 @@ def test_a_tuple_of_the_right_numbers_in_another_order_is_named():
     assert verdict((5, 4), (4, 5)).endswith("not this time (the right numbers, in another order)")
     assert verdict([3, 2, 5], (2, 3, 5)).endswith("in another order)")
     assert verdict((3, 5), (4, 5)).endswith("not this time")
+
+
+def test_a_wrong_form_request_shows_the_prediction_as_written():
+    # best_source = True: the student wrote True, not "yes"
+    assert verdict(True, 2).startswith("your prediction True does not answer this question")
+    assert verdict(np.False_, (2, 3)).startswith("your prediction False does not answer")
