@@ -42,8 +42,8 @@ from ._format import non_finite_word
 __all__ = ["PROMPT", "Reveal", "reveal", "verdict"]
 
 #: what an answer cell prints while its prediction is still ``...``
-PROMPT = ("Predict first: replace the ... in the cell above with your prediction, run that cell, "
-          "then run this one.")
+PROMPT = ("Predict first: replace the ... in the # Predict cell above with your prediction, run "
+          "that cell, then run this one.")
 
 _UNSET = object()
 
@@ -71,6 +71,18 @@ def _yes_no(x):
     if isinstance(x, str) and x.strip().lower() in ("yes", "no", "true", "false", "y", "n"):
         return x.strip().lower() in ("yes", "true", "y")
     return None
+
+
+def _read(prediction, answer):
+    """The prediction as the question reads it: a 0-d array is its number, and text that spells
+    a number ("-inf", "0.7") is that number where a number is asked."""
+    if getattr(prediction, "ndim", None) == 0 and hasattr(prediction, "item"):
+        prediction = prediction.item()
+    if isinstance(prediction, str) and isinstance(answer, numbers.Real) and not isinstance(
+            answer, (bool, np.bool_)):
+        with contextlib.suppress(ValueError):
+            return float(prediction)
+    return prediction
 
 
 def _form_problem(prediction, answer, choices) -> str:
@@ -102,10 +114,13 @@ def verdict(prediction, answer, *, tol: float | None = None, choices=()) -> str:
     choices = tuple(c.lower() for c in choices)
     if prediction is Ellipsis:
         return PROMPT
+    prediction = _read(prediction, answer)
     problem = _form_problem(prediction, answer, choices)
     if problem:
-        return (f"your prediction {_show(prediction)} does not answer this question: {problem} "
-                f"in the cell above, then run both cells again")
+        shown = (f'"{prediction}"' if isinstance(prediction, str) else str(prediction)
+                 if isinstance(prediction, bool) else _show(prediction))  # as the student wrote it
+        return (f"your prediction {shown} does not answer this question: {problem} "
+                f"in the # Predict cell above, then run it and this cell again")
     shown = _show(answer)
     head = f"you predicted {_show(prediction)}, the answer is {shown}: "
     if isinstance(answer, (bool, np.bool_)):
@@ -113,7 +128,7 @@ def verdict(prediction, answer, *, tol: float | None = None, choices=()) -> str:
     if isinstance(answer, numbers.Real):
         if not np.isfinite(float(answer)) or not np.isfinite(float(prediction)):
             return head + ("right" if _show(prediction) == shown else "not this time")
-        off = abs(float(prediction) - float(answer))
+        off = round(abs(float(prediction) - float(answer)), 9)  # 0.8 - 0.75 is 0.05, not more
         if tol is None:
             return head + ("right" if off == 0 else "not this time")
         return head + (f"right (within {_show(tol)})" if off <= tol
@@ -121,8 +136,12 @@ def verdict(prediction, answer, *, tol: float | None = None, choices=()) -> str:
     if isinstance(answer, str):
         return head + ("right" if str(prediction).strip().lower() == answer.lower()
                        else "not this time")
-    same = _show(tuple(prediction) if isinstance(prediction, (list, np.ndarray)) else prediction)
-    return head + ("right" if same == shown else "not this time")
+    mine = tuple(prediction) if isinstance(prediction, (list, np.ndarray)) else prediction
+    if _show(mine) == shown:
+        return head + "right"
+    if isinstance(mine, tuple) and sorted(map(_show, mine)) == sorted(map(_show, answer)):
+        return head + "not this time (the right numbers, in another order)"
+    return head + "not this time"
 
 
 class Reveal:
@@ -130,8 +149,8 @@ class Reveal:
     leaving it prints :data:`PROMPT` or the verdict, the held-back printout and ``why``.
 
     The block sets :attr:`answer`; :attr:`held` is what it printed (kept for tests and for
-    :meth:`text`). An exception inside the block is not swallowed: what the block printed is
-    shown, then the exception propagates."""
+    :meth:`text`). An exception inside the block (an interrupt too) is not swallowed: what the
+    block printed is shown if a prediction is written, then the exception propagates."""
 
     def __init__(self, prediction, *, why: str, tol: float | None = None, choices=()):
         if not isinstance(why, str) or not why.strip():
@@ -154,7 +173,8 @@ class Reveal:
         self._redirect.__exit__(exc_type, exc, tb)
         self.held = self._buffer.getvalue()
         if exc_type is not None:
-            sys.stdout.write(self.held)
+            if self.answered:  # before a prediction, what it printed may hold the answer
+                sys.stdout.write(self.held)
             return False
         if self.answer is _UNSET:
             raise RuntimeError("the reveal block never set r.answer (write r.answer = ... in it)")
@@ -164,8 +184,9 @@ class Reveal:
     @property
     def answered(self) -> bool:
         """Whether the prediction is written in a form this question accepts."""
+        choices = tuple(c.lower() for c in self.choices)
         return self.prediction is not Ellipsis and not _form_problem(
-            self.prediction, self.answer, tuple(c.lower() for c in self.choices))
+            _read(self.prediction, self.answer), self.answer, choices)
 
     def text(self) -> str:
         """What the cell prints: the prompt, or the verdict, the printout and the explanation."""

@@ -64,10 +64,20 @@ def test_an_answered_cell_prints_the_verdict_what_it_held_back_and_why(capsys):
 
 def test_an_error_in_the_block_shows_what_it_printed_and_propagates(capsys):
     with pytest.raises(ZeroDivisionError):
-        with reveal(..., why="x") as r:
+        with reveal(3, why="x") as r:
             print("before the error")
             r.answer = 1 / 0
     assert capsys.readouterr().out == "before the error\n"
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, NameError])
+def test_a_block_stopped_before_a_prediction_shows_nothing_it_printed(capsys, error):
+    # a student who interrupts a slow answer cell (or runs it out of order) before predicting
+    with pytest.raises(error):
+        with reveal(..., why="x") as r:
+            print("largest weight at D_k = 512: 0.95")
+            raise error
+    assert "0.95" not in capsys.readouterr().out
 
 
 def test_a_block_that_sets_no_answer_and_a_missing_why_are_named():
@@ -132,3 +142,41 @@ def test_shape_errors_name_the_argument_on_both_retrievals(retrieval, kwargs, me
 def test_the_hard_jacobian_checks_the_temperature_too():
     with pytest.raises(ValueError, match="temperature must be finite and > 0"):
         context_jacobian(EX.query, EX.keys, EX.values, retrieval="hard", temperature=-1)
+
+
+@pytest.mark.parametrize("prediction,answer,tol", [
+    (0.8, 0.75, 0.05), (0.7, 0.75, 0.05), (0.85, 1.0, 0.15), (0.19, 0.2, 0.01), (1.05, 0.95, 0.1)])
+def test_a_prediction_exactly_at_the_tolerance_is_right(prediction, answer, tol):
+    # 0.8 - 0.75 is 0.05000000000000004 in floating point: a student must not read "off by 0.05"
+    assert verdict(prediction, answer, tol=tol).endswith(f"right (within {tol:g})")
+
+
+def test_a_number_written_as_text_counts_and_other_text_is_quoted():
+    # float16's -1e9 has no Python literal: a student who writes "-inf" has predicted it
+    assert verdict("-inf", float("-inf")) == "you predicted -inf, the answer is -inf: right"
+    assert verdict(" 2", 2).endswith("right") and verdict("0.7", 0.684, tol=0.05).endswith("0.05)")
+    with reveal("0.7", why="x", tol=0.05) as r:
+        r.answer = 0.684
+    assert r.answered
+    for text in ("two", "", "0,7"):
+        assert verdict(text, 0.5).startswith(f'your prediction "{text}" does not answer')
+
+
+def test_a_zero_dimensional_array_is_read_as_its_number():
+    # np.array(2) where a shape is asked raised "iteration over a 0-d array" in the answer cell
+    assert "write a tuple" in verdict(np.array(2), (2, 3, 5))
+    assert verdict(np.array(0.7), 0.684, tol=0.05).startswith("you predicted 0.7, the answer")
+    assert verdict(np.array(True), True).endswith("right")
+
+
+def test_a_tuple_of_the_right_numbers_in_another_order_is_named():
+    # later_pair: (5, 4) names the right two sources; a shape (3, 2, 5) swaps two axes
+    assert verdict((5, 4), (4, 5)).endswith("not this time (the right numbers, in another order)")
+    assert verdict([3, 2, 5], (2, 3, 5)).endswith("in another order)")
+    assert verdict((3, 5), (4, 5)).endswith("not this time")
+
+
+def test_a_wrong_form_request_shows_the_prediction_as_written():
+    # best_source = True: the student wrote True, not "yes"
+    assert verdict(True, 2).startswith("your prediction True does not answer this question")
+    assert verdict(np.False_, (2, 3)).startswith("your prediction False does not answer")

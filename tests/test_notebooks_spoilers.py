@@ -156,6 +156,17 @@ def test_every_answer_cell_explains_and_accepts_its_own_answer(stem):
         assert not quoted, f"{stem}: an explanation quotes {quoted}, which its cell does not print"
 
 
+@pytest.mark.parametrize("stem", STEMS)
+def test_the_prompt_leads_to_the_question_even_past_an_explorer(stem):
+    """An answer cell under an explorer (01's third_coordinate) must not send the student to
+    "the cell above" for the ``...``: that cell is the explorer."""
+    cells = L.notebook(stem).cells
+    for q in L.questions(stem):
+        above = max(j for j in range(q.answer_index) if cells[j].cell_type == "code")
+        for line in (predict.PROMPT, predict.verdict("two", 2)):
+            assert above == q.index or "the # Predict cell above" in line, (stem, q.name, line)
+
+
 # --- the test's own machinery, on made-up cells ---------------------------------------------
 
 def test_answer_forms_find_numbers_tuples_and_words_but_not_numbering():
