@@ -334,11 +334,24 @@ def test_hints_come_one_at_a_time(capsys):
         hint("2.6")
         assert f"Hint {n + 1} of {len(ex.hints)}" in capsys.readouterr().out
     hint("2.6")
-    assert "last hint" in capsys.readouterr().out
+    assert "no more hints" in capsys.readouterr().out
     hint("2.3")
     assert "no hints for a written exercise" in capsys.readouterr().out
     hint("7.7")
     assert "no exercise '7.7'" in capsys.readouterr().out
+
+
+def test_asking_again_after_the_last_hint_shows_every_hint_again(capsys):
+    """Rerunning a hint cell replaces its output: once the last hint is out, the earlier ones
+    would be out of sight for good unless asking again shows them all."""
+    reset()
+    ex = get("2.1")
+    for _ in ex.hints:
+        hint("2.1")
+    capsys.readouterr()
+    hint("2.1")
+    out = capsys.readouterr().out
+    assert "all 3 hints" in out and all(h in out for h in ex.hints)
 
 
 def test_status_table_reflects_the_session(capsys):

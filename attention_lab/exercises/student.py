@@ -249,7 +249,7 @@ def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
 
 
 def hint(exercise_id) -> None:
-    """Print the next hint for an exercise (each call shows one more)."""
+    """Print the next hint for an exercise (each call shows one more; then all of them again)."""
     try:
         ex = get(exercise_id)
     except KeyError as exc:
@@ -260,8 +260,8 @@ def hint(exercise_id) -> None:
         return
     n = _HINTS_SHOWN.get(ex.id, 0)
     if n >= len(ex.hints):
-        print(f"{ex.id}: that was the last hint ({len(ex.hints)} of {len(ex.hints)}). The task "
-              f"again: {ex.task}")
+        print(f"{ex.id}: no more hints; here are all {len(ex.hints)} hints again, and the task.\n"
+              + "".join(f"  {i}. {h}\n" for i, h in enumerate(ex.hints, 1)) + f"  Task: {ex.task}")
         return
     _HINTS_SHOWN[ex.id] = n + 1
     print(f"Hint {n + 1} of {len(ex.hints)} for {ex.id} ({ex.answer_label}): {ex.hints[n]}")
