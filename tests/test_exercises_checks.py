@@ -4,6 +4,7 @@ does; written exercises are never passed automatically; feedback never prints th
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import sys
@@ -367,6 +368,13 @@ def test_status_table_reflects_the_session(capsys):
     assert len(status(4, show=False).rows) == 8
     reset()
     assert len(status(show=False).rows) == 25
+
+
+@pytest.mark.parametrize("level", [5, "two", 0])
+def test_status_of_a_level_that_does_not_exist_says_which_levels_do(level):
+    table = status(level, show=False)  # JupyterLab shows its html, a terminal its text
+    for text in (table.text(), html.unescape(table.html())):
+        assert f"no level {level!r}" in text and "1, 2, 3, 4" in text and "status(2)" in text
 
 
 def test_student_time_limits_can_be_set_from_the_environment():

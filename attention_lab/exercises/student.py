@@ -268,15 +268,16 @@ def hint(exercise_id) -> None:
 
 
 class StatusTable(_Shown):
-    def __init__(self, rows: list[tuple[Exercise, str]]):
-        self.rows = rows
+    def __init__(self, rows: list[tuple[Exercise, str]], level=None):
+        self.rows, self.level = rows, level
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(st for _, st in self.rows))
 
     def text(self) -> str:
         if not self.rows:
-            return "no exercises"
+            return (f"no level {self.level!r}; the levels are {', '.join(map(str, LEVEL_TITLES))}"
+                    f": status(2) lists level 2's exercises")
         head = ("id", "ex.", "exercise", "status")
         body = [(ex.id, str(ex.chapter), ex.title, LABELS[st][1]) for ex, st in self.rows]
         widths = [max(len(r[i]) for r in [head, *body]) for i in range(4)]
@@ -295,7 +296,9 @@ class StatusTable(_Shown):
             mark, label, colour = LABELS[st]
             rows.append(f"<tr><td>{ex.id}</td><td>{ex.chapter}</td><td>{html.escape(ex.title)}"
                         f"</td><td style=\"color: {colour};\">{mark} {label}</td></tr>")
-        summary = html.escape(self.text().splitlines()[-1]) if self.rows else ""
+        summary = html.escape(self.text().splitlines()[-1])
+        if not self.rows:
+            return f"<p>{summary}</p>"
         return ("<table><thead><tr><th>id</th><th>ex.</th><th>exercise</th><th>status</th></tr>"
                 "</thead><tbody>" + "".join(rows) + f"</tbody></table><p>{summary}</p>")
 
@@ -308,7 +311,7 @@ def status(level: int | None = None, *, show: bool = True) -> StatusTable:
     else:
         levels = [int(level)] if str(level).isdigit() and int(level) in LEVEL_TITLES else []
     table = StatusTable([(ex, _SESSION[ex.id].status if ex.id in _SESSION else "not_checked")
-                         for ex in EXERCISES.values() if ex.level in levels])
+                         for ex in EXERCISES.values() if ex.level in levels], level)
     if show:
         table.show()
     return table
