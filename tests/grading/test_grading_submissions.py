@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import nbformat
 import pytest
 
+from _notebook_edits import load, replace_answer
 from attention_lab.exercises.registry import IDS
 from attention_lab.grading import report as R
 from attention_lab.grading import submissions as S
@@ -48,3 +50,26 @@ def test_submission_file_contents_and_tamper_evidence(tmp_path):
 def test_parse_submission_rejects_clearly(data, fragment):
     with pytest.raises(S.Unreadable, match=fragment):
         S.parse_submission("a.ipynb", data)
+
+
+STUDENT_NB = Path(__file__).resolve().parents[2] / "notebooks" / "exercises" / \
+    "02_mechanics_exercises.ipynb"
+
+
+def student_notebook(tmp_path, **answers):
+    """The level-2 student notebook in ``tmp_path`` with the cells defining ``answers`` replaced."""
+    nb = load(STUDENT_NB)
+    for name, source in answers.items():
+        replace_answer(nb, name, source)
+    path = tmp_path / STUDENT_NB.name
+    nbformat.write(nb, str(path))
+    return path, nb
+
+
+def test_submit_names_a_broken_cell_as_a_reader_counts_cells_from_the_top(tmp_path, capsys):
+    path, nb = student_notebook(tmp_path, padding_mask="def padding_mask(lengths, S)\n    return 1")
+    top = 1 + next(i for i, c in enumerate(nb.cells) if "def padding_mask" in c.source)
+    assert submit.main([str(path), "--student", "ada"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("2.5"))
+    assert f"error: cell {top} raised SyntaxError" in line, line
+
