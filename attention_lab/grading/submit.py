@@ -81,11 +81,12 @@ def ask_student(ask=input) -> str | None:
 
 
 def resolve_student(given: str | None, metadata, ask=None) -> tuple[str | None, str]:
-    """(student id or None, where it came from): ``--student``, else the notebook's metadata,
-    else ``ask()`` (a terminal prompt), else None. ``ValueError`` for an unusable ``given``."""
-    if given is not None:
-        return check_id(given), "--student"
+    """(student id or None, where it came from): ``--student`` (unless the notebook holds that id
+    already), else the notebook's metadata, else ``ask()`` (a terminal prompt), else None.
+    ``ValueError`` for an unusable ``given``."""
     stored, _ = from_metadata(metadata)
+    if given is not None and (given := check_id(given)) != stored:
+        return given, "--student"
     if stored:
         return stored, "the notebook"
     typed = ask() if ask is not None else None

@@ -73,3 +73,15 @@ def test_submit_names_a_broken_cell_as_a_reader_counts_cells_from_the_top(tmp_pa
     line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("2.5"))
     assert f"error: cell {top} raised SyntaxError" in line, line
 
+
+def test_submitting_twice_with_the_same_id_leaves_the_notebook_alone(tmp_path, capsys):
+    """The id is stored once; a second ``--student`` with the same id must not rewrite the
+    notebook (JupyterLab would then ask whether to overwrite a file changed on disk)."""
+    path, _ = student_notebook(tmp_path)
+    assert submit.main([str(path), "--student", "ada"]) == 0
+    assert "student id 'ada' recorded" in capsys.readouterr().out
+    stored = path.stat().st_mtime_ns, path.read_bytes()
+    assert submit.main([str(path), "--student", "ada"]) == 0
+    out = capsys.readouterr().out
+    assert "recorded" not in out and "student: ada" in out
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == stored
