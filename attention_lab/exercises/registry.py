@@ -413,5 +413,14 @@ def get(exercise_id) -> Exercise:
     return EXERCISES[key]
 
 
+def checked_marker(notebook) -> "Path":
+    """The file beside ``notebook`` in which ``check`` notes when it last ran in JupyterLab
+    (``submit`` compares it with the time the notebook was saved)."""
+    from pathlib import Path
+
+    notebook = Path(notebook)
+    return notebook.with_name(f".{notebook.name}.checked")
+
+
 def by_level(level: int) -> list[Exercise]:
     return [ex for ex in EXERCISES.values() if ex.level == level]

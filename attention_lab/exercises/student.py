@@ -12,13 +12,14 @@ from __future__ import annotations
 import html
 import json
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
 from . import probe as _probe
 from .implementations import callable_of, is_marker
 from .judging import REFERENCE_MODULES, Verdict, cases_for, decode_record, encoded_inputs, judge
-from .registry import EXERCISES, LEVEL_TITLES, Exercise, get
+from .registry import EXERCISES, LEVEL_TITLES, Exercise, checked_marker, get
 from .specs.base import STUDENT_SEED
 
 #: seconds per call of a student's function, and for all calls of one check
@@ -216,6 +217,17 @@ def _verdict(ex: Exercise, answer, seed: int) -> Verdict:
         return Verdict("error", f"the check could not run ({type(exc).__name__}: {exc})", "error")
 
 
+def _note_checked() -> None:
+    """In a notebook's kernel under JupyterLab, which names the notebook in ``JPY_SESSION_NAME``,
+    note when a check last ran: ``submit`` warns when the notebook was saved before that."""
+    notebook = os.environ.get("JPY_SESSION_NAME", "")
+    if notebook.endswith(".ipynb"):
+        try:
+            checked_marker(notebook).write_text(str(time.time()), encoding="utf-8")
+        except OSError:
+            pass
+
+
 def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
           seed: int = STUDENT_SEED, strict: bool = False) -> Result:
     """Check ``answer`` for exercise ``exercise_id`` ("2.1"); display and return the result.
@@ -241,6 +253,7 @@ def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
     res = Result(ex, verdict, str(exercise_id))
     if ex is not None:
         _SESSION[ex.id] = res
+        _note_checked()
     if show:
         res.show()
     if strict and not res.passed:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import nbformat
@@ -85,3 +86,25 @@ def test_submitting_twice_with_the_same_id_leaves_the_notebook_alone(tmp_path, c
     out = capsys.readouterr().out
     assert "recorded" not in out and "student: ada" in out
     assert (path.stat().st_mtime_ns, path.read_bytes()) == stored
+
+
+def test_submit_warns_when_the_notebook_was_saved_before_the_last_check(tmp_path, capsys,
+                                                                        monkeypatch):
+    """In JupyterLab a student checks an answer and runs submit before saving: the notebook on
+    disk is older than the kernel's work, and submit says so (and not once it is saved)."""
+    from attention_lab.exercises import check
+
+    path, _ = student_notebook(tmp_path)
+    monkeypatch.setenv("JPY_SESSION_NAME", str(path))  # what jupyter_server gives its kernels
+    saved = path.stat().st_mtime - 600
+    os.utime(path, (saved, saved))  # saved ten minutes before the check below
+    check("2.1", lambda query, keys: keys @ query, show=False)
+    assert submit.main([str(path), "--student", "ada"]) == 0
+    out = capsys.readouterr().out
+    assert "after the notebook was last saved" in out and "(Ctrl+S) and run submit again" in out
+    assert "recorded" not in out  # a changed file on disk would make that work harder to save
+    assert json.loads(path.with_suffix(".submission.json").read_text())["notebook"].count("ada")
+    os.utime(path)  # saved now
+    assert submit.main([str(path), "--student", "ada"]) == 0
+    out = capsys.readouterr().out
+    assert "last saved" not in out and "student id 'ada' recorded" in out
