@@ -317,6 +317,16 @@ def test_check_with_unknown_id_or_missing_answer_does_not_raise(capsys):
     assert res.status == "not_attempted" and "check('2.1', dot_scores)" in res.message
 
 
+@pytest.mark.parametrize("typed, says", [
+    ("ex 2.1", "did you mean '2.1'?"), ("2,1", "did you mean '2.1'?"),
+    (10, "chapter exercise 10 is checked as '2.6'"), ("14", "checked as '3.5' and '3.6'")])
+def test_a_mistyped_id_is_told_the_id_it_probably_means(typed, says):
+    """The notebooks' headings say 'Exercise 10 (check 2.6)': a student may type either."""
+    res = check(typed, A.ok_dot_scores, show=False)
+    assert res.status == "fail" and says in res.message and "the ids are 1.1" in res.message
+    assert "did you mean" not in check("2.10", A.ok_dot_scores, show=False).message  # not 2.1
+
+
 def test_check_survives_an_internal_error(monkeypatch):
     import attention_lab.exercises.student as student
 
