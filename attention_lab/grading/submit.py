@@ -28,7 +28,7 @@ from ..exercises.registry import EXERCISES, IDS, checked_marker
 from .assignments import METADATA_KEY
 from .batch import Batch, identify
 from .students import check_id, clean_id, from_metadata
-from .runner import Limits, defined_names, skip_slow_optional_imports
+from .runner import CellEvent, Limits, defined_names, skip_slow_optional_imports
 from .sandbox import ScratchRoot
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
 
@@ -224,6 +224,10 @@ def print_results(grade, nb, student: str | None, out: Path) -> None:
              f"answer(s) will be read by your instructor" if len(auto) < len(ids) else ""))
     if grade.message:
         print(f"note: {grade.message}")
+    raised = next((CellEvent(c["cell"], c["event"], c["name"], c["message"]).describe()
+                   for c in grade.cells if c["event"] == "error"), "")
+    if raised and not any(raised in g.message for g in grade.exercises.values()):
+        print(f"note: the first cell to fail: {raised[:200]}")  # a set-up cell, perhaps
     if student:
         print(f"student: {student}")
     if grade.meta.get("assignment"):

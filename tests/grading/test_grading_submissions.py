@@ -71,8 +71,10 @@ def test_submit_names_a_broken_cell_as_a_reader_counts_cells_from_the_top(tmp_pa
     path, nb = student_notebook(tmp_path, padding_mask="def padding_mask(lengths, S)\n    return 1")
     top = 1 + next(i for i, c in enumerate(nb.cells) if "def padding_mask" in c.source)
     assert submit.main([str(path), "--student", "ada"]) == 0
-    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("2.5"))
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("2.5"))
     assert f"error: cell {top} raised SyntaxError" in line, line
+    assert "first cell to fail" not in out  # said once, on its exercise's line
 
 
 def test_submitting_twice_with_the_same_id_leaves_the_notebook_alone(tmp_path, capsys):
@@ -108,3 +110,16 @@ def test_submit_warns_when_the_notebook_was_saved_before_the_last_check(tmp_path
     assert submit.main([str(path), "--student", "ada"]) == 0
     out = capsys.readouterr().out
     assert "last saved" not in out and "student id 'ada' recorded" in out
+
+
+def test_submit_names_the_first_cell_that_raised_even_when_it_defines_no_answer(tmp_path,
+                                                                                 capsys):
+    """A typo in the set-up cell: the answers that need its names fail with a NameError in their
+    own cells; the cell that caused it is named too."""
+    path, nb = student_notebook(tmp_path)
+    setup = next(i for i, c in enumerate(nb.cells) if "import running_example" in c.source)
+    nb.cells[setup].source = nb.cells[setup].source.replace("running_example", "runing_example")
+    nbformat.write(nb, str(path))
+    assert submit.main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"cell {setup + 1} raised ImportError: cannot import name 'runing_example'" in out
