@@ -233,6 +233,10 @@ def print_results(grade, nb, student: str | None, out: Path) -> None:
     if grade.meta.get("assignment"):
         print(f"assignment: {grade.meta['assignment']} (from the "
               f"{grade.meta['assignment_source']})")
+    else:
+        print(f"warning: {grade.meta.get('assignment_note')}, so the grader cannot tell from it "
+              f"which assignment this is: work in the exercise notebook you were given and hand "
+              f"it in")
     print(f"\nHand in this file: {out.resolve()}")
     print("(upload it as it is; the grader re-runs your notebook and checks every answer again)")
 

@@ -123,3 +123,15 @@ def test_submit_names_the_first_cell_that_raised_even_when_it_defines_no_answer(
     assert submit.main([str(path)]) == 0
     out = capsys.readouterr().out
     assert f"cell {setup + 1} raised ImportError: cannot import name 'runing_example'" in out
+
+
+def test_submit_warns_about_a_notebook_that_names_no_assignment(tmp_path, capsys):
+    """Answers copied into a new notebook ('Untitled.ipynb'): neither its metadata nor its name
+    says which assignment it is, and the student is told so before uploading it."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "def dot_scores(query, keys):\n    return keys @ query")])
+    nbformat.write(nb, str(tmp_path / "Untitled.ipynb"))
+    assert submit.main([str(tmp_path / "Untitled.ipynb")]) == 0
+    out = capsys.readouterr().out
+    assert "no assignment id in the notebook's metadata and none in its file name" in out
+    assert "the exercise notebook you were given" in out
