@@ -327,6 +327,16 @@ def test_a_mistyped_id_is_told_the_id_it_probably_means(typed, says):
     assert "did you mean" not in check("2.10", A.ok_dot_scores, show=False).message  # not 2.1
 
 
+def test_parts_passed_in_the_wrong_order_are_shown_the_whole_call():
+    """The suggested call must be one that can pass: for a two-part answer, both parts, in order
+    (the one part alone is told to pass a tuple: a loop)."""
+    comparison = {"largest_weight": [0.5, 0.4, 0.3], "same_order": True}
+    res = check("2.4", (comparison, A.ok_softmax_temperature), show=False)
+    assert res.status == "fail"
+    assert "check('2.4', (softmax_temperature, temperature_comparison))" in res.message
+    assert "check('2.1', dot_scores)" in check("2.1", "keys @ query", show=False).message
+
+
 def test_check_survives_an_internal_error(monkeypatch):
     import attention_lab.exercises.student as student
 
