@@ -4,6 +4,7 @@ does; written exercises are never passed automatically; feedback never prints th
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import sys
@@ -316,6 +317,26 @@ def test_check_with_unknown_id_or_missing_answer_does_not_raise(capsys):
     assert res.status == "not_attempted" and "check('2.1', dot_scores)" in res.message
 
 
+@pytest.mark.parametrize("typed, says", [
+    ("ex 2.1", "did you mean '2.1'?"), ("2,1", "did you mean '2.1'?"),
+    (10, "chapter exercise 10 is checked as '2.6'"), ("14", "checked as '3.5' and '3.6'")])
+def test_a_mistyped_id_is_told_the_id_it_probably_means(typed, says):
+    """The notebooks' headings say 'Exercise 10 (check 2.6)': a student may type either."""
+    res = check(typed, A.ok_dot_scores, show=False)
+    assert res.status == "fail" and says in res.message and "the ids are 1.1" in res.message
+    assert "did you mean" not in check("2.10", A.ok_dot_scores, show=False).message  # not 2.1
+
+
+def test_parts_passed_in_the_wrong_order_are_shown_the_whole_call():
+    """The suggested call must be one that can pass: for a two-part answer, both parts, in order
+    (the one part alone is told to pass a tuple: a loop)."""
+    comparison = {"largest_weight": [0.5, 0.4, 0.3], "same_order": True}
+    res = check("2.4", (comparison, A.ok_softmax_temperature), show=False)
+    assert res.status == "fail"
+    assert "check('2.4', (softmax_temperature, temperature_comparison))" in res.message
+    assert "check('2.1', dot_scores)" in check("2.1", "keys @ query", show=False).message
+
+
 def test_check_survives_an_internal_error(monkeypatch):
     import attention_lab.exercises.student as student
 
@@ -334,11 +355,24 @@ def test_hints_come_one_at_a_time(capsys):
         hint("2.6")
         assert f"Hint {n + 1} of {len(ex.hints)}" in capsys.readouterr().out
     hint("2.6")
-    assert "last hint" in capsys.readouterr().out
+    assert "no more hints" in capsys.readouterr().out
     hint("2.3")
     assert "no hints for a written exercise" in capsys.readouterr().out
     hint("7.7")
     assert "no exercise '7.7'" in capsys.readouterr().out
+
+
+def test_asking_again_after_the_last_hint_shows_every_hint_again(capsys):
+    """Rerunning a hint cell replaces its output: once the last hint is out, the earlier ones
+    would be out of sight for good unless asking again shows them all."""
+    reset()
+    ex = get("2.1")
+    for _ in ex.hints:
+        hint("2.1")
+    capsys.readouterr()
+    hint("2.1")
+    out = capsys.readouterr().out
+    assert "all 3 hints" in out and all(h in out for h in ex.hints)
 
 
 def test_status_table_reflects_the_session(capsys):
@@ -354,6 +388,13 @@ def test_status_table_reflects_the_session(capsys):
     assert len(status(4, show=False).rows) == 8
     reset()
     assert len(status(show=False).rows) == 25
+
+
+@pytest.mark.parametrize("level", [5, "two", 0])
+def test_status_of_a_level_that_does_not_exist_says_which_levels_do(level):
+    table = status(level, show=False)  # JupyterLab shows its html, a terminal its text
+    for text in (table.text(), html.unescape(table.html())):
+        assert f"no level {level!r}" in text and "1, 2, 3, 4" in text and "status(2)" in text
 
 
 def test_student_time_limits_can_be_set_from_the_environment():

@@ -123,3 +123,15 @@ def test_the_sites_table_maps_every_chapter_exercise_to_its_notebook_and_checks(
         assert re.findall(r"`(\d\.\d)`", cells[3]) == [ex.id for ex in exs]
         for ex in exs:
             assert f"`{ex.answer_label}`" in cells[3]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_hand_in_line_can_be_followed_as_written(level):
+    """A student types the header's command in JupyterLab's terminal, which opens in the lab's
+    top folder with no venv on its PATH: the line says to save first, where to run it, and that
+    the Python is the README's."""
+    text = (FOLDER / f"{NOTEBOOKS[level]}.py").read_text()
+    header = re.split(r"^# %%$", text, flags=re.M)[0]  # up to the first code cell
+    for said in ("Ctrl+S", "in `notebooks/exercises/`", f"submit {NOTEBOOKS[level]}.ipynb",
+                 "README"):
+        assert said in header, said

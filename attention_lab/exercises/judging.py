@@ -130,8 +130,9 @@ def _judge_answer_object(ex: Exercise, record: dict) -> Verdict | None:
         if val is Ellipsis or val is None:
             return Verdict("not_attempted", f"`{name}` is {fmt(val)}, not a function yet",
                            "not attempted")
+        call = name if len(ex.answer_names) == 1 else f"({label})"  # every part, in order
         return Verdict("fail", f"`{name}` is {describe_type(val)}; pass the function itself "
-                               f"(without calling it): check({ex.id!r}, {name})", "not a function")
+                               f"(without calling it): check({ex.id!r}, {call})", "not a function")
     if kind != "calls":
         return Verdict("error", f"unexpected record for {ex.id}", "error")
 

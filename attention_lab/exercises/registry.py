@@ -23,6 +23,7 @@ list exercises cheaply.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 KINDS = ("function", "value", "test", "written")
@@ -405,12 +406,31 @@ EXERCISES: dict[str, Exercise] = {ex.id: ex for ex in _E}
 IDS: tuple[str, ...] = tuple(EXERCISES)
 
 
+def _meant(key: str) -> str:
+    """What a mistyped id probably means: an id written in it ("ex 2.1", "2,1"), or the checks of
+    the chapter exercise it numbers ("10", as the notebooks' headings count)."""
+    written = [i.replace(",", ".") for i in re.findall(r"(?<!\d)\d[.,]\d(?!\d)", key)]
+    if written and written[0] in EXERCISES:
+        return f"did you mean {written[0]!r}? "
+    ids = [ex.id for ex in _E if key.isdigit() and ex.chapter == int(key)]
+    return f"chapter exercise {key} is checked as {' and '.join(map(repr, ids))}; " if ids else ""
+
+
 def get(exercise_id) -> Exercise:
     """The exercise ``exercise_id`` ("2.3"); ``KeyError`` with the known ids otherwise."""
     key = str(exercise_id).strip()
     if key not in EXERCISES:
-        raise KeyError(f"no exercise {exercise_id!r}; the ids are {', '.join(IDS)}")
+        raise KeyError(f"no exercise {exercise_id!r}; {_meant(key)}the ids are {', '.join(IDS)}")
     return EXERCISES[key]
+
+
+def checked_marker(notebook) -> "Path":
+    """The file beside ``notebook`` in which ``check`` notes when it last ran in JupyterLab
+    (``submit`` compares it with the time the notebook was saved)."""
+    from pathlib import Path
+
+    notebook = Path(notebook)
+    return notebook.with_name(f".{notebook.name}.checked")
 
 
 def by_level(level: int) -> list[Exercise]:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import html
 import json
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
 from . import probe as _probe
 from .implementations import callable_of, is_marker
 from .judging import REFERENCE_MODULES, Verdict, cases_for, decode_record, encoded_inputs, judge
-from .registry import EXERCISES, LEVEL_TITLES, Exercise, get
+from .registry import EXERCISES, LEVEL_TITLES, Exercise, checked_marker, get
 from .specs.base import STUDENT_SEED
 
 #: seconds per call of a student's function, and for all calls of one check
@@ -216,6 +217,17 @@ def _verdict(ex: Exercise, answer, seed: int) -> Verdict:
         return Verdict("error", f"the check could not run ({type(exc).__name__}: {exc})", "error")
 
 
+def _note_checked() -> None:
+    """In a notebook's kernel under JupyterLab, which names the notebook in ``JPY_SESSION_NAME``,
+    note when a check last ran: ``submit`` warns when the notebook was saved before that."""
+    notebook = os.environ.get("JPY_SESSION_NAME", "")
+    if notebook.endswith(".ipynb"):
+        try:
+            checked_marker(notebook).write_text(str(time.time()), encoding="utf-8")
+        except OSError:
+            pass
+
+
 def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
           seed: int = STUDENT_SEED, strict: bool = False) -> Result:
     """Check ``answer`` for exercise ``exercise_id`` ("2.1"); display and return the result.
@@ -241,6 +253,7 @@ def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
     res = Result(ex, verdict, str(exercise_id))
     if ex is not None:
         _SESSION[ex.id] = res
+        _note_checked()
     if show:
         res.show()
     if strict and not res.passed:
@@ -249,7 +262,7 @@ def check(exercise_id, answer=_probe.MISSING, *, show: bool = True,
 
 
 def hint(exercise_id) -> None:
-    """Print the next hint for an exercise (each call shows one more)."""
+    """Print the next hint for an exercise (each call shows one more; then all of them again)."""
     try:
         ex = get(exercise_id)
     except KeyError as exc:
@@ -260,23 +273,24 @@ def hint(exercise_id) -> None:
         return
     n = _HINTS_SHOWN.get(ex.id, 0)
     if n >= len(ex.hints):
-        print(f"{ex.id}: that was the last hint ({len(ex.hints)} of {len(ex.hints)}). The task "
-              f"again: {ex.task}")
+        print(f"{ex.id}: no more hints; here are all {len(ex.hints)} hints again, and the task.\n"
+              + "".join(f"  {i}. {h}\n" for i, h in enumerate(ex.hints, 1)) + f"  Task: {ex.task}")
         return
     _HINTS_SHOWN[ex.id] = n + 1
     print(f"Hint {n + 1} of {len(ex.hints)} for {ex.id} ({ex.answer_label}): {ex.hints[n]}")
 
 
 class StatusTable(_Shown):
-    def __init__(self, rows: list[tuple[Exercise, str]]):
-        self.rows = rows
+    def __init__(self, rows: list[tuple[Exercise, str]], level=None):
+        self.rows, self.level = rows, level
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(st for _, st in self.rows))
 
     def text(self) -> str:
         if not self.rows:
-            return "no exercises"
+            return (f"no level {self.level!r}; the levels are {', '.join(map(str, LEVEL_TITLES))}"
+                    f": status(2) lists level 2's exercises")
         head = ("id", "ex.", "exercise", "status")
         body = [(ex.id, str(ex.chapter), ex.title, LABELS[st][1]) for ex, st in self.rows]
         widths = [max(len(r[i]) for r in [head, *body]) for i in range(4)]
@@ -295,7 +309,9 @@ class StatusTable(_Shown):
             mark, label, colour = LABELS[st]
             rows.append(f"<tr><td>{ex.id}</td><td>{ex.chapter}</td><td>{html.escape(ex.title)}"
                         f"</td><td style=\"color: {colour};\">{mark} {label}</td></tr>")
-        summary = html.escape(self.text().splitlines()[-1]) if self.rows else ""
+        summary = html.escape(self.text().splitlines()[-1])
+        if not self.rows:
+            return f"<p>{summary}</p>"
         return ("<table><thead><tr><th>id</th><th>ex.</th><th>exercise</th><th>status</th></tr>"
                 "</thead><tbody>" + "".join(rows) + f"</tbody></table><p>{summary}</p>")
 
@@ -308,7 +324,7 @@ def status(level: int | None = None, *, show: bool = True) -> StatusTable:
     else:
         levels = [int(level)] if str(level).isdigit() and int(level) in LEVEL_TITLES else []
     table = StatusTable([(ex, _SESSION[ex.id].status if ex.id in _SESSION else "not_checked")
-                         for ex in EXERCISES.values() if ex.level in levels])
+                         for ex in EXERCISES.values() if ex.level in levels], level)
     if show:
         table.show()
     return table

@@ -94,7 +94,8 @@ class CellEvent:
     def describe(self) -> str:
         what = {"error": f"raised {self.name}", "timeout": "did not finish in time",
                 "crash": "crashed the kernel"}[self.kind]
-        return f"cell {self.index} {what}" + (f": {self.message}" if self.message else "")
+        # counted from 1, as a reader counts the cells from the top
+        return f"cell {self.index + 1} {what}" + (f": {self.message}" if self.message else "")
 
 
 @dataclass

@@ -24,11 +24,11 @@ import sys
 from pathlib import Path
 
 from .. import _cli
-from ..exercises.registry import EXERCISES, IDS
+from ..exercises.registry import EXERCISES, IDS, checked_marker
 from .assignments import METADATA_KEY
 from .batch import Batch, identify
 from .students import check_id, clean_id, from_metadata
-from .runner import Limits, defined_names, skip_slow_optional_imports
+from .runner import CellEvent, Limits, defined_names, skip_slow_optional_imports
 from .sandbox import ScratchRoot
 from .submissions import SUBMISSION_FORMAT, Submission, Unreadable, canonical_hash, parse_submission
 
@@ -81,11 +81,12 @@ def ask_student(ask=input) -> str | None:
 
 
 def resolve_student(given: str | None, metadata, ask=None) -> tuple[str | None, str]:
-    """(student id or None, where it came from): ``--student``, else the notebook's metadata,
-    else ``ask()`` (a terminal prompt), else None. ``ValueError`` for an unusable ``given``."""
-    if given is not None:
-        return check_id(given), "--student"
+    """(student id or None, where it came from): ``--student`` (unless the notebook holds that id
+    already), else the notebook's metadata, else ``ask()`` (a terminal prompt), else None.
+    ``ValueError`` for an unusable ``given``."""
     stored, _ = from_metadata(metadata)
+    if given is not None and (given := check_id(given)) != stored:
+        return given, "--student"
     if stored:
         return stored, "the notebook"
     typed = ask() if ask is not None else None
@@ -154,10 +155,25 @@ def output_path(path: Path, given: str | None) -> Path:
     return out
 
 
-def store_student(path: Path, text: str, student: str) -> str:
-    """The notebook's text with ``student`` in it, written back for the next time (the
+def unsaved_work(path: Path) -> str:
+    """A warning when ``check`` ran in JupyterLab after the notebook was last saved (the
+    kernel's latest answers are then not in the file), else ``""``."""
+    try:
+        checked = float(checked_marker(path).read_text(encoding="utf-8"))
+        saved = path.stat().st_mtime
+    except (OSError, ValueError):
+        return ""
+    if checked <= saved:
+        return ""
+    at = [_dt.datetime.fromtimestamp(t).strftime("%H:%M:%S") for t in (checked, saved)]
+    return (f"warning: check() ran in {path.name} at {at[0]}, after the notebook was last saved "
+            f"({at[1]}): answers changed since then are not in this submission. Save it in "
+            f"JupyterLab (Ctrl+S) and run submit again.")
+
+
+def store_student(path: Path, text: str, student: str) -> None:
+    """Write the notebook's ``text`` (with ``student`` in it) back, for the next time (the
     submission file carries the id in any case)."""
-    text = with_student(text, student)
     try:
         replace_text(path, text)
         print(f"student id {student!r} recorded in {path.name} (if the notebook is open in "
@@ -165,7 +181,6 @@ def store_student(path: Path, text: str, student: str) -> str:
     except OSError as exc:
         print(f"note: could not store the student id in {path} ({exc.strerror}); it is in "
               f"the submission file")
-    return text
 
 
 def run_checks(path: Path, data: bytes, limits: Limits):
@@ -209,11 +224,19 @@ def print_results(grade, nb, student: str | None, out: Path) -> None:
              f"answer(s) will be read by your instructor" if len(auto) < len(ids) else ""))
     if grade.message:
         print(f"note: {grade.message}")
+    raised = next((CellEvent(c["cell"], c["event"], c["name"], c["message"]).describe()
+                   for c in grade.cells if c["event"] == "error"), "")
+    if raised and not any(raised in g.message for g in grade.exercises.values()):
+        print(f"note: the first cell to fail: {raised[:200]}")  # a set-up cell, perhaps
     if student:
         print(f"student: {student}")
     if grade.meta.get("assignment"):
         print(f"assignment: {grade.meta['assignment']} (from the "
               f"{grade.meta['assignment_source']})")
+    else:
+        print(f"warning: {grade.meta.get('assignment_note')}, so the grader cannot tell from it "
+              f"which assignment this is: work in the exercise notebook you were given and hand "
+              f"it in")
     print(f"\nHand in this file: {out.resolve()}")
     print("(upload it as it is; the grader re-runs your notebook and checks every answer again)")
 
@@ -235,10 +258,13 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             raise Refused(f"--student: {exc}") from None
         out = output_path(path, args.out)
+        unsaved = unsaved_work(path)  # before store_student writes the notebook
         text = data.decode("utf-8")
         if student is not None and source != "the notebook":
-            text = store_student(path, text, student)
+            text = with_student(text, student)
             data = text.encode("utf-8")
+            if not unsaved:  # else JupyterLab's next save of the unsaved work would conflict
+                store_student(path, text, student)
         elif student is None:
             print("note: no student id recorded; your instructor will tell you whether to give "
                   "one (python -m attention_lab submit NOTEBOOK --student ID)")
@@ -247,4 +273,6 @@ def main(argv: list[str] | None = None) -> int:
     except Refused as exc:
         return _cli.fail("submit", str(exc))
     print_results(grade, nb, student, out)
+    if unsaved:
+        print(f"\n{unsaved}")
     return 0

@@ -17,8 +17,10 @@
 #
 # Positions are numbered 1..S, as in the level notebooks: position `j` is row `j - 1` of an
 # array. Replace each `raise NotImplementedError` (or `...`, or empty string) with your answer,
-# run the cell, then the check. Hand in with
-# `python -m attention_lab submit 02_mechanics_exercises.ipynb`.
+# run the cell, then the check. To hand in:
+# save it (Ctrl+S), then in a terminal, in `notebooks/exercises/`, run
+# `python -m attention_lab submit 02_mechanics_exercises.ipynb` with the lab's Python (the
+# README's command: in the student bundle `../../.venv/bin/python`).
 
 # %%
 import numpy as np

@@ -13,8 +13,10 @@
 # Exercise 14 also asks for a written explanation (check 3.6), recorded for your instructor.
 #
 # Replace each `raise NotImplementedError` (or empty string) with your answer, run the cell,
-# then the check; `hint("3.1")` gives one more hint per run. Hand in with
-# `python -m attention_lab submit 03_maths_and_code_exercises.ipynb`.
+# then the check; `hint("3.1")` gives one more hint per run. To hand in:
+# save it (Ctrl+S), then in a terminal, in `notebooks/exercises/`, run
+# `python -m attention_lab submit 03_maths_and_code_exercises.ipynb` with the lab's Python (the
+# README's command: in the student bundle `../../.venv/bin/python`).
 
 # %%
 import numpy as np

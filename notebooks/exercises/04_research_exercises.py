@@ -13,8 +13,10 @@
 # once each field of your answer holds at least 12 words.
 #
 # Replace each `raise NotImplementedError` (or empty string) with your answer, run the cell,
-# then the check; `hint("4.1")` gives one more hint per run. Hand in with
-# `python -m attention_lab submit 04_research_exercises.ipynb`.
+# then the check; `hint("4.1")` gives one more hint per run. To hand in:
+# save it (Ctrl+S), then in a terminal, in `notebooks/exercises/`, run
+# `python -m attention_lab submit 04_research_exercises.ipynb` with the lab's Python (the
+# README's command: in the student bundle `../../.venv/bin/python`).
 
 # %%
 import numpy as np

@@ -69,6 +69,16 @@ def test_the_bundle_holds_what_students_need(bundle):
     assert "{{" not in readme and "{%" not in readme
 
 
+def test_the_readmes_install_steps_run_in_the_order_they_are_written(bundle):
+    """A student types the README's commands from the top: the CPU build of torch (Linux
+    without a GPU) must come before ``pip install -r requirements.txt``, which otherwise
+    downloads the CUDA build (several GB) first."""
+    steps = re.search(r"```bash\n(.*?)```", (bundle / "README.md").read_text(), re.S).group(1)
+    cpu = steps.index(f"pip install torch=={release.torch_pin()} --index-url "
+                      f"https://download.pytorch.org/whl/cpu")
+    assert cpu < steps.index("pip install -r requirements.txt") < steps.index("jupyter lab")
+
+
 def test_the_bundle_leaves_out_the_graders_sandbox_the_demo_and_the_authoring_tools(bundle,
                                                                                   tmp_path):
     """The bundle's package has none of the modules a student never runs, and works without

@@ -14,8 +14,10 @@
 # end lists where you stand.
 #
 # Work from top to bottom: replace each `raise NotImplementedError` (or each `...`) with your
-# answer, run the cell, then run the check below it. When you are done, hand in the notebook
-# with `python -m attention_lab submit 01_intuition_exercises.ipynb`.
+# answer, run the cell, then run the check below it. When you are done, hand in the notebook:
+# save it (Ctrl+S), then in a terminal, in `notebooks/exercises/`, run
+# `python -m attention_lab submit 01_intuition_exercises.ipynb` with the lab's Python (the
+# README's command: in the student bundle `../../.venv/bin/python`).
 # <!-- BEGIN SOLUTION -->
 #
 # **Instructor solutions.** The answers below are one correct way to solve each exercise;
