@@ -5,7 +5,10 @@ place is taken by a function on the kernel's end of a real socket pair, as in
 
 * forged records whose descriptions (the shape and dtype of an output "too large to record", a
   dict's keys) are megabytes long, where the harness never sends more than a few hundred
-  characters: they must not reach the verdict's message (grades.json, the feedback page).
+  characters: they must not reach the verdict's message (grades.json, the feedback page);
+* calls of the implementations a case hands over (1.4, 2.6, 3.2, 4.3) with the largest
+  arguments the grader accepts (``MAX_ASK_ELEMENTS`` numbers): the grader's memory for one such
+  call stays within a small multiple of its arguments.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ import concurrent.futures
 import json
 import os
 import threading
+import tracemalloc
 
+import numpy as np
 import pytest
 
 from attention_lab.exercises import probe
+from attention_lab.exercises.implementations import callable_of, is_marker
 from attention_lab.exercises.judging import decode_record, judge
 from attention_lab.exercises.registry import EXERCISES
 from attention_lab.grading import channel as C
@@ -90,3 +96,42 @@ def test_a_forged_description_puts_no_megabytes_into_the_verdict(out):
         return
     assert v.status != "pass"
     assert len(v.message) < 5_000 and len(v.summary) < 1_000, (len(v.message), len(v.summary))
+
+
+def _largest_arguments(fn_name: str) -> list[list[np.ndarray]]:
+    """Arguments of at most ``MAX_ASK_ELEMENTS`` numbers in all, shaped to cost the most."""
+    n = C.MAX_ASK_ELEMENTS
+    if fn_name == "attend":  # (D,), (S, D), (S, D_v): no key, or one, and a long query
+        return [[np.ones(n), np.ones((0, n)), np.ones((0, 1))],
+                [np.ones(n // 2 - 1), np.ones((1, n // 2 - 1)), np.ones((1, 2))]]
+    if fn_name == "masked_softmax":
+        return [[np.ones(n // 2), np.ones(n // 2, dtype=bool)],
+                [np.ones((n // 2, 1)), np.ones((1, 1), dtype=bool)]]
+    return []  # the readout: its width is the case's, checked below on a batch of contexts
+
+
+@pytest.mark.parametrize("ex_id", ["1.4", "2.6", "3.2", "4.3"])
+def test_a_call_of_a_handed_implementation_costs_the_grader_memory_linear_in_its_arguments(
+        ex_id):
+    """The kernel may ask the grader to run the implementation its case hands over, 500 times a
+    case, on arguments of up to 4,000 numbers (32 KB as float64). Bilinear attention (1.4's
+    implementation E) built a D x D matrix from the query's D: a call with a query of 4,000
+    numbers and no keys (24 KB of JSON) made the grader allocate 384 MB (and 0.8 s of CPU)."""
+    limit = 64 * C.MAX_ASK_ELEMENTS * 8  # 2 MB: 64 times the arguments' own size
+    markers = {repr(a): a for c in CASES[ex_id] for a in c.args if is_marker(a)}
+    assert markers
+    for marker in markers.values():
+        fn = callable_of(marker)
+        arg_sets = _largest_arguments(fn.__name__)
+        if not arg_sets:  # the readout of 4.3: a batch of contexts of the case's width
+            width = marker.params["W_c"].shape[1] - marker.params["h"].shape[0]
+            arg_sets = [[np.ones((C.MAX_ASK_ELEMENTS // width, width))]]
+        for args in arg_sets:
+            encoded = [probe.encode(a) for a in args]
+            tracemalloc.start()
+            try:
+                answer = C._compute(fn, encoded)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert peak < limit, (marker, [a.shape for a in args], peak, answer.keys())
