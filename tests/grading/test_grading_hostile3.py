@@ -1,14 +1,17 @@
-"""The grader against a third hostile student: what a kernel that speaks the grader's protocol
-itself makes the grader's own process hold, compute or write, without a kernel (the harness's
-place is taken by a function on the kernel's end of a real socket pair, as in
-``test_grading_channel.py``).
+"""The grader against a third hostile student: what a kernel that speaks the grader's protocols
+itself makes the grader's own process hold, compute or write. The harness channel is tested
+without a kernel (the harness's place is taken by a function on the kernel's end of a real socket
+pair, as in ``test_grading_channel.py``), ZeroMQ's IOPub with one:
 
 * forged records whose descriptions (the shape and dtype of an output "too large to record", a
   dict's keys) are megabytes long, where the harness never sends more than a few hundred
   characters: they must not reach the verdict's message (grades.json, the feedback page);
 * calls of the implementations a case hands over (1.4, 2.6, 3.2, 4.3) with the largest
   arguments the grader accepts (``MAX_ASK_ELEMENTS`` numbers): the grader's memory for one such
-  call stays within a small multiple of its arguments.
+  call stays within a small multiple of its arguments;
+* IOPub messages a kernel forges on the topics the grader subscribes to (widget comms, execution
+  counts), in a grading of one notebook (a subprocess of its own, its peak memory read from
+  ``/proc``): the grader keeps none of them.
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import subprocess
+import sys
 import threading
 import tracemalloc
 
+import nbformat
 import numpy as np
 import pytest
 
@@ -135,3 +141,60 @@ def test_a_call_of_a_handed_implementation_costs_the_grader_memory_linear_in_its
             finally:
                 tracemalloc.stop()
             assert peak < limit, (marker, [a.shape for a in args], peak, answer.keys())
+
+
+# ------------------------------------------------------------------ what the grader keeps
+#: A kernel's forged IOPub messages, on a topic the grader subscribes to (``kernel.``) and for
+#: the cell that runs (the kernel knows its parent): widget comms, whose state nbclient's
+#: output-widget mimic keeps, and an execution count, which it stores in the cell.
+FORGER = '''
+k = get_ipython().kernel
+blob = "x" * 900_000
+def forge(kind, content):
+    k.session.send(k.iopub_socket, kind, content, parent=k.get_parent(),
+                   ident=b"kernel.x." + kind.encode())
+'''
+COMMS = FORGER + '''
+for i in range({n}):
+    forge("comm_open", {{"comm_id": "c%d" % i, "target_name": "jupyter.widget", "data": {{
+        "state": {{"_model_module": "@jupyter-widgets/output", "_model_name": "OutputModel",
+                  "outputs": [], "junk": blob + str(i)}}}}}})
+import time
+time.sleep(2)  # (the grader reads them while the cell runs)
+'''
+COUNT = 'forge("execute_input", {"execution_count": blob + "%d", "code": ""}); time.sleep(0.02)'
+KEPT = ("import re, sys\n"
+        "from pathlib import Path\n"
+        "import nbformat\n"
+        "from attention_lab.exercises.registry import EXERCISES\n"
+        "from attention_lab.grading.cases import run_cases\n"
+        "from attention_lab.grading.runner import Limits, run_notebook\n"
+        "def peak():\n"
+        "    status = open('/proc/self/status').read()\n"
+        "    return int(re.search(r'VmHWM:\\s*(\\d+)', status).group(1)) // 1024\n"
+        "nb = nbformat.reads(sys.stdin.read(), as_version=4)\n"
+        "ex = EXERCISES['2.1']\n"
+        "before = peak()\n"
+        "run = run_notebook(nb, Path.cwd() / 'work', [ex], {ex.id: run_cases(ex, 3)},"
+        " Limits(cell_timeout=30, timeout=300))\n"
+        "print('RUN', run.error or sorted(run.records), [e.describe() for e in run.events])\n"
+        "print('GREW_MB', peak() - before)\n")
+
+
+def test_the_grader_keeps_nothing_of_a_kernels_forged_iopub_messages(tmp_path):
+    """300 widget comms of 900 KB and, in 150 cells, an execution count of 900 KB each (400 MB in
+    all): the old grader kept every comm's state (nbclient's mimic of an output widget) and each
+    cell's count, and grew by about as much (a cell sending them for its whole minute made it
+    grow by gigabytes, for every job at once); now it grows by what ZeroMQ queues at most."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = ([nbformat.v4.new_code_cell(COMMS.format(n=300)),
+                 nbformat.v4.new_code_cell(FORGER + "import time")]
+                + [nbformat.v4.new_code_cell(COUNT % i) for i in range(150)]
+                + [nbformat.v4.new_code_cell("def dot_scores(query, keys):\n"
+                                             "    return keys @ query")])
+    done = subprocess.run([sys.executable, "-c", KEPT], input=nbformat.writes(nb), text=True,
+                          capture_output=True, timeout=600, cwd=tmp_path)
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    assert "GREW_MB" in lines, done.stdout + done.stderr[-3000:]
+    assert lines["RUN"].startswith("['2.1'] []"), lines["RUN"]  # every cell ran, the answer too
+    assert int(lines["GREW_MB"]) < 150, lines
