@@ -198,3 +198,25 @@ def test_the_grader_keeps_nothing_of_a_kernels_forged_iopub_messages(tmp_path):
     assert "GREW_MB" in lines, done.stdout + done.stderr[-3000:]
     assert lines["RUN"].startswith("['2.1'] []"), lines["RUN"]  # every cell ran, the answer too
     assert int(lines["GREW_MB"]) < 150, lines
+
+
+# ------------------------------------------------------------------ what the grader parses
+def test_a_submission_file_cannot_hide_the_values_of_its_notebook_in_escapes():
+    """A ``.submission.json`` holds its notebook as a JSON string, where ``\\u002c`` is a comma
+    and ``\\u007b`` a brace: the file's own bytes then hold no comma or bracket to count. A
+    46 MB file with 2.7 million empty dicts in the notebook's metadata passed the bound of a
+    million values and cost the old grader 8.5 s of CPU and 1.8 GB of memory to parse, before
+    its job's CPU limit applies; now its notebook's values are counted too (here 1.2 million,
+    in 22 MB: too large, and never parsed)."""
+    from attention_lab.grading import submissions as S
+
+    n = S.MAX_JSON_ITEMS + 200_000
+    cell = json.dumps(nbformat.v4.new_code_cell("x = 1"))
+    inner = ('{"cells": [' + cell + '], "metadata": {"junk": [' + "{}," * n
+             + '0]}, "nbformat": 4, "nbformat_minor": 5}')
+    hidden = json.dumps(inner).replace(",", "\\u002c").replace("{", "\\u007b")  # still inner
+    data = ('{"format": "attention-lab-submission", "notebook": ' + hidden + '}').encode()
+    assert json.loads(json.loads(data)["notebook"]) and S.json_items(data) < 10  # as described
+    with pytest.raises(S.TooLarge, match="JSON values"):
+        S.parse_submission("hw.submission.json", data)
+    assert S.peek("hw.submission.json", data)["notebook"] is False  # not parsed there either
