@@ -308,6 +308,9 @@ def parse_submission(name: str, data: bytes):
         raise Unreadable("valid JSON but not a notebook (no list of 'cells')")
     if not isinstance(obj.get("nbformat"), int):
         raise Unreadable("valid JSON but not a notebook (no 'nbformat' version)")
+    if obj["nbformat"] != 4:  # (format 3 keeps its cells in worksheets, past the bounds below)
+        raise Unreadable(f"a notebook of format {str(obj['nbformat'])[:10]}, not 4: open it in "
+                         f"Jupyter and save it (Jupyter writes format 4)")
     _within_bounds(obj["cells"])
     for cell in obj["cells"]:  # the grader never looks at outputs: they are not validated
         if isinstance(cell, dict) and "outputs" in cell:

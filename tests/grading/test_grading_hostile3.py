@@ -220,3 +220,19 @@ def test_a_submission_file_cannot_hide_the_values_of_its_notebook_in_escapes():
     with pytest.raises(S.TooLarge, match="JSON values"):
         S.parse_submission("hw.submission.json", data)
     assert S.peek("hw.submission.json", data)["notebook"] is False  # not parsed there either
+
+
+def test_a_notebook_of_an_older_format_cannot_carry_its_cells_past_the_bounds():
+    """The bounds on cells (5,000, 2 MB of source) and the clearing of outputs look at the
+    notebook's ``cells``; a notebook of format 3 keeps its cells in ``worksheets``, which
+    nbformat converts. With an empty ``cells`` beside 40,000 cells there, the old grader parsed
+    all of them (4 s of CPU, before its job's CPU limit applies) and ran them. The grader reads
+    notebooks of format 4 only (Jupyter has written no other since 2015)."""
+    from attention_lab.grading import submissions as S
+
+    cell = {"cell_type": "code", "input": "x = 1", "language": "python", "metadata": {},
+            "outputs": [], "collapsed": False}
+    v3 = {"nbformat": 3, "nbformat_minor": 0, "cells": [], "metadata": {},
+          "worksheets": [{"cells": [cell] * 40_000, "metadata": {}}]}
+    with pytest.raises(S.Unreadable, match="format 3"):
+        S.parse_submission("hw.ipynb", json.dumps(v3).encode())
