@@ -234,7 +234,8 @@ def decode(data, depth: int = 0, *, callables=None):
             raise ValueError("malformed dict")
         out = {}
         for pair in body:
-            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)):
+            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str)
+                    and len(pair[0]) <= 200):  # (encode cuts a key at 200)
                 raise ValueError("malformed dict item")
             out[pair[0]] = decode(pair[1], depth + 1, callables=callables)
         return out
@@ -257,8 +258,9 @@ def decode(data, depth: int = 0, *, callables=None):
     if tag == "__unsupported__":
         return Unsupported(str(body)[:200], str(data.get("repr", ""))[:300], data.get("shape"))
     if tag == "__too_large__":
-        shape = body if isinstance(body, list) else []
-        return TooLarge([int(n) for n in shape if isinstance(n, int)], str(data.get("dtype")))
+        shape = body[:32] if isinstance(body, list) else []  # (as short as encode makes them)
+        return TooLarge([int(n) for n in shape if isinstance(n, int) and 0 <= n < 2 ** 63],
+                        str(data.get("dtype"))[:40])
     if tag == "__callable__":
         if callables is None or not (isinstance(body, dict) and isinstance(body.get("key"), str)
                                      and isinstance(body.get("name"), str)):

@@ -202,6 +202,7 @@ def _make_client_classes():
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionComplete
 
     class SandboxKernelClient(AsyncKernelClient):
         """Subscribes only to the kernel's own topics (``kernel.<id>.status``, ``.error``, ...):
@@ -280,12 +281,15 @@ def _make_client_classes():
             """Nothing to clean: the sockets are in the kernel's scratch, gone with it."""
 
     class OutputlessClient(NotebookClient):
-        """Keeps no outputs (a cell's error comes from its execute reply)."""
+        """Keeps nothing of a cell's IOPub messages, which a kernel can forge (outputs, widget
+        comms and their state, execution counts): only the end of the cell counts. A cell's
+        error comes from its execute reply."""
 
-        def output(self, outs, msg, display_id, cell_index):
-            return None
-
-        def clear_output(self, outs, msg, cell_index):
+        def process_message(self, msg, cell, cell_index):
+            content = msg.get("content")
+            if msg.get("msg_type") == "status" and isinstance(content, dict) \
+                    and content.get("execution_state") == "idle":
+                raise CellExecutionComplete()
             return None
 
     return SandboxKernelManager, OutputlessClient

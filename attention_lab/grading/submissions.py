@@ -6,8 +6,9 @@ submit``. The folder and the bytes are untrusted: the folder is walked without f
 ``unreadable`` row with its reason); a file is opened once with ``O_NOFOLLOW | O_NONBLOCK`` and
 read only if the descriptor is the regular file the walk found. The work on a file's bytes is
 linear in their size and bounded (``MAX_FILE_BYTES``; ``MAX_JSON_ITEMS`` counted in the bytes
-before any parsing; ``MAX_CELLS``; ``MAX_SOURCE_BYTES``: else :class:`TooLarge`), and a file that
-is not a notebook gets :class:`Unreadable` with a one-line reason, never a parser's exception.
+before any parsing, and in a submission file's notebook text before it is parsed; ``MAX_CELLS``;
+``MAX_SOURCE_BYTES``: else :class:`TooLarge`), and a file that is not a notebook gets
+:class:`Unreadable` with a one-line reason, never a parser's exception.
 """
 
 from __future__ import annotations
@@ -153,9 +154,9 @@ def _open_regular(path: Path, st: os.stat_result | None = None) -> int:
     return fd
 
 
-def json_items(data: bytes) -> int:
+def json_items(data: bytes | str) -> int:
     """An upper bound of the values ``json.loads(data)`` would make (linear, no parsing)."""
-    return data.count(b",") + data.count(b"[") + data.count(b"{")
+    return sum(data.count(c if isinstance(data, str) else c.encode()) for c in ",[{")
 
 
 def read_submissions(files: list[Path], root: Path) -> list[Submission]:
@@ -236,7 +237,9 @@ def peek(name: str, data: bytes | None) -> dict:
         if name.endswith(".submission.json") and isinstance(obj, dict):
             found["created"] = obj.get("created")
             found["notebook_name"] = obj.get("notebook_name")
-            obj = json.loads(obj["notebook"]) if isinstance(obj.get("notebook"), str) else None
+            inner = obj.get("notebook")
+            obj = json.loads(inner) if isinstance(inner, str) and json_items(
+                inner) <= MAX_JSON_ITEMS else None
         if isinstance(obj, dict):
             found["notebook"] = isinstance(obj.get("cells"), list)
             if isinstance(obj.get("metadata"), dict):
@@ -286,6 +289,9 @@ def parse_submission(name: str, data: bytes):
         nb_text = obj.get("notebook")
         if not isinstance(nb_text, str):
             raise Unreadable("the submission file holds no notebook")
+        if json_items(nb_text) > MAX_JSON_ITEMS:  # (its escapes, as \u002c, are commas now)
+            raise TooLarge(f"its notebook holds more than {MAX_JSON_ITEMS:,} JSON values: too "
+                           f"large to grade (clear the notebook's outputs and hand it in again)")
         if hashlib.sha256(nb_text.encode("utf-8")).hexdigest() != obj.get("notebook_sha256"):
             notes.append("the notebook inside the submission file does not match its recorded "
                          "hash (edited after submitting?)")
@@ -302,6 +308,9 @@ def parse_submission(name: str, data: bytes):
         raise Unreadable("valid JSON but not a notebook (no list of 'cells')")
     if not isinstance(obj.get("nbformat"), int):
         raise Unreadable("valid JSON but not a notebook (no 'nbformat' version)")
+    if obj["nbformat"] != 4:  # (format 3 keeps its cells in worksheets, past the bounds below)
+        raise Unreadable(f"a notebook of format {str(obj['nbformat'])[:10]}, not 4: open it in "
+                         f"Jupyter and save it (Jupyter writes format 4)")
     _within_bounds(obj["cells"])
     for cell in obj["cells"]:  # the grader never looks at outputs: they are not validated
         if isinstance(cell, dict) and "outputs" in cell:
