@@ -361,8 +361,10 @@ class _Kernel:
                for p in content.get("payload") or []):
             self.asked_exit.add(cell_index)
         if content.get("status") == "error":
-            self.error = (str(content.get("ename", ""))[:200],
-                          str(content.get("evalue", ""))[:1000])
+            # a SyntaxError names ipykernel's file for the cell: '(1255551527.py, line 3)'
+            evalue = re.sub(r" \((?:\d+\.py|<ipython-input-[^>]*>), line (\d+)\)$",
+                            r" (line \1 of the cell)", str(content.get("evalue", ""))[:1000])
+            self.error = (str(content.get("ename", ""))[:200], evalue)
 
     async def start(self, env: dict) -> None:
         await self.client.async_start_new_kernel(cwd=str(self.job.folders.work), env=env,

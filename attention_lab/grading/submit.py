@@ -21,6 +21,7 @@ import os
 import re
 import secrets
 import sys
+import textwrap
 from pathlib import Path
 
 from .. import _cli
@@ -215,7 +216,7 @@ def print_results(grade, nb, student: str | None, out: Path) -> None:
         g = grade.exercises[i]
         line = f"{i:<4} {EXERCISES[i].title:<{width}}  {g.status.replace('_', ' ')}"
         if g.status in ("fail", "error", "timeout"):
-            line += f": {reason(g)[:90]}"
+            line += f": {textwrap.shorten(reason(g), 100, placeholder=' ...')}"
         print(line)
     auto = [i for i in ids if EXERCISES[i].auto]
     passed = sum(grade.exercises[i].status == "pass" for i in auto)

@@ -74,6 +74,9 @@ def test_submit_names_a_broken_cell_as_a_reader_counts_cells_from_the_top(tmp_pa
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if ln.startswith("2.5"))
     assert f"error: cell {top} raised SyntaxError" in line, line
+    # not ipykernel's name for the cell's code ('(1255551527.py, line 1)'), nor cut mid-word
+    assert "(line 1 of the cell)" in line and ".py," not in line, line
+    assert line.endswith(" ...") and not line.endswith("paddi ..."), line
     assert "first cell to fail" not in out  # said once, on its exercise's line
 
 
