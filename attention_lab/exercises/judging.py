@@ -162,9 +162,11 @@ def _unwritten_or_undeclared(ex: Exercise, cases: list[Case], spec, stub_fns: se
     part (3.2's policy) that is missing or wrong; else None."""
     used_fns = {c.fn for c in cases}
     if used_fns and stub_fns == used_fns:
-        stubbed = ", ".join(ex.function_names) or ex.answer_label
-        return Verdict("not_attempted", f"`{stubbed}` still raises NotImplementedError (the stub)",
-                       "not attempted")
+        names = ex.function_names or (ex.answer_label,)
+        stubbed = " and ".join(f"`{n}`" for n in names)
+        verb = "still raises" if len(names) == 1 else "still raise"
+        return Verdict("not_attempted", f"{stubbed} {verb} NotImplementedError "
+                                        f"(the stub{'s' * (len(names) > 1)})", "not attempted")
     problem = spec.declaration_problem()
     if problem is not None:
         status, reason = problem
