@@ -5,6 +5,7 @@ made from the numbers it is given, and a timing figure's description names no ti
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from attention_lab.plots import StaticFigure
 from attention_lab.toy import figures
@@ -79,3 +80,9 @@ def test_the_bottleneck_figure_draws_every_model_it_is_given():
         assert [line.get_label() for line in lines] == [f"model {i}" for i in range(5)]
         assert len({(line.get_color(), line.get_marker()) for line in lines}) == 5
     assert "model 4: 1.00 at length 4" in f.description
+
+
+def test_an_alignment_grid_of_no_examples_is_named():
+    """alignment_grid([]) failed inside matplotlib: 'Number of rows must be a positive integer'."""
+    with pytest.raises(ValueError, match="alignment_grid needs at least one decoded example"):
+        figures.alignment_grid([])

@@ -451,3 +451,21 @@ def test_a_training_config_from_numpy_numbers_can_be_recorded():
 
     tc = TrainConfig(steps=np.int64(3), lr=np.float32(0.01), warmup=np.float32(0.1))
     assert json.loads(json.dumps(asdict(tc)))["steps"] == 3 and type(tc.lr) is float
+
+
+def test_shipped_names_lengths_that_are_not_a_pair():
+    """toy.load(lengths=5) said 'no shipped model like that: cannot unpack non-iterable int
+    object'; it now says what lengths must be."""
+    for bad in (5, (4,), "4-24"):
+        with pytest.raises(toy.WeightsError, match=r"lengths must be a pair \(shortest, "
+                                                   r"longest\), such as \(3, 12\)"):
+            toy.load(lengths=bad)
+
+
+def test_a_record_without_training_time_writes_valid_json(tmp_path):
+    """store.save without train_seconds wrote NaN, which is not JSON (jq and browsers refuse it)."""
+    from attention_lab.toy.model import ToyConfig, build
+
+    path = store.save(build(ToyConfig()), tmp_path / "m.pt", train_config={}, record={})
+    text = path.with_suffix(".json").read_text()
+    assert "NaN" not in text and json.loads(text)["train_seconds"] is None

@@ -147,6 +147,8 @@ def alignment_grid(examples, *, ncols: int = 3) -> StaticFigure:
     """Heatmaps of decoded examples: each a dict with weights (T, S), source, output, title.
     The true alignment of step t (1-based) is source position S + 1 - t (the reversal)."""
     n = len(examples)
+    if n == 0:
+        raise ValueError("alignment_grid needs at least one decoded example, got none")
     nrows = int(np.ceil(n / ncols))
     fig = _figure((3.6 * ncols, 3.4 * nrows))
     axes = fig.subplots(nrows, ncols, squeeze=False)

@@ -72,7 +72,8 @@ def save(model, path, *, train_config: dict, record: dict) -> Path:
         "train": train_config,
         "seed": train_config.get("seed"),
         "versions": versions(),
-        "train_seconds": round(float(record.get("train_seconds", float("nan"))), 2),
+        "train_seconds": (round(float(record["train_seconds"]), 2)
+                          if "train_seconds" in record else None),
         "loss": {"first": round(losses[0], 5) if losses else None,
                  "last": round(losses[-1], 6) if losses else None,
                  "mean_last_50": round(sum(losses[-50:]) / len(losses[-50:]), 6) if losses
@@ -92,8 +93,11 @@ def shipped(score: str = "additive", values: str = "embedding", *, context: str 
     pair): the additive model and ``context="final_state"``, the model without attention."""
     from .model import ToyConfig
 
+    if isinstance(lengths, str) or not hasattr(lengths, "__len__") or len(lengths) != 2:
+        raise WeightsError(f"lengths must be a pair (shortest, longest), such as (3, 12) or "
+                           f"(4, 24); got {lengths!r}")
+    lo, hi = lengths
     try:
-        lo, hi = lengths
         name = ToyConfig(score=score, values=values, context=context, min_len=lo,
                          max_len=hi).name
     except (TypeError, ValueError) as exc:
