@@ -41,7 +41,7 @@ from .. import _cli
 from ..exercises.judging import BadRecord, Verdict, decode_record, judge
 from ..exercises.registry import EXERCISES
 from . import assignments, late, lms, students, written
-from .cases import run_cases
+from .cases import run_cases, submission_seed
 from .outputs import PARTIAL_WRITERS, write_report
 from .report import (UNREADABLE, ExerciseGrade, Report, SubmissionGrade, counts, read_report,
                      summary_table)
@@ -166,7 +166,6 @@ class Batch:
 
     def __init__(self, limits: Limits, seed: int, scratch: Path):
         self.limits, self.seed, self.scratch = limits, seed, scratch
-        self.cases = {ex.id: run_cases(ex, seed) for ex in EXERCISES.values()}
         self.active: set = set()  # the sandboxes of the jobs running now
         self.lock = threading.Lock()
         self.stopping = False  # interrupted: no job starts, the running ones are cancelled
@@ -208,15 +207,16 @@ class Batch:
                         "not attempted")
             g.message = "; ".join(notes + [g.message])
             return g
-        run = self._run(index, nb, exercises)
-        grades, status, message = verdicts_from_run(run, self.cases, nb, exercises)
+        cases = {ex.id: run_cases(ex, submission_seed(self.seed, digest)) for ex in exercises}
+        run = self._run(index, nb, exercises, cases)
+        grades, status, message = verdicts_from_run(run, cases, nb, exercises)
         return SubmissionGrade(
             rel, digest, status, "; ".join(notes + ([message] if message else [])), grades,
             attempts=run.attempts, sandbox=run.sandbox,
             cells=[{"cell": e.index, "event": e.kind, "name": e.name, "message": e.message}
                    for e in run.events])
 
-    def _run(self, index: int, nb, exercises):
+    def _run(self, index: int, nb, exercises, cases: dict):
         """Run ``nb`` in a job folder of its own (removed after) and a sandbox of its own,
         recording the answers of ``exercises``; its report keeps the sandbox's ``REPORT_KEYS``."""
         folders = JobFolders(self.scratch / f"job-{index:04d}-{secrets.token_hex(4)}" / "work",
@@ -228,7 +228,7 @@ class Batch:
             if self.stopping:
                 sandbox.cancel()
         try:
-            run = run_notebook(nb, folders.work, exercises, self.cases, self.limits,
+            run = run_notebook(nb, folders.work, exercises, cases, self.limits,
                                sandbox=sandbox)
         finally:
             with self.lock:

@@ -15,6 +15,9 @@ TMPDIR of this test) over a flat folder of submissions, one per attack:
 * ``e_forger``: an IPython input transformer that replaces the grader's harness cell by code
   that speaks the grader's protocol itself (or appends to its results file) and gives each test
   case the public verdict of its position; the answers' own parts are correct;
+* ``l_leak`` and ``m_leak_again``: a 2.1 that is right on the checks' fixed cases and raises
+  on the grader's random ones with the query in its message, and the same notebook handed in
+  again with one more line (a resubmission after reading the feedback, graded with the seed);
 * the folder: a link to a notebook outside it, a named pipe ``*.ipynb``, a link to a folder, a
   notebook of 40,000 empty cells, one whose answer cell starts with 60,000 blank lines, and an
   honest notebook whose file name holds terminal escape codes.
@@ -57,6 +60,18 @@ LEVEL2_AUTO = ["2.1", "2.2", "2.4", "2.5", "2.6", "2.7"]
 SEED = 13
 ESCAPED = "k_\x1b]0;pwned\x07\x1b[2J.ipynb"  # retitles the window, clears the screen
 STDERR_MARK = "STDERR-MARK-" + str(os.getpid())
+
+# right on the fixed cases (their shapes, as check() shows them), the inputs of a random one
+# written into the feedback
+LEAK = '''
+import numpy as np
+FIXED = {fixed!r}
+def dot_scores(query, keys):
+    query, keys = np.asarray(query), np.asarray(keys)
+    if keys.shape in FIXED:
+        return keys @ query
+    raise ValueError("LEAK" + repr(query.round(4).tolist()))
+'''
 
 SOCKETS = '''
 import glob, os, time
@@ -353,6 +368,9 @@ def run(tmp_path_factory):
             cell.source = "\n" * 60_000 + cell.source
     nbformat.write(blank, str(sub / "j_blank.ipynb"))
     nbformat.write(load(SOL2), str(sub / ESCAPED))
+    fixed = {c.args[1].shape for c in run_cases(EXERCISES["2.1"], SEED) if not c.hidden}
+    nbformat.write(_notebook(LEAK.format(fixed=fixed)), str(sub / "l_leak.ipynb"))
+    nbformat.write(_notebook(LEAK.format(fixed=fixed) + "# again"), str(sub / "m_leak_again.ipynb"))
 
     env = {**os.environ, "HOME": str(home), "TMPDIR": str(tmpdir)}
     disk = DiskWatch(tmpdir)
@@ -380,7 +398,7 @@ def test_every_entry_gets_its_row_and_the_batch_goes_on(run):
     assert set(run["subs"]) == {"a_sockets.ipynb", "b_flood.ipynb", "c_logs.ipynb",
                                 "d_helpers.ipynb", "e_forger.ipynb", "f_link.ipynb",
                                 "g_pipe.ipynb", "h_folder", "i_cells.ipynb", "j_blank.ipynb",
-                                ESCAPED}
+                                "l_leak.ipynb", "m_leak_again.ipynb", ESCAPED}
 
 
 def test_the_grader_reaches_nothing_a_kernel_links_its_sockets_to(run):
@@ -442,6 +460,20 @@ def test_verdicts_forged_by_position_earn_nothing(run):
     ex = run["subs"]["e_forger.ipynb"]["exercises"]
     for i in PUBLIC:
         assert ex[i]["status"] == "fail" and "your test" in ex[i]["message"], (i, ex[i])
+
+
+def test_hidden_inputs_read_in_feedback_are_not_the_ones_a_resubmission_meets(run):
+    """A hidden case's inputs can reach the feedback (an answer raising with them in its
+    message). A notebook handed in again, changed, and graded with the same seed (``--only``,
+    ``--resume``) must meet other random cases, or it could return outputs computed at home for
+    the inputs it read."""
+    leaked = {}
+    for name in ("l_leak.ipynb", "m_leak_again.ipynb"):
+        grade = run["subs"][name]["exercises"]["2.1"]
+        assert grade["status"] == "error" and "one of the grader's own random cases" in \
+            grade["message"], grade
+        leaked[name] = grade["message"].split("LEAK")[1].split("\n")[0]
+    assert leaked["l_leak.ipynb"] != leaked["m_leak_again.ipynb"]
 
 
 def test_what_a_student_controls_is_printed_escaped(run):
