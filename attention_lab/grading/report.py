@@ -227,12 +227,16 @@ GRADES_COLUMNS = ["file", "student", "student_from", "lms_id", "assignment", "as
 
 def flags(s: SubmissionGrade) -> str:
     """What an instructor should look at in this row, in words (near-duplicate ids, a claim of
-    another student, one stored id handed in by two LMS users); lateness has its own columns."""
+    another student, one stored id handed in by two LMS users, a replacement only the notebook's
+    own metadata vouches for); lateness has its own columns."""
     m, out = s.meta, []
     if m.get("near_duplicates"):
         out.append("near-duplicate of student id " + ", ".join(map(repr, m["near_duplicates"])))
     if "says it is from student" in m.get("student_note", ""):
         out.append(m["student_note"])
+    if m.get("replaces_on_metadata"):
+        out.append(f"replaces {', '.join(m['replaces'])} on its notebook metadata alone (anyone "
+                   f"can write any id there): check that both are {m['student']}'s")
     return "; ".join(out)
 
 
@@ -319,6 +323,9 @@ def course_warnings(report: Report) -> list[str]:
          "file name is used as the id"),
         ([s for s in subs if "its folder says" in s.meta.get("student_note", "")],
          "WARNING: {n} notebook(s) claim another student than their folder (the folder counts)"),
+        ([s for s in subs if s.meta.get("replaces_on_metadata")],
+         "WARNING: {n} submission(s) replace another on notebook metadata alone (a notebook can "
+         "name any student; see the flags column)"),
         ([s for s in subs if s.meta.get("superseded_by")],
          "note: {n} earlier submission(s) superseded by a later one of the same student and "
          "assignment (graded, not counted)"),

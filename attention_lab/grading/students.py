@@ -139,7 +139,8 @@ def mark_superseded(metas: list[dict], rels: list[str], readable: list[bool]) ->
     """Among submissions with the same student and assignment, mark all but the one that counts
     (the latest readable one: LMS time, then Canvas's attachment id, which grows per upload;
     the latest when none is readable): ``meta["superseded_by"]`` (the file that counts) and, on
-    the one that counts, ``meta["replaces"]``."""
+    the one that counts, ``meta["replaces"]``, and ``meta["replaces_on_metadata"]`` when only its
+    notebook metadata (no folder, roster or LMS user) makes it the same student's."""
     groups: dict[tuple, list[int]] = {}
     for i, m in enumerate(metas):
         if m.get("student") and m.get("assignment"):
@@ -151,6 +152,10 @@ def mark_superseded(metas: list[dict], rels: list[str], readable: list[bool]) ->
                                     metas[i].get("lms_attachment", 0), rels[i]))
         latest = members[-1]
         metas[latest]["replaces"] = [rels[i] for i in members[:-1]]
+        lms_id = metas[latest].get("lms_id")
+        if metas[latest].get("student_source") == METADATA and not (
+                lms_id and all(metas[i].get("lms_id") == lms_id for i in members)):
+            metas[latest]["replaces_on_metadata"] = True  # nothing but the notebook says whose
         for i in members[:-1]:
             metas[i]["superseded_by"] = rels[latest]
 

@@ -235,3 +235,36 @@ def test_submit_refuses_a_bad_student_id_before_running(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == "submit: error: --student: the student id is empty"
     assert (tmp_path / "hw.ipynb").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hw.ipynb"]
+
+
+def test_a_replacement_resting_on_notebook_metadata_alone_is_flagged(tmp_path):
+    """In a flat folder only a notebook's metadata says whose it is, and anyone can write any id
+    there: mallory.ipynb saying "alice", handed in after alice.ipynb, replaced Alice's grade with
+    only the "superseded" note as its trace. The row that counts and the summary now say so; two
+    files of one student folder (the folder says whose they are) are not flagged."""
+    from attention_lab.grading.report import Report, SubmissionGrade, course_warnings, flags
+    from attention_lab.grading.runner import Limits
+
+    nb = json.loads((ROOT / "notebooks/exercises/01_intuition_exercises.ipynb").read_text())
+    nb["metadata"]["attention_lab"]["student"] = "alice"
+    data = json.dumps(nb).encode()
+
+    def graded(*rels):
+        subs = [Submission(tmp_path / "x.ipynb", rel, data, "0" * 64, mtime=1000 + 100 * i)
+                for i, rel in enumerate(rels)]
+        batch.identify(subs)
+        grades = [SubmissionGrade(s.rel, "0" * 64, "graded") for s in subs]
+        for g, s in zip(grades, subs):
+            g.meta = s.meta
+        return grades, course_warnings(Report("/subs", grades, [], [], 1, Limits(),
+                                              "2026-01-01T00:00:00+00:00", 1.0, 1))
+
+    (alice, mallory), warnings = graded("alice.ipynb", "mallory.ipynb")
+    assert alice.meta["superseded_by"] == "mallory.ipynb"
+    assert ("replaces alice.ipynb on its notebook metadata alone (anyone can write any id "
+            "there): check that both are alice's") in flags(mallory)
+    assert any(w.startswith("WARNING: 1 submission(s) replace another on notebook metadata "
+                            "alone") and w.endswith(": mallory.ipynb") for w in warnings)
+    (first, later), warnings = graded("alice/a.ipynb", "alice/b.ipynb")
+    assert first.meta["superseded_by"] == "alice/b.ipynb" and flags(later) == ""
+    assert not any("metadata alone" in w for w in warnings)
