@@ -40,8 +40,8 @@ from ..exercises.implementations import callable_of, is_marker
 
 MAX_BYTES = 16 * 2 ** 20  # everything one kernel may send on its channel
 MAX_ASKS = 500  # calls of a case's function, per case
-#: numbers in the arguments of one such call: its answer (as many numbers at most, about 100 KB)
-#: fits in a socket's buffer, so the grader's send never waits
+#: numbers in the arguments of one such call: its answer (at most 260 KB, 4.3's) fits in a
+#: socket's buffer even at Linux's default limit (tested), so the grader's send never waits
 MAX_ASK_ELEMENTS = 4_000
 LOG_TAIL = 2000
 LOG_MAX_BYTES = 2 ** 20

@@ -20,6 +20,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -236,3 +237,31 @@ def test_a_notebook_of_an_older_format_cannot_carry_its_cells_past_the_bounds():
           "worksheets": [{"cells": [cell] * 40_000, "metadata": {}}]}
     with pytest.raises(S.Unreadable, match="format 3"):
         S.parse_submission("hw.ipynb", json.dumps(v3).encode())
+
+
+@pytest.mark.parametrize("ex_id", ["1.4", "2.6", "3.2", "4.3"])
+def test_the_graders_answer_to_the_largest_call_fits_a_default_socket_buffer(ex_id):
+    """The grader answers a call with one non-blocking send and cuts a kernel whose socket does
+    not take it whole (it does not read). On a machine with Linux's default limit
+    (``net.core.wmem_max`` 212,992; this one allows 4 MB) the channel's buffer is that size, and
+    the largest answer, of random numbers (whose JSON is longest; 4.3's is 260 KB), must still
+    go in with one send."""
+    rng = np.random.default_rng(0)
+    markers = {repr(a): a for c in CASES[ex_id] for a in c.args if is_marker(a)}
+    for marker in markers.values():
+        fn = callable_of(marker)
+        arg_sets = _largest_arguments(fn.__name__)
+        if not arg_sets:
+            width = marker.params["W_c"].shape[1] - marker.params["h"].shape[0]
+            arg_sets = [[np.ones((C.MAX_ASK_ELEMENTS // width, width))]]
+        for args in arg_sets:
+            args = [rng.standard_normal(a.shape) if a.dtype != bool else a for a in args]
+            answer = C._compute(fn, [probe.encode(a) for a in args])
+            pair = C._Pair()
+            try:
+                pair.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 212_992)
+                sent = json.dumps({"answer": {"rid": 499, **answer}}, separators=(",", ":"))
+                data = sent.encode() + b"\n"
+                assert pair.sock.send(data) == len(data), (marker, len(data))
+            finally:
+                pair.close()
