@@ -9,6 +9,7 @@ defaults (from the README's command) keep the news question away."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,8 @@ def test_explorers_in_the_mechanics_notebook(lab_app, lab_steps):
         temperature.press("temperature", "ArrowRight", 3)   # keyboard
         temperature.press("temperature", "ArrowLeft", 1)
         temperature.drag("temperature", 0.85)               # mouse
+        temperature.drag("temperature", 1.0)                # the top, off the step grid
+        assert math.isclose(temperature.values()["temperature"], 5.0), temperature.values()
 
         mask.toggle("keep2")                                 # mask a position
         mask.press("length", "ArrowRight", 2)
