@@ -3,10 +3,10 @@
 Two layouts, recognised by their documented naming (nothing else in a name is trusted):
 
 * **Moodle**, *Download all submissions*: a folder per student (``Jane Doe_12345_assignsubmission_
-  file_/notebook.ipynb``) or, without "download submissions in folders", flat files with the same
-  prefix (``Jane Doe_12345_assignsubmission_file_notebook.ipynb``). ``12345`` is the participant
-  id (the ``Participant 12345`` of Moodle's grading worksheet); blind marking writes
-  ``Participant_12345_...``.
+  file_/notebook.ipynb``; Moodle 4.1 and later leave out the last ``_``) or, without "download
+  submissions in folders", flat files with the same prefix (``Jane Doe_12345_assignsubmission_
+  file_notebook.ipynb``). ``12345`` is the participant id (the ``Participant 12345`` of Moodle's
+  grading worksheet); blind marking writes ``Participant_12345_...``.
 * **Canvas**, *Download Submissions*: flat files ``doejane_22222_3333333_notebook.ipynb``, that is
   ``<sortable name>[_LATE]_<user id>_<attachment id>_<file name>``; ``_LATE`` is Canvas's mark of a
   submission after the due date, and a file handed in again under the same name gets ``-1``,
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 MOODLE, CANVAS = "Moodle", "Canvas"
-_MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<rest>.*)$",
-                     re.S)
+_MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)"
+                     r"(?:_(?P<rest>.*))?$", re.S)
 _CANVAS = re.compile(r"^(?P<name>[a-z0-9]+?)(?P<late>_LATE)?_(?P<id>\d+)_(?P<attachment>\d+)_"
                      r"(?P<rest>.+)$", re.S)
 _AGAIN = re.compile(r"-(?P<n>\d{1,3})$")
@@ -46,7 +46,8 @@ class LmsName:
 
 
 def moodle_folder(name: str) -> LmsName | None:
-    """The student of a Moodle submission folder name (``Jane Doe_12345_assignsubmission_file_``)."""
+    """The student of a Moodle submission folder name (``Jane Doe_12345_assignsubmission_file_``,
+    or ``..._file`` as Moodle 4.1+ names it)."""
     m = _MOODLE.match(name)
     if not m or m["rest"]:
         return None

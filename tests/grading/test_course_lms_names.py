@@ -1,0 +1,55 @@
+"""LMS downloads as current LMS versions and real classes make them: Moodle 4.1+ folder names,
+Canvas names of students with accented names, a zip re-packed on a Mac (``__MACOSX``).
+
+The names follow each LMS's own code: Moodle's ``mod_assign\\downloader`` (4.1+) names a
+student's folder ``clean_filename(prefix . '_' . subtype . '_' . type)``, without the trailing
+``_`` of Moodle 3.x; Canvas's ``ContentZipper`` keeps Unicode word characters of the sortable
+name (``[[:word:]]``), so ``Müller, José`` gives ``müllerjosé``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+from attention_lab.grading import batch, lms, roster
+
+ROOT = Path(__file__).resolve().parents[2]
+STUDENT_NB = ROOT / "notebooks" / "exercises" / "02_mechanics_exercises.ipynb"
+DUE = dt.datetime(2026, 3, 1, 23, 59, tzinfo=dt.timezone.utc)
+
+
+def notebook() -> bytes:
+    return json.dumps(json.loads(STUDENT_NB.read_text())).encode()
+
+
+def put(path: Path, data: bytes, when: dt.datetime) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    os.utime(path, (when.timestamp(), when.timestamp()))
+    return path
+
+
+def scan(folder: Path, **options) -> dict:
+    subs, _ = batch.collect(folder)
+    batch.identify(subs, **options)
+    return {s.rel: s for s in subs}
+
+
+def test_moodle_4_folders_without_the_trailing_underscore_are_moodle_folders(tmp_path):
+    assert lms.parse("Jane Doe_12345_assignsubmission_file/a.ipynb") == lms.LmsName(
+        "Moodle", "12345", "Jane Doe")
+    assert lms.moodle_folder("Participant_777_assignsubmission_file").lms_id == "777"
+    d = tmp_path / "moodle"
+    put(d / "Jane Doe_12345_assignsubmission_file" / "02_mechanics_exercises.ipynb", notebook(),
+        DUE)
+    put(d / "Rob Roe_12346_assignsubmission_file" / "homework.zip", b"PK\x03\x04", DUE)
+    (tmp_path / "r.csv").write_text("lms_id,login,name\n12345,jdoe,Jane Doe\n12346,rroe,Rob\n")
+    subs = scan(d, roster=roster.read(tmp_path / "r.csv"))
+    jane = subs["Jane Doe_12345_assignsubmission_file/02_mechanics_exercises.ipynb"].meta
+    assert (jane["student"], jane["student_source"], jane["lms_id"]) == ("jdoe", "roster",
+                                                                         "12345")
+    rob = subs["Rob Roe_12346_assignsubmission_file"].meta  # no notebook: still Rob's row
+    assert (rob["student"], rob["student_source"]) == ("rroe", "roster")
