@@ -8,9 +8,10 @@ Two layouts, recognised by their documented naming (nothing else in a name is tr
   file_notebook.ipynb``). ``12345`` is the participant id (the ``Participant 12345`` of Moodle's
   grading worksheet); blind marking writes ``Participant_12345_...``.
 * **Canvas**, *Download Submissions*: flat files ``doejane_22222_3333333_notebook.ipynb``, that is
-  ``<sortable name>[_LATE]_<user id>_<attachment id>_<file name>``; ``_LATE`` is Canvas's mark of a
-  submission after the due date, and a file handed in again under the same name gets ``-1``,
-  ``-2`` ... before its extension.
+  ``<sortable name>[_LATE]_<user id>_<attachment id>_<file name>`` (the sortable name in lower
+  case, its letters and digits only: ``müllerjosé`` for "Müller, José"); ``_LATE`` is Canvas's
+  mark of a submission after the due date, and a file handed in again under the same name gets
+  ``-1``, ``-2`` ... before its extension.
 
 :func:`parse` gives an :class:`LmsName` for a path relative to the submissions folder, or
 ``None`` for a name no LMS made (a plain ``alice/`` folder, or a file handed in directly).
@@ -19,13 +20,14 @@ Two layouts, recognised by their documented naming (nothing else in a name is tr
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 MOODLE, CANVAS = "Moodle", "Canvas"
 _MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)"
                      r"(?:_(?P<rest>.*))?$", re.S)
-_CANVAS = re.compile(r"^(?P<name>[a-z0-9]+?)(?P<late>_LATE)?_(?P<id>\d+)_(?P<attachment>\d+)_"
+_CANVAS = re.compile(r"^(?P<name>[^\W_A-Z]+?)(?P<late>_LATE)?_(?P<id>\d+)_(?P<attachment>\d+)_"
                      r"(?P<rest>.+)$", re.S)
 _AGAIN = re.compile(r"-(?P<n>\d{1,3})$")
 
@@ -64,7 +66,7 @@ def parse(rel: str) -> LmsName | None:
     m = _MOODLE.match(name)
     if m and m["rest"]:
         return LmsName(MOODLE, m["id"], m["name"])
-    m = _CANVAS.match(name)
+    m = _CANVAS.match(unicodedata.normalize("NFC", name))  # (a Mac's unzip decomposes é)
     if m:
         stem = m["rest"].removesuffix(".submission.json")
         if stem == m["rest"]:

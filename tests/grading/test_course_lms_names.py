@@ -53,3 +53,20 @@ def test_moodle_4_folders_without_the_trailing_underscore_are_moodle_folders(tmp
                                                                          "12345")
     rob = subs["Rob Roe_12346_assignsubmission_file"].meta  # no notebook: still Rob's row
     assert (rob["student"], rob["student_source"]) == ("rroe", "roster")
+
+
+def test_canvas_names_of_students_with_accents_are_canvas_names(tmp_path):
+    got = lms.parse("müllerjosé_LATE_22222_900002_02_mechanics_exercises-1.ipynb")
+    assert (got.lms, got.lms_id, got.name, got.late, got.attempt) == (
+        "Canvas", "22222", "müllerjosé", True, 1)
+    nfd = "mu\u0308llerjose\u0301_22222_900001_02_mechanics_exercises.ipynb"  # a Mac's unzip
+    assert lms.parse(nfd).lms_id == "22222"
+    d = tmp_path / "canvas"
+    put(d / "müllerjosé_22222_900001_02_mechanics_exercises.ipynb", notebook(),
+        DUE - dt.timedelta(days=1))
+    put(d / "müllerjosé_LATE_22222_900002_02_mechanics_exercises-1.ipynb", notebook(),
+        DUE + dt.timedelta(days=1))
+    subs = scan(d)
+    assert {s.meta["student"] for s in subs.values()} == {"22222"}  # one student, not two
+    assert [rel for rel, s in subs.items() if not s.meta.get("superseded_by")] == [
+        "müllerjosé_LATE_22222_900002_02_mechanics_exercises-1.ipynb"]
