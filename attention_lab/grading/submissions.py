@@ -27,12 +27,12 @@ MAX_JSON_ITEMS = 1_000_000  # commas and brackets: an upper bound of the values 
 MAX_CELLS = 5_000
 MAX_SOURCE_BYTES = 2 * 2 ** 20
 SUFFIXES = (".ipynb", ".submission.json")
-SKIPPED_FOLDERS = ("__pycache__", ".ipynb_checkpoints")
+SKIPPED_FOLDERS = ("__pycache__", ".ipynb_checkpoints", "__MACOSX")  # (a Mac's zip's forks)
 
 
 def discover(folder: Path, exclude: Path | None = None) -> tuple[list[Path], list[Path]]:
     """(submissions, skipped files) under ``folder``, without following links; hidden entries,
-    ``__pycache__``, ``.ipynb_checkpoints`` and ``exclude`` (the output folder) are left out. A
+    :data:`SKIPPED_FOLDERS` and ``exclude`` (the output folder) are left out. A
     submission is an entry named ``*.ipynb`` or ``*.submission.json`` (a regular file or not),
     or a link at the first level (where student folders are)."""
     folder = folder.resolve()

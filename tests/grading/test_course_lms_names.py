@@ -70,3 +70,11 @@ def test_canvas_names_of_students_with_accents_are_canvas_names(tmp_path):
     assert {s.meta["student"] for s in subs.values()} == {"22222"}  # one student, not two
     assert [rel for rel, s in subs.items() if not s.meta.get("superseded_by")] == [
         "müllerjosé_LATE_22222_900002_02_mechanics_exercises-1.ipynb"]
+
+
+def test_a_zip_packed_on_a_mac_gives_no_student_named_macosx(tmp_path):
+    d = tmp_path / "subs"
+    put(d / "alice" / "02_mechanics_exercises.ipynb", notebook(), DUE)
+    put(d / "__MACOSX" / "alice" / "._02_mechanics_exercises.ipynb", b"\x00\x05\x16\x07", DUE)
+    subs = scan(d)
+    assert list(subs) == ["alice/02_mechanics_exercises.ipynb"]
