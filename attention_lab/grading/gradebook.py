@@ -163,8 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     term, notes = combine(reports)
     for n in notes:
         print(f"note: {_cli.shown(n)}", file=sys.stderr)
-    out.mkdir(parents=True, exist_ok=True)
-    book, lms_ = write_gradebook(term, out), write_lms_gradebooks(term, out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        book, lms_ = write_gradebook(term, out), write_lms_gradebooks(term, out)
+    except OSError as exc:
+        return _cli.fail("gradebook", f"cannot write {exc.filename or out}: "
+                                      f"{exc.strerror or exc}")
     students = len({s.student for s in term.submissions})
     print(f"wrote {book} and {lms_}: {students} student(s), {len(term.submissions)} "
           f"assignment grade(s) from {len(reports)} grading(s)")

@@ -40,7 +40,12 @@ def main(argv: list[str] | None = None) -> int:
         changed = apply(report, read(source), source.name)
     except WrittenError as exc:
         return _cli.fail("merge", f"{exc}; nothing was written")
-    written = write_report(report, out)
+    try:
+        written = write_report(report, out)
+    except OSError as exc:
+        return _cli.fail("merge", f"cannot write {exc.filename or out}: {exc.strerror or exc}; "
+                                  f"run merge again once it can be written (merging is "
+                                  f"idempotent)")
     waiting = sum(s.needs_instructor for s in report.counted())
     print(f"merged {source}: {changed} answer(s) changed; {waiting} written answer(s) still "
           f"without a score")

@@ -78,3 +78,41 @@ def test_a_zip_packed_on_a_mac_gives_no_student_named_macosx(tmp_path):
     put(d / "__MACOSX" / "alice" / "._02_mechanics_exercises.ipynb", b"\x00\x05\x16\x07", DUE)
     subs = scan(d)
     assert list(subs) == ["alice/02_mechanics_exercises.ipynb"]
+
+
+def _graded(out: Path) -> Path:
+    from attention_lab.grading.outputs import write_report
+    from attention_lab.grading.report import ExerciseGrade, Report, SubmissionGrade
+    from attention_lab.grading.runner import Limits
+
+    a = SubmissionGrade("x", None, "graded", meta={"student": "jdoe", "assignment": "01_intuition"})
+    a.exercises = {i: ExerciseGrade("pass", "", 1) for i in ("1.1", "1.2", "1.3", "1.4")}
+    write_report(Report("/subs", [a], [], [], 1, Limits(), "2026-01-01T00:00:00+00:00", 1.0, 1),
+                 out)
+    return out
+
+
+def test_an_output_that_cannot_be_written_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    """An OUT_DIR the instructor may not write to (another user's, a read-only share), or a
+    full disk: merge and gradebook say so in one line, exit code 2, no traceback."""
+    from attention_lab.grading import gradebook, merge, outputs
+
+    out = _graded(tmp_path / "week2")
+
+    def refused(*args, dir=None, **kw):
+        raise PermissionError(13, "Permission denied", str(dir))
+
+    monkeypatch.setattr(outputs.tempfile, "mkdtemp", refused)
+    assert merge.main([str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "merge: error: cannot write" in err, err
+    assert "Permission denied" in err and str(out) in err
+
+    def refused_csv(path, rows):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(gradebook, "write_csv", refused_csv)
+    assert gradebook.main([str(out), "--out", str(tmp_path / "term")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gradebook: error: cannot write" in err, err
+    assert str(tmp_path / "term" / "gradebook.csv") in err
