@@ -4,7 +4,9 @@ A header row (comma- or semicolon-separated, any order and case; the names each 
 by are in :data:`_ALIASES`): ``lms_id`` (Moodle's participant id or Canvas's user id, what the
 download's names carry), ``login`` (the id the grades are filed under, which ``submit
 --student`` stores), ``name`` and, optionally, ``due``: this student's own due date (an
-extension), ISO 8601 like ``--deadline``.
+extension), ISO 8601 like ``--deadline``. Canvas's gradebook export reads as it is (``Student``,
+``ID``, ``SIS Login ID``; its ``Points Possible`` row is skipped), and an id copied from Moodle's
+grading worksheet (``Participant 12345``) is its number.
 
 A submission whose LMS id is in the roster belongs to that row's login, whatever the notebook
 says (the LMS knows who uploaded it; a notebook claiming someone else is flagged). The gradebook
@@ -13,6 +15,7 @@ files for Canvas and Moodle (:mod:`.gradebook`) take each student's LMS id and n
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +24,7 @@ from ._csv import read_rows
 
 _ALIASES = {"lms_id": ("lms_id", "lms id", "id", "user id", "participant"),
             "login": ("login", "username", "sis login id", "student"),
-            "name": ("name", "full name"),
+            "name": ("name", "full name", "student"),
             "due": ("due", "extension", "deadline")}
 
 
@@ -64,6 +67,9 @@ def read(path) -> Roster:
             continue
         get = {k: (rec[i].strip() if i is not None and i < len(rec) else "")
                for k, i in col.items()}
+        get["lms_id"] = re.sub(r"(?i)^participant\s*", "", get["lms_id"])  # Moodle's worksheet
+        if get["name"] == "Points Possible" or not (get["lms_id"] or get["login"] or get["name"]):
+            continue  # Canvas's export: its points and posting rows under the header
         if not get["login"]:
             raise RosterError(f"--roster: {path.name} row {n}: no login")
         for key in ("lms_id", "login"):

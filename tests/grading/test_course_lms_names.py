@@ -116,3 +116,22 @@ def test_an_output_that_cannot_be_written_is_one_clear_line(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "gradebook: error: cannot write" in err, err
     assert str(tmp_path / "term" / "gradebook.csv") in err
+
+
+def test_canvas_gradebook_export_and_moodle_worksheet_ids_work_as_the_roster(tmp_path):
+    """The class list an instructor has at hand is the LMS's own export: Canvas's gradebook
+    export (a byte-order mark, ``Student`` is the name, ``SIS Login ID`` the login, a
+    ``Points Possible`` row and a ``Manual Posting`` row under the header), or ids copied from
+    Moodle's grading worksheet (``Participant 12345``)."""
+    (tmp_path / "canvas.csv").write_text(
+        '\ufeff"Student","ID","SIS User ID","SIS Login ID","Section","Week 2 (901)",'
+        '"Current Points"\n'
+        ',,,,,"Manual Posting",\n'
+        '"    Points Possible",,,,,"6.00","(read only)"\n'
+        '"Müller, José",22222,S1,jmuller,"Sec 1",,\n'
+        '"O\'Brien, Seán",22223,S2,sobrien,"Sec 1",5,5\n', encoding="utf-8")
+    r = roster.read(tmp_path / "canvas.csv")
+    assert [(s.lms_id, s.login, s.name) for s in r.students] == [
+        ("22222", "jmuller", "Müller, José"), ("22223", "sobrien", "O'Brien, Seán")]
+    (tmp_path / "moodle.csv").write_text("lms_id,login,name\nParticipant 12345,jdoe,Jane Doe\n")
+    assert roster.read(tmp_path / "moodle.csv").by_lms_id["12345"].login == "jdoe"
