@@ -58,11 +58,14 @@ def moodle_folder(name: str) -> LmsName | None:
 
 def parse(rel: str) -> LmsName | None:
     """What the LMS's naming of ``rel`` (``/``-separated, relative to the submissions folder)
-    says, or ``None`` when no LMS made the name."""
+    says, or ``None`` when no LMS made the name. The download may sit in a folder of its own (a
+    Mac's unzip makes ``submissions/`` of ``submissions.zip``): the first Moodle folder on the
+    path names the student, else the file's own name."""
     parts = PurePosixPath(rel).parts
-    if len(parts) > 1:
-        return moodle_folder(parts[0])
-    name = parts[0] if parts else ""
+    folder = next((n for p in parts[:-1] if (n := moodle_folder(p)) is not None), None)
+    if folder is not None:
+        return folder
+    name = parts[-1] if parts else ""
     m = _MOODLE.match(name)
     if m and m["rest"]:
         return LmsName(MOODLE, m["id"], m["name"])

@@ -135,3 +135,20 @@ def test_canvas_gradebook_export_and_moodle_worksheet_ids_work_as_the_roster(tmp
         ("22222", "jmuller", "Müller, José"), ("22223", "sobrien", "O'Brien, Seán")]
     (tmp_path / "moodle.csv").write_text("lms_id,login,name\nParticipant 12345,jdoe,Jane Doe\n")
     assert roster.read(tmp_path / "moodle.csv").by_lms_id["12345"].login == "jdoe"
+
+
+def test_a_download_unpacked_into_a_folder_of_its_own_keeps_its_students(tmp_path):
+    """A Mac's Archive Utility unpacks ``submissions.zip`` into ``submissions/``: graded from
+    the folder above, the class was one student named ``submissions`` (the latest file
+    counting, everyone else superseded)."""
+    d = tmp_path / "week2"
+    put(d / "submissions" / "doejane_22222_900001_02_mechanics_exercises.ipynb", notebook(),
+        DUE - dt.timedelta(days=1))
+    put(d / "submissions" / "roerob_22223_900002_02_mechanics_exercises.ipynb", notebook(),
+        DUE - dt.timedelta(hours=1))
+    put(d / "moodle" / "Ana Lima_12347_assignsubmission_file_" / "02_mechanics_exercises.ipynb",
+        notebook(), DUE)
+    subs = scan(d)
+    assert sorted(s.meta["student"] for s in subs.values()) == ["12347", "22222", "22223"]
+    assert not any(s.meta.get("superseded_by") for s in subs.values())
+    assert lms.parse("alice/02_mechanics_exercises.ipynb") is None  # a plain folder stays one
