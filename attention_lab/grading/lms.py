@@ -11,7 +11,8 @@ Two layouts, recognised by their documented naming (nothing else in a name is tr
   ``<sortable name>[_LATE]_<user id>_<attachment id>_<file name>`` (the sortable name in lower
   case, its letters and digits only: ``müllerjosé`` for "Müller, José"); ``_LATE`` is Canvas's
   mark of a submission after the due date, and a file handed in again under the same name gets
-  ``-1``, ``-2`` ... before its extension.
+  ``-1``, ``-2`` ... before its extension. Anonymous grading gives ``[LATE_]anon_<anonymous id>``
+  for the name and user id (``anon_Ab3xY_3333333_notebook.ipynb``).
 
 :func:`parse` gives an :class:`LmsName` for a path relative to the submissions folder, or
 ``None`` for a name no LMS made (a plain ``alice/`` folder, or a file handed in directly).
@@ -29,6 +30,8 @@ _MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a
                      r"(?:_(?P<rest>.*))?$", re.S)
 _CANVAS = re.compile(r"^(?P<name>[^\W_A-Z]+?)(?P<late>_LATE)?_(?P<id>\d+)_(?P<attachment>\d+)_"
                      r"(?P<rest>.+)$", re.S)
+_CANVAS_ANON = re.compile(r"^(?P<name>)(?P<late>LATE_)?(?P<id>anon_[A-Za-z0-9]+)_"
+                          r"(?P<attachment>\d+)_(?P<rest>.+)$", re.S)  # anonymous grading
 _AGAIN = re.compile(r"-(?P<n>\d{1,3})$")
 
 
@@ -69,13 +72,14 @@ def parse(rel: str) -> LmsName | None:
     m = _MOODLE.match(name)
     if m and m["rest"]:
         return LmsName(MOODLE, m["id"], m["name"])
-    m = _CANVAS.match(unicodedata.normalize("NFC", name))  # (a Mac's unzip decomposes é)
+    name = unicodedata.normalize("NFC", name)  # (a Mac's unzip decomposes é)
+    m = _CANVAS.match(name) or _CANVAS_ANON.match(name)
     if m:
         stem = m["rest"].removesuffix(".submission.json")
         if stem == m["rest"]:
             stem = stem.rsplit(".", 1)[0]
         again = _AGAIN.search(stem)
-        return LmsName(CANVAS, m["id"], m["name"], late=bool(m["late"]),
+        return LmsName(CANVAS, m["id"], m["name"] or "anonymous", late=bool(m["late"]),
                        attempt=int(again["n"]) if again else 0, attachment=int(m["attachment"]))
     return None
 

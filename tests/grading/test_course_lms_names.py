@@ -152,3 +152,20 @@ def test_a_download_unpacked_into_a_folder_of_its_own_keeps_its_students(tmp_pat
     assert sorted(s.meta["student"] for s in subs.values()) == ["12347", "22222", "22223"]
     assert not any(s.meta.get("superseded_by") for s in subs.values())
     assert lms.parse("alice/02_mechanics_exercises.ipynb") is None  # a plain folder stays one
+
+
+def test_canvas_anonymous_grading_names_are_canvas_names(tmp_path):
+    """With anonymous grading Canvas writes ``anon_<anonymous id>`` (5 base58 characters) for
+    the name and user id: a student's file and its LATE resubmission are one student."""
+    got = lms.parse("LATE_anon_Ab3xY_900002_02_mechanics_exercises-1.ipynb")
+    assert (got.lms, got.lms_id, got.late, got.attempt, got.attachment) == (
+        "Canvas", "anon_Ab3xY", True, 1, 900002)
+    d = tmp_path / "canvas"
+    put(d / "anon_Ab3xY_900001_02_mechanics_exercises.ipynb", notebook(), DUE)
+    put(d / "LATE_anon_Ab3xY_900002_02_mechanics_exercises-1.ipynb", notebook(),
+        DUE + dt.timedelta(days=1))
+    put(d / "anon_Qw9Zk_900003_02_mechanics_exercises.ipynb", notebook(), DUE)
+    subs = scan(d)
+    assert sorted({s.meta["student"] for s in subs.values()}) == ["anon_Ab3xY", "anon_Qw9Zk"]
+    assert subs["anon_Ab3xY_900001_02_mechanics_exercises.ipynb"].meta["superseded_by"] == \
+        "LATE_anon_Ab3xY_900002_02_mechanics_exercises-1.ipynb"
