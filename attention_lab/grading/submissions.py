@@ -103,9 +103,11 @@ def no_notebook(path: Path, root: Path, held: list[str]) -> "Submission":
         problem = f"no notebook in this upload: it holds {what}"
     else:
         problem = f"not a notebook (*{SUFFIXES[0]} or *{SUFFIXES[1]}) but {path.suffix or 'a file'}"
+    times = [os.lstat(path / name).st_mtime for name in held] if path.is_dir() else []
     return Submission(path, str(path.relative_to(root.resolve())), None, None,
                       problem + ": the notebook itself must be handed in",
-                      mtime=os.lstat(path).st_mtime, held=list(held), is_folder=path.is_dir())
+                      mtime=max(times, default=os.lstat(path).st_mtime),  # (a zip dates files)
+                      held=list(held), is_folder=path.is_dir())
 
 
 def not_a_file(st: os.stat_result) -> str:

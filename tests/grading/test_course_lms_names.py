@@ -169,3 +169,17 @@ def test_canvas_anonymous_grading_names_are_canvas_names(tmp_path):
     assert sorted({s.meta["student"] for s in subs.values()}) == ["anon_Ab3xY", "anon_Qw9Zk"]
     assert subs["anon_Ab3xY_900001_02_mechanics_exercises.ipynb"].meta["superseded_by"] == \
         "LATE_anon_Ab3xY_900002_02_mechanics_exercises-1.ipynb"
+
+
+def test_an_upload_without_a_notebook_is_dated_by_its_files_not_by_the_unzip(tmp_path):
+    """A zip holds its files' times, not always its folders' (Moodle's has no folder entries):
+    the folder of an upload without a notebook is as new as the unzip. Its row is dated by the
+    newest file it holds, so it is not "278 days late"."""
+    d = tmp_path / "moodle"
+    put(d / "Ana Lima_12347_assignsubmission_file" / "hw.zip", b"PK\x03\x04",
+        DUE - dt.timedelta(hours=3))
+    put(d / "Ana Lima_12347_assignsubmission_file" / "notes.pdf", b"%PDF",
+        DUE - dt.timedelta(hours=2))
+    (ana,) = scan(d, deadline=DUE).values()
+    assert ana.meta["submitted"] == (DUE - dt.timedelta(hours=2)).isoformat(timespec="seconds")
+    assert ana.meta["late"] is False
