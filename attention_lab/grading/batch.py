@@ -296,7 +296,7 @@ def identify(subs: list[Submission], assignment: str | None = None, roster=None,
         if due is not None:
             meta["due"] = due.isoformat(timespec="seconds")
         when = _dt.datetime.fromisoformat(meta["submitted"])
-        meta.update(late.lateness(when, due, bool(meta.get("lms_late"))))
+        meta.update(late.lateness(when, due, bool(meta.get("lms_late")), meta.get("lms")))
         meta.update(late_kept=policy.kept(meta["late_days"]), late_policy=policy.describe())
     twins = students.near_duplicates({s.meta["student"] for s in subs})
     for sub in subs:

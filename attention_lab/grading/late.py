@@ -1,8 +1,9 @@
 """Due dates and late work: when a submission counts as handed in, how late, and what it costs.
 
-The time that counts is the LMS's: the file's modification time as the LMS's download sets it
-(Moodle's and Canvas's zip files carry each upload's time), or Canvas's ``_LATE`` mark. Never a
-field the student wrote (``submit``'s ``created`` is shown, not used).
+The time that counts is the LMS's: the file's modification time as the LMS's download sets it,
+or, for Canvas, only its ``_LATE`` mark (Canvas's zip gives every file the time the zip was
+made, and the mark follows Canvas's own due dates and extensions). Never a field the student
+wrote (``submit``'s ``created`` is shown, not used).
 
 ``late_by`` is the time after the due date (``--deadline``, or the roster's ``due`` of that
 student), in whole days started (``1`` for a minute late). A policy (``--late-penalty 10%/day``,
@@ -73,9 +74,13 @@ class Policy:
                            f"per day started"}[self.kind]
 
 
-def lateness(submitted: _dt.datetime, due: _dt.datetime | None, lms_late: bool) -> dict:
-    """``late`` (bool), ``late_by`` (e.g. ``"2 days"``, ``"late (Canvas)"`` or ``""``) and
-    ``late_days`` for a submission at ``submitted``."""
+def lateness(submitted: _dt.datetime, due: _dt.datetime | None, lms_late: bool,
+             lms: str | None = None) -> dict:
+    """``late`` (bool), ``late_by`` (e.g. ``"2 days"``, ``"late (marked by the LMS)"`` or ``""``)
+    and ``late_days`` for a submission at ``submitted``; a file from Canvas (``lms``) is late
+    only by Canvas's mark: its zip dates every file by the time the zip was made."""
+    if lms == "Canvas":
+        due = None
     if due is not None and submitted > due:
         days = math.ceil((submitted - due).total_seconds() / DAY)
         return {"late": True, "late_days": days,

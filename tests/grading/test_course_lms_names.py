@@ -183,3 +183,22 @@ def test_an_upload_without_a_notebook_is_dated_by_its_files_not_by_the_unzip(tmp
     (ana,) = scan(d, deadline=DUE).values()
     assert ana.meta["submitted"] == (DUE - dt.timedelta(hours=2)).isoformat(timespec="seconds")
     assert ana.meta["late"] is False
+
+
+def test_canvas_lateness_is_canvas_mark_not_the_time_its_zip_was_made(tmp_path):
+    """Canvas writes its zip with rubyzip and gives no entry a time (ContentZipper#
+    add_attachment_to_zip), so every file carries the time the zip was made, not the upload's.
+    Downloaded a day after the deadline, every file was late; with ``--late zero`` the whole
+    class scored 0. Canvas's own ``_LATE`` mark (its due dates, extensions included) decides."""
+    from attention_lab.grading import late
+
+    d = tmp_path / "canvas"
+    made = DUE + dt.timedelta(days=1, hours=2)  # the download
+    put(d / "doejane_22222_900001_02_mechanics_exercises.ipynb", notebook(), made)
+    put(d / "roerob_LATE_22223_900002_02_mechanics_exercises.ipynb", notebook(), made)
+    subs = scan(d, deadline=DUE, policy=late.Policy.parse(None, "zero"))
+    jane = subs["doejane_22222_900001_02_mechanics_exercises.ipynb"].meta
+    rob = subs["roerob_LATE_22223_900002_02_mechanics_exercises.ipynb"].meta
+    assert (jane["late"], jane["late_kept"]) == (False, 1.0)
+    assert (rob["late"], rob["late_by"], rob["late_kept"]) == (True, "late (marked by the LMS)",
+                                                               0.0)
