@@ -5,8 +5,9 @@ by are in :data:`_ALIASES`): ``lms_id`` (Moodle's participant id or Canvas's use
 download's names carry), ``login`` (the id the grades are filed under, which ``submit
 --student`` stores), ``name`` and, optionally, ``due``: this student's own due date (an
 extension), ISO 8601 like ``--deadline``. Canvas's gradebook export reads as it is (``Student``,
-``ID``, ``SIS Login ID``; its ``Points Possible`` row is skipped), and an id copied from Moodle's
-grading worksheet (``Participant 12345``) is its number.
+``ID``, ``SIS Login ID``; its ``Points Possible`` row is skipped; a row without a login is
+filed under its LMS id), and an id copied from Moodle's grading worksheet (``Participant
+12345``) is its number.
 
 A submission whose LMS id is in the roster belongs to that row's login, whatever the notebook
 says (the LMS knows who uploaded it; a notebook claiming someone else is flagged). The gradebook
@@ -70,6 +71,7 @@ def read(path) -> Roster:
         get["lms_id"] = re.sub(r"(?i)^participant\s*", "", get["lms_id"])  # Moodle's worksheet
         if get["name"] == "Points Possible" or not (get["lms_id"] or get["login"] or get["name"]):
             continue  # Canvas's export: its points and posting rows under the header
+        get["login"] = get["login"] or get["lms_id"]  # (a Canvas without an SIS: its user id)
         if not get["login"]:
             raise RosterError(f"--roster: {path.name} row {n}: no login")
         for key in ("lms_id", "login"):

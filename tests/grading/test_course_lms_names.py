@@ -202,3 +202,20 @@ def test_canvas_lateness_is_canvas_mark_not_the_time_its_zip_was_made(tmp_path):
     assert (jane["late"], jane["late_kept"]) == (False, 1.0)
     assert (rob["late"], rob["late_by"], rob["late_kept"]) == (True, "late (marked by the LMS)",
                                                                0.0)
+
+
+def test_a_canvas_export_without_sis_logins_files_grades_under_canvas_user_ids(tmp_path):
+    """A Canvas without an SIS (or its Test Student) exports rows with an empty SIS Login ID:
+    the roster stopped at the first ('row 2: no login'); such a student is filed under the
+    Canvas user id, as a download without a roster files them, and Canvas's import matches
+    that ID."""
+    (tmp_path / "canvas.csv").write_text(
+        'Student,ID,SIS User ID,SIS Login ID,Section\n'
+        '    Points Possible,,,,\n'
+        '"Doe, Jane",22222,,,Sec 1\n'
+        '"Student, Test",99999,,,Sec 1\n', encoding="utf-8")
+    r = roster.read(tmp_path / "canvas.csv")
+    assert [(s.lms_id, s.login) for s in r.students] == [("22222", "22222"), ("99999", "99999")]
+    (tmp_path / "bad.csv").write_text("lms_id,login,name\n,,Jane Doe\n")
+    with __import__("pytest").raises(roster.RosterError, match="row 2: no login"):
+        roster.read(tmp_path / "bad.csv")
