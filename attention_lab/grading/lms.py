@@ -63,7 +63,8 @@ def parse(rel: str) -> LmsName | None:
     """What the LMS's naming of ``rel`` (``/``-separated, relative to the submissions folder)
     says, or ``None`` when no LMS made the name. The download may sit in a folder of its own (a
     Mac's unzip makes ``submissions/`` of ``submissions.zip``): the first Moodle folder on the
-    path names the student, else the file's own name."""
+    path names the student, else the file's own name (inside a folder, a Canvas name only with
+    ids of Canvas's size, so that ``alice/hw_2_3_final.ipynb`` stays in alice's plain folder)."""
     parts = PurePosixPath(rel).parts
     folder = next((n for p in parts[:-1] if (n := moodle_folder(p)) is not None), None)
     if folder is not None:
@@ -74,7 +75,7 @@ def parse(rel: str) -> LmsName | None:
         return LmsName(MOODLE, m["id"], m["name"])
     name = unicodedata.normalize("NFC", name)  # (a Mac's unzip decomposes é)
     m = _CANVAS.match(name) or _CANVAS_ANON.match(name)
-    if m:
+    if m and (len(parts) == 1 or min(len(m["id"]), len(m["attachment"])) >= 4):
         stem = m["rest"].removesuffix(".submission.json")
         if stem == m["rest"]:
             stem = stem.rsplit(".", 1)[0]
