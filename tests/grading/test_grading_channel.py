@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import math
 import os
 import threading
 
@@ -16,10 +17,13 @@ import pytest
 
 from attention_lab.exercises import probe
 from attention_lab.exercises.implementations import Impl
-from attention_lab.exercises.judging import decode_record, judge
+from attention_lab.exercises.judging import cases_for, decode_record, judge
 from attention_lab.exercises.registry import EXERCISES
 from attention_lab.grading import channel as C
-from attention_lab.grading.cases import run_cases
+from attention_lab.exercises.specs.level1 import IMPL_EXPECT
+from attention_lab.exercises.specs.level2 import MASKING_TEST_EXPECT
+from attention_lab.exercises.specs.level3 import POLICIES
+from attention_lab.grading.cases import EXTRA_CALLS, hands_an_impl, run_cases
 
 import _exercise_answers as A
 
@@ -114,6 +118,8 @@ def test_a_call_too_large_for_the_grader_raises_in_the_kernel_and_the_channel_st
     seen = []
 
     def test_query_dependence(attend):
+        if seen:  # once: each refused call still counts towards the channel's 16 MB
+            return True
         for n in (10 ** 5, 10 ** 6):  # numbers, then more than the probe records
             try:
                 attend(np.ones(n), np.ones((1, n)), np.ones((1, 1)))
@@ -132,14 +138,38 @@ def test_a_call_too_large_for_the_grader_raises_in_the_kernel_and_the_channel_st
 
 
 def test_the_cases_of_a_test_come_last_in_an_order_drawn_from_the_seed():
+    public = [c.args[0].code for c in cases_for(EXERCISES["2.6"], 0) if hands_an_impl(c)]
     codes = {seed: [c.args[0].code for c in run_cases(EXERCISES["2.6"], seed)
                     if isinstance(c.args[0], Impl)] for seed in range(6)}
-    assert len({tuple(v) for v in codes.values()}) > 1  # not one public order
-    assert all(sorted(v) == sorted(codes[0]) for v in codes.values())
+    assert len({tuple(v[:len(public)]) for v in codes.values()}) > 1  # not one public order
+    assert all(sorted(v[:len(public)]) == sorted(public) for v in codes.values())  # each once
+    assert all(len(v) == len(public) + EXTRA_CALLS for v in codes.values())  # then the extras
     cases = run_cases(EXERCISES["2.6"], SEED)
     first = min(i for i, c in enumerate(cases) if isinstance(c.args[0], Impl))
     assert all(isinstance(c.args[0], Impl) for c in cases[first:])  # after the answer's
     assert run_cases(EXERCISES["2.6"], SEED)[first].args[0].code == cases[first].args[0].code
+
+
+@pytest.mark.parametrize("exercise,verdict", [
+    ("1.4", lambda code: IMPL_EXPECT[code]),
+    ("2.6", lambda code: MASKING_TEST_EXPECT[code]),
+    *[("3.2", lambda code, p=p: code == POLICIES[p]) for p in POLICIES]])
+def test_a_test_answering_by_position_is_right_less_than_once_in_a_million(exercise, verdict):
+    """A kernel can give a test's verdicts without calling the implementations, from their
+    positions. Its best guess, the likeliest sequence, is right with the probability bounded
+    here from the draws of 2,000 seeds: the handed implementations' order (one of C(n, k)), then
+    each extra call's verdict (True with frequency f, so a guess is right at most max(f, 1 - f)
+    + 0.02). Before the extra calls, 3.2's forger was right one run in five."""
+    ex = EXERCISES[exercise]
+    public = [c.args[0].code for c in cases_for(ex, 0) if hands_an_impl(c)]
+    n, k = len(public), sum(verdict(c) for c in public)
+    extras = [verdict(c.args[0].code) for seed in range(2000)
+              for c in run_cases(ex, seed)[-EXTRA_CALLS:]]
+    f = np.mean(extras)
+    best = max(f, 1 - f) + 0.02
+    assert best ** EXTRA_CALLS / math.comb(n, k) < 1e-6, (f, n, k)
+    for seed in range(3):  # the extras are calls of the test on implementations
+        assert all(hands_an_impl(c) for c in run_cases(ex, seed)[-EXTRA_CALLS - n:])
 
 
 @pytest.mark.parametrize("what,expect", [

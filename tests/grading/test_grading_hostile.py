@@ -45,7 +45,7 @@ from attention_lab.exercises.specs.level1 import IMPL_EXPECT
 from attention_lab.exercises.specs.level2 import MASKING_TEST_EXPECT
 from attention_lab.exercises.specs.level3 import POLICIES
 from attention_lab.grading import sandbox as S
-from attention_lab.grading.cases import run_cases, hands_an_impl
+from attention_lab.grading.cases import hands_an_impl, run_cases, submission_seed
 
 from _notebook_edits import insert_after, load
 
@@ -266,8 +266,9 @@ def forge(user_ns, config, mod):
                         fn(np.zeros((1, 2)), np.ones((1, 2), bool))
                 except Exception:
                     pass
-                k = seen[current] = seen.get(current, -1) + 1
-                link.send({{"result": {{"out": PUBLIC[current][k]}}}})
+                k = seen[current] = seen.get(current, -1) + 1  # past the public order:
+                public = PUBLIC[current]                       # the likelier verdict
+                link.send({{"result": {{"out": public[k] if k < len(public) else False}}}})
             else:
                 args = tuple(mod.decode(a, callables=link.remote) for a in case["args"])
                 link.send({{"result": mod.call(fns[case["fn"]], args, case["seconds"])}})
@@ -449,15 +450,18 @@ def test_the_graders_helpers_are_out_of_an_answers_reach(run):
 
 def test_verdicts_forged_by_position_earn_nothing(run):
     """The forger speaks the grader's protocol (or appends to its results file) and gives each
-    case of a test the verdict of its position in the checks' public order: right with the
-    old grader, whose order was that one; this run's order is drawn from the seed."""
+    case of a test the verdict of its position in the checks' public order, and False (the
+    likelier) past it: right with the old grader, whose order was that one; this run's order is
+    drawn from the seed, and with the old extra-less order 3.2 was right one run in five."""
+    sub = run["subs"]["e_forger.ipynb"]
     for i, public in PUBLIC.items():
-        drawn = [c for c in run_cases(EXERCISES[i], SEED) if hands_an_impl(c)]
+        drawn = [c for c in run_cases(EXERCISES[i], submission_seed(SEED, sub["sha256"]))
+                 if hands_an_impl(c)]
         expected = ([IMPL_EXPECT[c.args[0].code] for c in drawn] if i == "1.4" else
                     [MASKING_TEST_EXPECT[c.args[0].code] for c in drawn] if i == "2.6" else
                     [c.args[0].code == POLICIES["zeros"] for c in drawn])
-        assert expected != public, i  # this seed's order is not the public one
-    ex = run["subs"]["e_forger.ipynb"]["exercises"]
+        assert expected != public + [False] * (len(drawn) - len(public)), i
+    ex = sub["exercises"]
     for i in PUBLIC:
         assert ex[i]["status"] == "fail" and "your test" in ex[i]["message"], (i, ex[i])
 
