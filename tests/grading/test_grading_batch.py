@@ -147,10 +147,10 @@ def graded(tmp_path_factory):
         huge = bytearray(64 * 2**30)
     """)
     insert_after(bomb, "padding_mask", """
-        def grow():
+        def grow():  # untouched pages: the limit is reached at once, however busy the machine
             blocks = []
             while True:
-                blocks.append(bytearray(64 * 2**20))
+                blocks.append(np.empty(2**23))  # 64 MiB each
         grow()
     """)
     write("membomb.ipynb", bomb)
