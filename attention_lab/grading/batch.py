@@ -429,6 +429,12 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     if problem := _hand_scores_dropped(previous, [s.meta for s in subs] + [g.meta for g in extra],
                                        Path(out or folder)):
         raise NotGraded(problem)
+    if previous is not None and not (resume or only) and previous.folder != str(root):
+        raise NotGraded(
+            f"{Path(out or folder)} holds the grading of {previous.folder} (seed "
+            f"{previous.seed}), which grading {folder} there would replace; nothing was graded "
+            f"or written: to add to it, grade with --only ID (a student or an assignment), "
+            f"else give another --out")
     todo = [i for i in range(len(subs)) if i not in kept]
     scratch = ScratchRoot()
     batch = Batch(limits, seed, scratch.path)
