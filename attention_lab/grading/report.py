@@ -227,12 +227,13 @@ GRADES_COLUMNS = ["file", "student", "student_from", "lms_id", "assignment", "as
 
 def flags(s: SubmissionGrade) -> str:
     """What an instructor should look at in this row, in words (near-duplicate ids, a claim of
-    another student, one stored id handed in by two LMS users, a replacement only the notebook's
-    own metadata vouches for); lateness has its own columns."""
+    another student, an LMS user the roster lacks, one stored id handed in by two LMS users, a
+    replacement only the notebook's own metadata vouches for); lateness has its own columns."""
     m, out = s.meta, []
     if m.get("near_duplicates"):
         out.append("near-duplicate of student id " + ", ".join(map(repr, m["near_duplicates"])))
-    if "says it is from student" in m.get("student_note", ""):
+    if any(k in m.get("student_note", "") for k in ("says it is from student",
+                                                     "not in the roster")):
         out.append(m["student_note"])
     if m.get("replaces_on_metadata"):
         out.append(f"replaces {', '.join(m['replaces'])} on its notebook metadata alone (anyone "
@@ -321,6 +322,10 @@ def course_warnings(report: Report) -> list[str]:
         ([s for s in subs if s.meta.get("student_source") == "file name"],
          "note: {n} submission(s) carry no student id and are not in a student folder; their "
          "file name is used as the id"),
+        ([s for s in subs if "not in the roster" in s.meta.get("student_note", "")],
+         "WARNING: {n} submission(s) come from LMS users not in the roster (filed under the id "
+         "their notebook stores, else the LMS id, which Moodle's import cannot map; add them to "
+         "the roster and grade again)"),
         ([s for s in subs if "its folder says" in s.meta.get("student_note", "")],
          "WARNING: {n} notebook(s) claim another student than their folder (the folder counts)"),
         ([s for s in subs if s.meta.get("replaces_on_metadata")],

@@ -245,3 +245,29 @@ def test_moodle_grading_worksheet_is_a_roster_as_downloaded(tmp_path):
     (tmp_path / "w2.csv").write_text('Identifier,Full name,Username,Email address\n'
                                      'Participant 12345,Jane Doe,jdoe,jdoe@uni.example\n')
     assert roster.read(tmp_path / "w2.csv").by_lms_id["12345"].login == "jdoe"
+
+
+def test_an_lms_user_missing_from_the_roster_is_warned_about(tmp_path, capsys):
+    """Graded with --roster, an upload of an LMS user the roster lacks (a late enrolment, a
+    roster exported before the last students joined) was filed under the LMS id, or the id
+    its notebook stores, without a word: its row reached lms/moodle.csv as participant id
+    12349, which Moodle's import cannot map (it stops the whole import there). The summary
+    warns now and the row's flags say why."""
+    import csv
+
+    d = tmp_path / "moodle"
+    put(d / "Jane Doe_12345_assignsubmission_file" / "02_mechanics_exercises.ipynb", notebook(),
+        DUE)
+    put(d / "Tom Vu_12349_assignsubmission_file" / "02_mechanics_exercises.ipynb", notebook(),
+        DUE)
+    (tmp_path / "r.csv").write_text("lms_id,login,name\n12345,jdoe,Jane Doe\n")
+    out = tmp_path / "out"
+    assert batch.main([str(d), "--out", str(out), "--roster", str(tmp_path / "r.csv"),
+                       "--quiet", "--seed", "1"]) == 0
+    said = capsys.readouterr().out
+    warning = [line for line in said.splitlines() if "not in the roster" in line]
+    assert len(warning) == 1 and warning[0].startswith("WARNING: 1 ") and "Tom Vu_12349" in \
+        warning[0], said
+    with open(out / "grades.csv", newline="", encoding="utf-8") as fh:
+        flags = {r["student"]: r["flags"] for r in csv.DictReader(fh)}
+    assert "not in the roster" in flags["12349"] and flags["jdoe"] == "", flags
