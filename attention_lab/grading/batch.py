@@ -35,6 +35,7 @@ import signal
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 from .. import _cli
@@ -560,6 +561,9 @@ def _folder_problem(folder: Path, out: Path) -> str:
     """Why ``folder`` cannot be graded into ``out`` (``""`` when it can; creates ``out``)."""
     if not folder.exists():
         return f"the submissions folder {folder} does not exist"
+    if not folder.is_dir() and zipfile.is_zipfile(folder):
+        return (f"{folder} is a zip file: unpack it into an empty folder as it is (unzip -q "
+                f"{folder} -d {folder.stem}/) and grade that folder")
     if not folder.is_dir():
         return f"{folder} is a file, not a folder of submissions"
     if not os.access(folder, os.R_OK | os.X_OK):
