@@ -484,8 +484,10 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     skipped = [str(p.relative_to(root)) for p in skipped_paths
                if p.relative_to(root).parts[0] not in empty_rel]
     graded = [r for r in results if r is not None] + extra
+    fresh = {id(results[i]) for i in todo if results[i] is not None}
     report = Report(str(root), graded, skipped, changed, seed, limits, started,
-                    time.monotonic() - t0, int(jobs), isolation_record())
+                    time.monotonic() - t0, int(jobs), isolation_record(),
+                    {n for n, g in enumerate(graded) if id(g) in fresh})
     if previous is not None:
         written.carry(report, previous)
     if stop.is_set():

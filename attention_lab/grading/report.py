@@ -154,6 +154,8 @@ class Report:
     seconds: float
     jobs: int
     isolation: dict = field(default_factory=dict)  # the batch's sandbox, or why there is none
+    fresh: object = field(default=None, compare=False)  # indices of the submissions this run
+    # graded (None: all), for what grade prints
 
     def counted(self) -> list[SubmissionGrade]:
         """The submissions that go into the gradebook (one per student and assignment)."""
@@ -282,13 +284,18 @@ UNREADABLE = (OSError, ValueError, KeyError, TypeError)
 
 
 def summary_table(report: Report) -> str:
-    """What ``grade`` prints: a line per submission. File names, student ids and messages come
+    """What ``grade`` prints: a line per submission it graded (``--only`` and ``--resume``
+    keep the others' grades and say how many). File names, student ids and messages come
     from the students: every one is escaped (``_cli.shown``)."""
-    counts = Counter(s.status for s in report.submissions)
-    lines = [f"graded {len(report.submissions)} submission(s) in {report.seconds:.1f} s "
-             f"({', '.join(f'{n} {k}' for k, n in sorted(counts.items()))})"]
-    width = max([len(shown(s.file)) for s in report.submissions] + [4])
-    for s in report.submissions:
+    subs = [s for i, s in enumerate(report.submissions) if report.fresh is None
+            or i in report.fresh]  # (--only, --resume: what this run graded)
+    counts = Counter(s.status for s in subs)
+    kept = len(report.submissions) - len(subs)
+    lines = [f"graded {len(subs)} submission(s) in {report.seconds:.1f} s"
+             + (f" ({', '.join(f'{n} {k}' for k, n in sorted(counts.items()))})" if subs else "")
+             + (f"; the grades of {kept} other submission(s) kept" if kept else "")]
+    width = max([len(shown(s.file)) for s in subs] + [4])
+    for s in subs:
         who = shown(f"{s.student or '?'} / {s.assignment or '?'}")
         lines.append(f"  {shown(s.file):<{width}}  {who[:40]:<40}  {s.status:<10}  "
                      f"{s.total:>2}/{s.out_of}"

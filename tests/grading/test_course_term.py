@@ -164,6 +164,27 @@ def test_another_folder_never_replaces_a_grading_silently(tmp_path, capsys, monk
     assert set(grades(out)) == {("alice", "02_mechanics"), ("bob", "02_mechanics")}
 
 
+def test_only_and_resume_print_what_they_graded_not_the_whole_class(tmp_path, capsys):
+    """``--only bob`` in a class of 300 printed 'graded 301 submission(s) in 2.7 s' and a row
+    for every student; ``--resume`` with nothing left to do, 'graded 300 submission(s) in 0.1
+    s'. Each now prints the submissions it graded and how many grades it kept."""
+    subs, out = tmp_path / "week2", tmp_path / "out"
+    for who in ("alice", "bob", "carol"):
+        hand_in(subs / who, "exp(c) cancels out")
+    assert grade(subs, "--out", out, "--seed", "5") == 0
+    capsys.readouterr()
+    assert grade(subs, "--out", out, "--only", "bob") == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("graded 1 submission(s) in ") and said[0].endswith(
+        "; the grades of 2 other submission(s) kept"), said[0]
+    assert [line.split()[0] for line in said[1:] if line.startswith("  ")] == [
+        "bob/02_mechanics_exercises.ipynb"], said
+    assert grade(subs, "--out", out, "--resume") == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("graded 0 submission(s) in ") and "grades of 3 other" in said[0]
+    assert len(grades(out)) == 3
+
+
 def test_a_bad_grading_folder_is_refused(tmp_path, capsys):
     assert gradebook.main([str(tmp_path), "--out", str(tmp_path / "t")]) == 2
     assert "grades.json cannot be read" in capsys.readouterr().err
