@@ -35,6 +35,7 @@ import signal
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 from .. import _cli
@@ -429,6 +430,12 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     if problem := _hand_scores_dropped(previous, [s.meta for s in subs] + [g.meta for g in extra],
                                        Path(out or folder)):
         raise NotGraded(problem)
+    if previous is not None and not (resume or only) and previous.folder != str(root):
+        raise NotGraded(
+            f"{Path(out or folder)} holds the grading of {previous.folder} (seed "
+            f"{previous.seed}), which grading {folder} there would replace; nothing was graded "
+            f"or written: to add to it, grade with --only ID (a student or an assignment), "
+            f"else give another --out")
     todo = [i for i in range(len(subs)) if i not in kept]
     scratch = ScratchRoot()
     batch = Batch(limits, seed, scratch.path)
@@ -477,8 +484,10 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
     skipped = [str(p.relative_to(root)) for p in skipped_paths
                if p.relative_to(root).parts[0] not in empty_rel]
     graded = [r for r in results if r is not None] + extra
+    fresh = {id(results[i]) for i in todo if results[i] is not None}
     report = Report(str(root), graded, skipped, changed, seed, limits, started,
-                    time.monotonic() - t0, int(jobs), isolation_record())
+                    time.monotonic() - t0, int(jobs), isolation_record(),
+                    {n for n, g in enumerate(graded) if id(g) in fresh})
     if previous is not None:
         written.carry(report, previous)
     if stop.is_set():
@@ -554,6 +563,9 @@ def _folder_problem(folder: Path, out: Path) -> str:
     """Why ``folder`` cannot be graded into ``out`` (``""`` when it can; creates ``out``)."""
     if not folder.exists():
         return f"the submissions folder {folder} does not exist"
+    if not folder.is_dir() and zipfile.is_zipfile(folder):
+        return (f"{folder} is a zip file: unpack it into an empty folder as it is (unzip -q "
+                f"{folder} -d {folder.stem}/) and grade that folder")
     if not folder.is_dir():
         return f"{folder} is a file, not a folder of submissions"
     if not os.access(folder, os.R_OK | os.X_OK):

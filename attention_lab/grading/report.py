@@ -154,6 +154,8 @@ class Report:
     seconds: float
     jobs: int
     isolation: dict = field(default_factory=dict)  # the batch's sandbox, or why there is none
+    fresh: object = field(default=None, compare=False)  # indices of the submissions this run
+    # graded (None: all), for what grade prints
 
     def counted(self) -> list[SubmissionGrade]:
         """The submissions that go into the gradebook (one per student and assignment)."""
@@ -227,12 +229,13 @@ GRADES_COLUMNS = ["file", "student", "student_from", "lms_id", "assignment", "as
 
 def flags(s: SubmissionGrade) -> str:
     """What an instructor should look at in this row, in words (near-duplicate ids, a claim of
-    another student, one stored id handed in by two LMS users, a replacement only the notebook's
-    own metadata vouches for); lateness has its own columns."""
+    another student, an LMS user the roster lacks, one stored id handed in by two LMS users, a
+    replacement only the notebook's own metadata vouches for); lateness has its own columns."""
     m, out = s.meta, []
     if m.get("near_duplicates"):
         out.append("near-duplicate of student id " + ", ".join(map(repr, m["near_duplicates"])))
-    if "says it is from student" in m.get("student_note", ""):
+    if any(k in m.get("student_note", "") for k in ("says it is from student",
+                                                     "not in the roster")):
         out.append(m["student_note"])
     if m.get("replaces_on_metadata"):
         out.append(f"replaces {', '.join(m['replaces'])} on its notebook metadata alone (anyone "
@@ -281,13 +284,18 @@ UNREADABLE = (OSError, ValueError, KeyError, TypeError)
 
 
 def summary_table(report: Report) -> str:
-    """What ``grade`` prints: a line per submission. File names, student ids and messages come
+    """What ``grade`` prints: a line per submission it graded (``--only`` and ``--resume``
+    keep the others' grades and say how many). File names, student ids and messages come
     from the students: every one is escaped (``_cli.shown``)."""
-    counts = Counter(s.status for s in report.submissions)
-    lines = [f"graded {len(report.submissions)} submission(s) in {report.seconds:.1f} s "
-             f"({', '.join(f'{n} {k}' for k, n in sorted(counts.items()))})"]
-    width = max([len(shown(s.file)) for s in report.submissions] + [4])
-    for s in report.submissions:
+    subs = [s for i, s in enumerate(report.submissions) if report.fresh is None
+            or i in report.fresh]  # (--only, --resume: what this run graded)
+    counts = Counter(s.status for s in subs)
+    kept = len(report.submissions) - len(subs)
+    lines = [f"graded {len(subs)} submission(s) in {report.seconds:.1f} s"
+             + (f" ({', '.join(f'{n} {k}' for k, n in sorted(counts.items()))})" if subs else "")
+             + (f"; the grades of {kept} other submission(s) kept" if kept else "")]
+    width = max([len(shown(s.file)) for s in subs] + [4])
+    for s in subs:
         who = shown(f"{s.student or '?'} / {s.assignment or '?'}")
         lines.append(f"  {shown(s.file):<{width}}  {who[:40]:<40}  {s.status:<10}  "
                      f"{s.total:>2}/{s.out_of}"
@@ -321,6 +329,10 @@ def course_warnings(report: Report) -> list[str]:
         ([s for s in subs if s.meta.get("student_source") == "file name"],
          "note: {n} submission(s) carry no student id and are not in a student folder; their "
          "file name is used as the id"),
+        ([s for s in subs if "not in the roster" in s.meta.get("student_note", "")],
+         "WARNING: {n} submission(s) come from LMS users not in the roster (filed under the id "
+         "their notebook stores, else the LMS id, which Moodle's import cannot map; add them to "
+         "the roster and grade again)"),
         ([s for s in subs if "its folder says" in s.meta.get("student_note", "")],
          "WARNING: {n} notebook(s) claim another student than their folder (the folder counts)"),
         ([s for s in subs if s.meta.get("replaces_on_metadata")],

@@ -6,8 +6,9 @@ download's names carry), ``login`` (the id the grades are filed under, which ``s
 --student`` stores), ``name`` and, optionally, ``due``: this student's own due date (an
 extension), ISO 8601 like ``--deadline``. Canvas's gradebook export reads as it is (``Student``,
 ``ID``, ``SIS Login ID``; its ``Points Possible`` row is skipped; a row without a login is
-filed under its LMS id), and an id copied from Moodle's grading worksheet (``Participant
-12345``) is its number.
+filed under its LMS id), and so does Moodle's grading worksheet (``Identifier`` is
+``Participant 12345``, which counts as 12345; the login is its ``Username`` column where the site
+shows one, else ``Email address``).
 
 A submission whose LMS id is in the roster belongs to that row's login, whatever the notebook
 says (the LMS knows who uploaded it; a notebook claiming someone else is flagged). The gradebook
@@ -23,8 +24,8 @@ from pathlib import Path
 from . import late
 from ._csv import read_rows
 
-_ALIASES = {"lms_id": ("lms_id", "lms id", "id", "user id", "participant"),
-            "login": ("login", "username", "sis login id", "student"),
+_ALIASES = {"lms_id": ("lms_id", "lms id", "id", "user id", "participant", "identifier"),
+            "login": ("login", "username", "sis login id", "student", "email address", "email"),
             "name": ("name", "full name", "student"),
             "due": ("due", "extension", "deadline")}
 

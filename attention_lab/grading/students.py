@@ -97,12 +97,13 @@ def identify(rel: str, metadata, lms_name=None, roster=None,
                 note = (f"the notebook says it is from student {claimed!r}, but {lms_name.lms} "
                         f"user {lms_name.lms_id} uploaded it (the roster's {known.login!r})")
             return known.login, ROSTER, note
+        user = f"{lms_name.lms} user {lms_name.lms_id} ({lms_name.name})"
         if claimed:
-            return claimed, METADATA, note
+            return claimed, METADATA, "; ".join(n for n in (note, roster is not None and (
+                f"{user} is not in the roster: the notebook's id is used")) if n)
         why = "not in the roster" if roster is not None else "no --roster"
         return lms_name.lms_id, LMS_ID, "; ".join(n for n in (note, (
-            f"no student id in the notebook and {lms_name.lms} user {lms_name.lms_id} "
-            f"({lms_name.name}) is {why}: the LMS id is used")) if n)
+            f"no student id in the notebook and {user} is {why}: the LMS id is used")) if n)
     owner = folder_id(parts[0]) if len(parts) > 1 else None
     if owner:
         if claimed and claimed != owner:

@@ -220,3 +220,54 @@ def test_a_canvas_export_without_sis_logins_files_grades_under_canvas_user_ids(t
     (tmp_path / "bad.csv").write_text("lms_id,login,name\n,,Jane Doe\n")
     with __import__("pytest").raises(roster.RosterError, match="row 2: no login"):
         roster.read(tmp_path / "bad.csv")
+
+
+def test_moodle_grading_worksheet_is_a_roster_as_downloaded(tmp_path):
+    """Moodle's *Download grading worksheet* is the one Moodle export that carries the
+    participant ids of its download's names: ``Identifier`` ("Participant 12345"), ``Full
+    name`` and the site's identity fields (``Email address`` by default). It was refused ('has
+    no column lms_id, login'); it reads as it is now, the e-mail address as the login."""
+    (tmp_path / "worksheet.csv").write_text(
+        '\ufeffIdentifier,"Full name","Email address",Status,Grade,"Maximum Grade",'
+        '"Grade can be changed","Last modified (submission)","File submissions",'
+        '"Last modified (grade)","Feedback comments"\n'
+        '"Participant 12345","Jane Doe",jdoe@uni.example,"Submitted for grading",,100.00,Yes,'
+        '"Sunday, 1 March 2026, 10:00 PM",02_mechanics_exercises.ipynb,-,\n', encoding="utf-8")
+    r = roster.read(tmp_path / "worksheet.csv")
+    assert [(s.lms_id, s.login, s.name) for s in r.students] == [
+        ("12345", "jdoe@uni.example", "Jane Doe")]
+    d = tmp_path / "moodle"
+    put(d / "Jane Doe_12345_assignsubmission_file" / "02_mechanics_exercises.ipynb", notebook(),
+        DUE)
+    (jane,) = scan(d, roster=r).values()
+    assert (jane.meta["student"], jane.meta["student_source"]) == ("jdoe@uni.example", "roster")
+    # with the site's username shown too, the username is the login
+    (tmp_path / "w2.csv").write_text('Identifier,Full name,Username,Email address\n'
+                                     'Participant 12345,Jane Doe,jdoe,jdoe@uni.example\n')
+    assert roster.read(tmp_path / "w2.csv").by_lms_id["12345"].login == "jdoe"
+
+
+def test_an_lms_user_missing_from_the_roster_is_warned_about(tmp_path, capsys):
+    """Graded with --roster, an upload of an LMS user the roster lacks (a late enrolment, a
+    roster exported before the last students joined) was filed under the LMS id, or the id
+    its notebook stores, without a word: its row reached lms/moodle.csv as participant id
+    12349, which Moodle's import cannot map (it stops the whole import there). The summary
+    warns now and the row's flags say why."""
+    import csv
+
+    d = tmp_path / "moodle"
+    put(d / "Jane Doe_12345_assignsubmission_file" / "02_mechanics_exercises.ipynb", notebook(),
+        DUE)
+    put(d / "Tom Vu_12349_assignsubmission_file" / "02_mechanics_exercises.ipynb", notebook(),
+        DUE)
+    (tmp_path / "r.csv").write_text("lms_id,login,name\n12345,jdoe,Jane Doe\n")
+    out = tmp_path / "out"
+    assert batch.main([str(d), "--out", str(out), "--roster", str(tmp_path / "r.csv"),
+                       "--quiet", "--seed", "1"]) == 0
+    said = capsys.readouterr().out
+    warning = [line for line in said.splitlines() if "not in the roster" in line]
+    assert len(warning) == 1 and warning[0].startswith("WARNING: 1 ") and "Tom Vu_12349" in \
+        warning[0], said
+    with open(out / "grades.csv", newline="", encoding="utf-8") as fh:
+        flags = {r["student"]: r["flags"] for r in csv.DictReader(fh)}
+    assert "not in the roster" in flags["12349"] and flags["jdoe"] == "", flags

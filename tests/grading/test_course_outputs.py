@@ -474,3 +474,18 @@ def test_every_exercise_status_reads_as_words_on_the_feedback_page(status):
     g.exercises = {i: ExerciseGrade(status, "", 0) for i in ("1.1", "1.2", "1.3", "1.4")}
     items = feedback.context(g)["exercises"]
     assert items and all(it["mark"] != "?" and "_" not in it["label"] for it in items)
+
+
+def test_a_download_zip_given_as_the_folder_says_to_unzip_it(tmp_path, capsys):
+    """An instructor hands grade the LMS's download as it came (submissions.zip): the answer
+    was '... is a file, not a folder of submissions'; it now says it is a zip and how to unpack
+    it, and still writes nothing."""
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "submissions.zip", "w") as z:
+        z.writestr("doejane_22222_3333301_02_mechanics_exercises.ipynb", "{}")
+    argv = [str(tmp_path / "submissions.zip"), "--out", str(tmp_path / "out"), "--quiet"]
+    assert batch.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a zip file" in err and "unzip" in err, err
+    assert not (tmp_path / "out").exists()

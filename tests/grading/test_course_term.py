@@ -141,6 +141,50 @@ def test_the_terms_gradebook_combines_gradings(term, tmp_path, capsys):
     assert (tmp_path / "termbook" / "lms" / "canvas.csv").is_file()
 
 
+def test_another_folder_never_replaces_a_grading_silently(tmp_path, capsys, monkeypatch):
+    """Week 3's download graded into week 2's OUT_DIR without --only replaced week 2's grading
+    whole (its rows, feedback pages and the seed that regrades them to the same results) when
+    no hand score was merged yet; the grading page's own command block writes a Moodle and a
+    Canvas download into the same week2/. It stops now, before grading anything, names the
+    grading that is there and what to do; with --only it adds to it as before."""
+    week2, week3, out = tmp_path / "week2", tmp_path / "week3", tmp_path / "out"
+    hand_in(week2 / "alice", "exp(c) cancels out")
+    assert grade(week2, "--out", out, "--seed", "5") == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    hand_in(week3 / "bob", "exp(c) cancels out")
+    capsys.readouterr()
+    with monkeypatch.context() as m:
+        m.setattr(batch.Batch, "grade", lambda *a: pytest.fail("a submission was graded"))
+        assert grade(week3, "--out", out) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(week2) in err and "--only" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert grade(week2, "--out", out, "--seed", "5") == 0  # its own folder: graded again
+    assert grade(week3, "--out", out, "--only", "bob") == 0
+    assert set(grades(out)) == {("alice", "02_mechanics"), ("bob", "02_mechanics")}
+
+
+def test_only_and_resume_print_what_they_graded_not_the_whole_class(tmp_path, capsys):
+    """``--only bob`` in a class of 300 printed 'graded 301 submission(s) in 2.7 s' and a row
+    for every student; ``--resume`` with nothing left to do, 'graded 300 submission(s) in 0.1
+    s'. Each now prints the submissions it graded and how many grades it kept."""
+    subs, out = tmp_path / "week2", tmp_path / "out"
+    for who in ("alice", "bob", "carol"):
+        hand_in(subs / who, "exp(c) cancels out")
+    assert grade(subs, "--out", out, "--seed", "5") == 0
+    capsys.readouterr()
+    assert grade(subs, "--out", out, "--only", "bob") == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("graded 1 submission(s) in ") and said[0].endswith(
+        "; the grades of 2 other submission(s) kept"), said[0]
+    assert [line.split()[0] for line in said[1:] if line.startswith("  ")] == [
+        "bob/02_mechanics_exercises.ipynb"], said
+    assert grade(subs, "--out", out, "--resume") == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("graded 0 submission(s) in ") and "grades of 3 other" in said[0]
+    assert len(grades(out)) == 3
+
+
 def test_a_bad_grading_folder_is_refused(tmp_path, capsys):
     assert gradebook.main([str(tmp_path), "--out", str(tmp_path / "t")]) == 2
     assert "grades.json cannot be read" in capsys.readouterr().err
