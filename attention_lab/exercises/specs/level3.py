@@ -203,12 +203,17 @@ class SafeMaskedSoftmax(Spec):
              for code in ("G", "H", "I", "N", "J")]
 
     def random_case(self, rng, i):
+        """One all-masked row in every other case (the other holds none: with the policy
+        "raise" an all-masked row is all a function has to see)."""
         T, S = int(rng.integers(2, 5)), int(rng.integers(2, 7))
         m = rng.random((T, S)) < 0.5
-        m[int(rng.integers(0, T))] = False
+        m[np.arange(T), rng.integers(0, S, size=T)] = True
+        if i % 2 == 0:
+            m[int(rng.integers(0, T))] = False
         dt = [np.float64, np.float32][int(rng.integers(0, 2))]
-        return self.case(f"random: {np.dtype(dt).name} scores ({T}, {S}), at least one "
-                         f"all-masked row", rand(rng, T, S, scale=3).astype(dt), m)
+        return self.case(f"random: {np.dtype(dt).name} scores ({T}, {S}), "
+                         + ("one all-masked row" if i % 2 == 0 else "every row with an eligible "
+                            "key"), rand(rng, T, S, scale=3).astype(dt), m)
 
     @staticmethod
     def _has_empty_row(case) -> bool:
