@@ -113,8 +113,9 @@ class ContextVector(Spec):
 
     def random_case(self, rng, i):
         S, D = int(rng.integers(2, 8)), int(rng.integers(1, 6))
-        return self.case(f"random: S={S} values of width D_v={D}", rng.dirichlet(np.ones(S)),
-                         rand(rng, S, D))
+        w = rng.dirichlet(np.ones(S)) * (i > 0)  # the first: all zero (an all-masked row)
+        return self.case(f"random: S={S} values of width D_v={D}" + ", all-zero weights" * (i == 0),
+                         w, rand(rng, S, D))
 
     def compare(self, case, out):
         w, V = case.args
