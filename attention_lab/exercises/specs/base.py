@@ -422,15 +422,20 @@ class Spec:
         """Random case ``i``; None for a check without random cases."""
         return None
 
+    def hidden(self, rng: np.random.Generator) -> list[Case]:
+        """The grader's random cases (any seed but ``STUDENT_SEED``): :meth:`random`'s."""
+        return self.random(rng)
+
     def compare(self, case: Case, out) -> None:  # raises Reject
         raise NotImplementedError
 
     def cases(self, seed: int, ex_id: str) -> list[Case]:
         rng = np.random.default_rng([seed, zlib.crc32(ex_id.encode())])
-        drawn = self.random(rng)
-        if seed != STUDENT_SEED:
-            for case in drawn:
-                case.hidden = True
+        if seed == STUDENT_SEED:
+            return self.fixed() + self.random(rng)
+        drawn = self.hidden(rng)
+        for case in drawn:
+            case.hidden = True
         return self.fixed() + drawn
 
     def on_pass(self, cases, outputs) -> str:

@@ -113,8 +113,9 @@ class ContextVector(Spec):
 
     def random_case(self, rng, i):
         S, D = int(rng.integers(2, 8)), int(rng.integers(1, 6))
-        return self.case(f"random: S={S} values of width D_v={D}", rng.dirichlet(np.ones(S)),
-                         rand(rng, S, D))
+        w = rng.dirichlet(np.ones(S)) * (i > 0)  # the first: all zero (an all-masked row)
+        return self.case(f"random: S={S} values of width D_v={D}" + ", all-zero weights" * (i == 0),
+                         w, rand(rng, S, D))
 
     def compare(self, case, out):
         w, V = case.args
@@ -183,21 +184,49 @@ class ConvexHull(Spec):
                        "within the 1e-9 tolerance)", edge + 1e-12 * normal, hv, True, "boundary"),
         ]
 
-    def random(self, rng):
+    #: the kinds of random case: inside the values' hull ("") or on its boundary (a weight 0),
+    #: outside it within every coordinate's range (a weight below 0) or off the values' line or
+    #: plane; the grader draws six of each, in an order drawn at random, so that an answer that
+    #: does not look is right on all 24 with probability 1 / C(24, 12) < 1e-6
+    KINDS = ("", "boundary", "range", "plane")
+
+    def random(self, rng, kinds=("", "range", "boundary", "plane")):
+        """One random case of each kind of ``kinds`` (see :data:`KINDS`)."""
         out = []
-        for i in range(self.n_random + 1):
+        for kind in map(str, kinds):
             D = int(rng.integers(2, 5))
-            S = int(rng.integers(2, D + 2))
+            S = int(rng.integers(3 if kind == "range" else 2, D + 1 + (kind != "plane")))
             V = rand(rng, S, D)
             w = 0.05 + rng.dirichlet(np.ones(S))
-            inside = i % 2 == 0
-            if not inside:  # one barycentric weight below zero: outside the hull
-                w[int(rng.integers(0, S))] = -float(rng.uniform(0.1, 0.5))
             w /= w.sum()
+            j = int(rng.integers(0, S))
+            context = w @ V
+            if kind == "boundary":
+                w[j] = 0.0
+                context = w @ V / w.sum()
+            elif kind == "plane":  # 0.1 off the line or plane the values span
+                span = np.linalg.qr((V[1:] - V[0]).T)[0]
+                off = rng.normal(size=D)
+                off -= span @ (span.T @ off)
+                context = context + 0.1 * off / np.linalg.norm(off)
+            elif kind == "range":  # weight j below 0, by as little as keeps it within the ranges
+                for u in 0.1 * 0.7 ** np.arange(10):
+                    bent = w * (1 + u) / (1 - w[j])
+                    bent[j] = -u
+                    context = bent @ V
+                    if np.all((V.min(0) < context) & (context < V.max(0))):
+                        break
+                else:
+                    kind = "outside"
+            inside = kind in ("", "boundary")
             out.append(_hull_case(f"random: S={S} values of width {D}, a context "
-                                  f"{'inside' if inside else 'outside'} their hull", w @ V, V,
-                                  inside))
+                                  f"{'inside' if inside else 'outside'} their hull"
+                                  + (f" ({kind})" if kind else ""), context, V, inside,
+                                  "" if kind == "outside" else kind))
         return out
+
+    def hidden(self, rng):
+        return self.random(rng, rng.permutation(np.repeat(self.KINDS, 6)))
 
     #: the message of a wrong answer, by (the right answer, the case's kind)
     MISSES = {

@@ -41,7 +41,7 @@ class DotScores(Spec):
         ]
 
     def random_case(self, rng, i):
-        S, D = int(rng.integers(1, 8)), int(rng.integers(1, 7))
+        S, D = int(rng.integers(1, 8)), int(rng.integers(2, 7))  # (D_k = 1: scaled = unscaled)
         return self.case(f"random: S={S} keys of width D_k={D}", rand(rng, D), rand(rng, S, D))
 
     def compare(self, case, out):
@@ -217,8 +217,10 @@ class PaddingMask(Spec):
         ]
 
     def random_case(self, rng, i):
-        B, S = int(rng.integers(1, 5)), int(rng.integers(1, 9))
-        return self.case(f"random: {B} lengths, S={S}", rng.integers(0, S + 1, size=B), S)
+        B, S = int(rng.integers(1, 5)), int(rng.integers(2, 9))
+        lengths = rng.integers(0, S, size=B)  # none reaching S (S columns, not max(lengths))
+        lengths[rng.integers(0, B)] = rng.integers(1, S)  # and one of 1 or more
+        return self.case(f"random: {B} lengths, S={S}", lengths, S)
 
     def compare(self, case, out):
         L, S = case.args
@@ -283,6 +285,15 @@ def masked_softmax_mistakes():
     ]
 
 
+def far_below(rng, T: int, S: int, scale: float):
+    """Random scores (T, S), each row shifted 1e3 to 1e4 below zero (so that every check of
+    masking, not only a public one, needs the eligible keys' maximum subtracted: without it, or
+    with masked scores set to 0, exp underflows and the row is 0/0), and a mask with an
+    eligible and a masked key in every row."""
+    scores = rand(rng, T, S, scale=scale) - np.round(10 ** rng.uniform(3, 4, size=(T, 1)))
+    return scores, rng.random((T, S)).argsort(axis=-1) < rng.integers(1, S, size=(T, 1))
+
+
 #: what a correct test of masking says about each implementation (2.6): the masked keys get
 #: exactly 0 and the other weights sum to 1, on rows that have an eligible key
 MASKING_TEST_EXPECT = {"G": True, "N": True, "H": True, "J": False, "K": False, "L": False,
@@ -320,10 +331,8 @@ class MaskedSoftmax(Spec):
 
     def random_case(self, rng, i):
         T, S = int(rng.integers(1, 4)), int(rng.integers(2, 7))
-        m = rng.random((T, S)) < 0.6
-        m[np.arange(T), rng.integers(0, S, size=T)] = True
-        return self.case(f"random: scores ({T}, {S}) with a random mask",
-                         rand(rng, T, S, scale=2), m)
+        return self.case(f"random: scores ({T}, {S}) far below zero with a random mask",
+                         *far_below(rng, T, S, 2.0), far=True)
 
     def compare(self, case, out):
         if case.fn == 1:
@@ -368,7 +377,7 @@ class LocalWindow(Spec):
 
     def random_case(self, rng, i):
         S, Dk, Dv = int(rng.integers(6, 10)), int(rng.integers(2, 5)), int(rng.integers(2, 6))
-        c, h = int(rng.integers(1, S + 1)), int(rng.integers(0, 4))
+        c, h = int(rng.integers(1, S + 1)), int(rng.integers(1, 4))  # (h = 0: one key, any scale)
         return self.case(f"random: S={S}, D_k={Dk}, D_v={Dv}, centre {c}, half-width {h}",
                          rand(rng, Dk), rand(rng, S, Dk), rand(rng, S, Dv), c, h)
 

@@ -19,7 +19,7 @@ from .base import (IMPL_NOTES, RX, Case, Reject, Spec, as_tuple, check_values, c
                    close, describe_type, diagnose, expect_shape, fmt, judge_test_answer, numeric,
                    rand, rounded, scores_shape, softmax_axis, to_array, values_or_mistake,
                    weights_or_mistake)
-from .level2 import FAR_BELOW, masked_softmax_mistakes, softmax64
+from .level2 import FAR_BELOW, far_below, masked_softmax_mistakes, softmax64
 
 
 def _vec(x) -> str:
@@ -34,6 +34,13 @@ def _weights_and_context(case, out, ref_w, ref_c, mistakes, context_shape: str) 
     weights_or_mistake(case, numeric(w, "your weights"), ref_w, mistakes, floats=True,
                        what="your weights")
     check_values(c, ref_c, "your context", context_shape)
+
+
+#: The random cases' sizes start at 2 (D_v at 1): with one key every weight is 1, with D_k = 1
+#: the scaled scores are the unscaled ones, with one query (or a 1x1 W) the wrong axis (or W
+#: transposed) changes nothing; the fixed cases have such sizes, and a mistake behind a lookup
+#: of them would pass hidden cases that had them too.
+MIN_SIZES = [2, 2, 2, 2, 1]
 
 
 # ---------------------------------------------------------------- 3.1 stable softmax
@@ -109,8 +116,13 @@ class StableSoftmax(Spec):
     def random_case(self, rng, i):
         shape = scores_shape(rng, i)
         scale = float(10 ** rng.uniform(0, 3))
-        return self.case(f"random: scores of shape {shape}, spread about {scale:.0f}",
-                         np.round(rng.normal(size=shape) * scale, 2))
+        # each row 1e3 to 1e4 above or below zero, the next on the other side: exp overflows or
+        # underflows without the row's own maximum subtracted
+        rows = shape[:-1] + (1,)
+        shift = rng.choice([-1, 1]) * (-1) ** np.arange(rows[0]).reshape(rows) * np.round(
+            10 ** rng.uniform(3, 4, size=rows))
+        return self.case(f"random: scores of shape {shape}, spread about {scale:.0f}, far from "
+                         f"zero", np.round(rng.normal(size=shape) * scale, 2) + shift)
 
     NOTES = {"+": "exp(1e4) overflows to inf and inf/inf is NaN; subtract each row's maximum "
                   "before exponentiating",
@@ -203,12 +215,16 @@ class SafeMaskedSoftmax(Spec):
              for code in ("G", "H", "I", "N", "J")]
 
     def random_case(self, rng, i):
+        """Scores far below zero; one all-masked row in every other case (the other holds
+        none: with the policy "raise" an all-masked row is all a function has to see)."""
         T, S = int(rng.integers(2, 5)), int(rng.integers(2, 7))
-        m = rng.random((T, S)) < 0.5
-        m[int(rng.integers(0, T))] = False
+        s, m = far_below(rng, T, S, 3.0)
+        if i % 2 == 0:
+            m[int(rng.integers(0, T))] = False
         dt = [np.float64, np.float32][int(rng.integers(0, 2))]
-        return self.case(f"random: {np.dtype(dt).name} scores ({T}, {S}), at least one "
-                         f"all-masked row", rand(rng, T, S, scale=3).astype(dt), m)
+        return self.case(f"random: {np.dtype(dt).name} scores ({T}, {S}) far below zero, "
+                         + ("one all-masked row" if i % 2 == 0 else "every row with an eligible "
+                            "key"), s.astype(dt), m, far=True)
 
     @staticmethod
     def _has_empty_row(case) -> bool:
@@ -254,7 +270,7 @@ class SafeMaskedSoftmax(Spec):
                          "without an eligible key: raise a ValueError there")
         for i in np.flatnonzero(erows):
             self._empty_row(rows[i], f"row {i + 1}" if arr.ndim > 1 else "the row", s.dtype)
-        if case.data.get("far") and np.isnan(rows).any():
+        if case.data.get("far") and np.isnan(rows[~erows]).any():
             raise Reject(f"your weights: {FAR_BELOW}")
         keep = ~erows
         if not keep.any():
@@ -354,7 +370,7 @@ class DotBilinear(Spec):
         ]
 
     def random(self, rng):
-        T, S, Dq, Dk, Dv = (int(x) for x in rng.integers(1, 6, size=5))
+        T, S, Dq, Dk, Dv = (int(x) for x in rng.integers(MIN_SIZES, 6))
         return [
             Case(f"dot: random T={T}, S={S}, D_k={Dk}, D_v={Dv}",
                  (rand(rng, T, Dk), rand(rng, S, Dk), rand(rng, S, Dv)), ("Q", "K", "V"), 0),
@@ -431,7 +447,7 @@ class Additive(Spec):
         ]
 
     def random_case(self, rng, i):
-        S, Dq, Dk, Dv, A = (int(x) for x in rng.integers(1, 7, size=5))
+        S, Dq, Dk, Dv, A = (int(x) for x in rng.integers([2, 2, 2, 1, 2], 7))  # (see MIN_SIZES)
         return self.case(f"random: S={S}, D_q={Dq}, D_k={Dk}, D_v={Dv}, A={A}", rand(rng, Dq),
                          rand(rng, S, Dk), rand(rng, S, Dv), rand(rng, A, Dq), rand(rng, A, Dk),
                          rand(rng, A))
@@ -497,7 +513,7 @@ class Batched(Spec):
         ]
 
     def random_case(self, rng, i):
-        B, T, S, Dk, Dv = (int(x) for x in rng.integers(1, 6, size=5))
+        B, T, S, Dk, Dv = (int(x) for x in rng.integers(MIN_SIZES, 6))
         return self.case(f"random: B={B}, T={T}, S={S}, D_k={Dk}, D_v={Dv}",
                          rand(rng, B, T, Dk), rand(rng, B, S, Dk), rand(rng, B, S, Dv))
 

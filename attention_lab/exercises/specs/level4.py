@@ -30,7 +30,7 @@ class ScoreSize(Spec):
         ]
 
     def random_case(self, rng, i):
-        B, T, S, H = (int(x) for x in rng.integers(1, 40, size=4))
+        B, T, S, H = (int(x) for x in rng.integers(2, 40, size=4))  # (1: a factor left out)
         return self.case(f"random: batch {B}, target {T}, source {S}, {H} heads", B, T, S, H)
 
     def compare(self, case, out):
@@ -258,7 +258,9 @@ class Entropy(Spec):
         w = rng.dirichlet(np.ones(S), size=T)
         w[0, 0] = 0.0
         w[0] /= w[0].sum()
-        return self.case(f"random: {T} weight rows over S={S} keys, one zero weight", w)
+        w[-1] = 0.0  # an all-masked row
+        return self.case(f"random: {T} weight rows over S={S} keys, one zero weight, the last "
+                         f"row all zero", w)
 
     def compare(self, case, out):
         (w,) = case.args
