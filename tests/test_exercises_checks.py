@@ -162,7 +162,7 @@ def _chatty(query, keys):
 @pytest.mark.parametrize("answer,status_,fragment", [
     (_stub, "not_attempted", "NotImplementedError"),
     (lambda q, k: 1 / 0, "error", "ZeroDivisionError"),
-    (lambda q, k: "scores", "fail", "got a str"),
+    (lambda q, k: "scores", "fail", "got text ('scores')"),
     (lambda q, k: None, "fail", "forget `return`"),
     (lambda q, k: np.zeros((2, 2)), "fail", "shape (2, 2)"),
     (lambda q, k: np.ones(len(k), dtype=bool), "fail", "dtype bool"),
@@ -650,3 +650,18 @@ def test_1_1_parts_typed_from_the_printed_numbers_are_told_they_are_rounded():
     assert v.status == "fail"
     assert "is not the running example's weights" not in v.message, v.message
     assert "rounded" in v.message, v.message
+
+
+@pytest.mark.parametrize("ex_id,answer,what", [
+    ("2.4", (A.CORRECT["2.4"][0], {"largest_weight": ["0.539", "0.361", "0.276"],
+                                   "same_order": True}), "largest_weight"),
+    ("2.4", (A.CORRECT["2.4"][0], {"largest_weight": "0.539, 0.361, 0.276", "same_order": True}),
+     "largest_weight"),
+    ("2.2", ["0.659", "0.242", "0.099"], "softmax_by_hand"),
+    ("2.1", lambda query, keys: str(keys @ query), "your scores"),
+])
+def test_numbers_written_as_text_are_told_to_lose_the_quotes(ex_id, answer, what):
+    # a student who wrote largest_weight = ["0.539", ...] read 'dtype <U5, expected real numbers'
+    v = evaluate(get(ex_id), answer)
+    assert v.status == "fail" and f"{what}: got text" in v.message, v.message
+    assert "without quotes" in v.message and "dtype" not in v.message and "<U" not in v.message
