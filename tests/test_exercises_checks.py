@@ -302,6 +302,19 @@ def test_partly_written_answer_names_the_empty_fields():
     assert "1 of 7 field(s) answered" in v.message and "still empty: interfaces" in v.message
 
 
+def test_a_misspelled_field_of_a_written_answer_is_named_not_counted():
+    # {"derivaton": ...} read '1 of 2 field(s) answered, 20 words; still empty: derivation,
+    # consequence': answered and empty at once, and nothing said about the misspelling
+    text = "exp(e_i + c) = exp(e_i) exp(c), and exp(c) cancels in every ratio of the softmax"
+    v = evaluate(get("2.3"), {"derivaton": text, "consequence": ""})
+    assert "0 of 2 field(s) answered" in v.message, v.message
+    assert "still empty: derivation, consequence" in v.message
+    assert "'derivaton' is not one of its fields (did you mean 'derivation'?)" in v.message
+    assert v.details["answer"] == {"derivaton": text}  # the instructor still reads it
+    assert "answered, 1 word;" in evaluate(get("2.3"), {"derivation": "cancels"}).message
+    assert "is not one of its fields" not in evaluate(get("2.3"), text).message  # one text
+
+
 # ------------------------------------------------------------------ check, hint, status
 def test_check_displays_and_returns(capsys):
     reset()
