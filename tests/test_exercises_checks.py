@@ -315,6 +315,17 @@ def test_a_misspelled_field_of_a_written_answer_is_named_not_counted():
     assert "is not one of its fields" not in evaluate(get("2.3"), text).message  # one text
 
 
+def test_a_tuple_of_the_wrong_length_is_told_its_length():
+    # score_matrix_size returning the shape alone read 'your function returned a tuple; it must
+    # return a tuple (shape, elements)': a tuple was what it had returned
+    v = evaluate(get("4.1"), lambda batch, target, source, heads: (batch, heads, target, source))
+    assert "returned a tuple of 4 items; it must return a tuple of 2, (shape, elements)" \
+        in v.message, v.message
+    v = evaluate(get("3.4"), lambda *args: A.CORRECT["3.4"](*args)[:1])
+    assert "returned a tuple of 1 item; it must return a tuple of 2, (weights, context)" \
+        in v.message, v.message
+
+
 # ------------------------------------------------------------------ check, hint, status
 def test_check_displays_and_returns(capsys):
     reset()

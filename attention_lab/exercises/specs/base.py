@@ -341,7 +341,9 @@ def as_bool(out, what: str = "your result") -> bool:
 
 def as_tuple(out, n: int, names: str) -> tuple:
     if not isinstance(out, (tuple, list)) or len(out) != n:
-        raise Reject(f"your function returned {describe_type(out)}; it must return a tuple {names}")
+        got = describe_type(out) + (f" of {len(out)} item{'s' * (len(out) != 1)}"
+                                    if isinstance(out, (tuple, list)) else "")
+        raise Reject(f"your function returned {got}; it must return a tuple of {n}, {names}")
     return tuple(out)
 
 
