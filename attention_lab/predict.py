@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import io
 import numbers
+import re
 import sys
 import textwrap
 
@@ -85,13 +86,27 @@ def _read(prediction, answer):
     return prediction
 
 
+def _decimal_comma(prediction) -> bool:
+    """Whether ``prediction`` is a number written with a decimal comma: ``0,5`` (the pair (0, 5)
+    to Python) or the text "0,5"."""
+    if isinstance(prediction, str):
+        return re.fullmatch(r"\s*-?\d+,\d+\s*", prediction) is not None
+    return (isinstance(prediction, tuple) and len(prediction) == 2 and prediction[1] >= 0
+            and all(isinstance(x, numbers.Integral) and not isinstance(x, bool)
+                    for x in prediction))
+
+
 def _form_problem(prediction, answer, choices) -> str:
     """What to write instead when ``prediction`` has the wrong form for ``answer`` ('' if fine)."""
     if isinstance(answer, (bool, np.bool_)):
         return "" if _yes_no(prediction) is not None else "write yes or no (True or False)"
     if isinstance(answer, numbers.Real):
-        ok = isinstance(prediction, numbers.Real) and not isinstance(prediction, (bool, np.bool_))
-        return "" if ok else "write a number"
+        if isinstance(prediction, numbers.Real) and not isinstance(prediction, (bool, np.bool_)):
+            return ""
+        if _decimal_comma(prediction) and not isinstance(answer, numbers.Integral):
+            return ("write a number with a decimal point (0.5, not 0,5: Python reads 0,5 as two "
+                    "numbers)")
+        return "write a number"
     if isinstance(answer, str):
         if choices and str(prediction).strip().lower() not in choices:
             return "write one of " + ", ".join(f'"{c}"' for c in choices)

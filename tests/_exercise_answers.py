@@ -525,7 +525,7 @@ WRONG: dict[str, list[tuple[object, str, tuple[str, ...]]]] = {
         ((ok_stable_softmax, {"stable": [0.731, 0.269, 0.0]}), "fail",
          ("keys 'naive' and 'stable'",)),
         ((ok_stable_softmax, {"naive": "overflows", "stable": [0.731, 0.269, 0.0]}), "fail",
-         ("softmax_comparison: naive", "str")),
+         ("softmax_comparison: naive", "got text")),
     ],
     "3.2": [
         (("zeros", lambda scores, mask: _softmax(np.where(mask, scores, -np.inf)),

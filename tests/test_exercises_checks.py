@@ -162,7 +162,7 @@ def _chatty(query, keys):
 @pytest.mark.parametrize("answer,status_,fragment", [
     (_stub, "not_attempted", "NotImplementedError"),
     (lambda q, k: 1 / 0, "error", "ZeroDivisionError"),
-    (lambda q, k: "scores", "fail", "got a str"),
+    (lambda q, k: "scores", "fail", "got text ('scores')"),
     (lambda q, k: None, "fail", "forget `return`"),
     (lambda q, k: np.zeros((2, 2)), "fail", "shape (2, 2)"),
     (lambda q, k: np.ones(len(k), dtype=bool), "fail", "dtype bool"),
@@ -300,6 +300,30 @@ def test_partly_written_answer_names_the_empty_fields():
     v = evaluate(ex, answer)
     assert v.status == "needs_instructor"
     assert "1 of 7 field(s) answered" in v.message and "still empty: interfaces" in v.message
+
+
+def test_a_misspelled_field_of_a_written_answer_is_named_not_counted():
+    # {"derivaton": ...} read '1 of 2 field(s) answered, 20 words; still empty: derivation,
+    # consequence': answered and empty at once, and nothing said about the misspelling
+    text = "exp(e_i + c) = exp(e_i) exp(c), and exp(c) cancels in every ratio of the softmax"
+    v = evaluate(get("2.3"), {"derivaton": text, "consequence": ""})
+    assert "0 of 2 field(s) answered" in v.message, v.message
+    assert "still empty: derivation, consequence" in v.message
+    assert "'derivaton' is not one of its fields (did you mean 'derivation'?)" in v.message
+    assert v.details["answer"] == {"derivaton": text}  # the instructor still reads it
+    assert "answered, 1 word;" in evaluate(get("2.3"), {"derivation": "cancels"}).message
+    assert "is not one of its fields" not in evaluate(get("2.3"), text).message  # one text
+
+
+def test_a_tuple_of_the_wrong_length_is_told_its_length():
+    # score_matrix_size returning the shape alone read 'your function returned a tuple; it must
+    # return a tuple (shape, elements)': a tuple was what it had returned
+    v = evaluate(get("4.1"), lambda batch, target, source, heads: (batch, heads, target, source))
+    assert "returned a tuple of 4 items; it must return a tuple of 2, (shape, elements)" \
+        in v.message, v.message
+    v = evaluate(get("3.4"), lambda *args: A.CORRECT["3.4"](*args)[:1])
+    assert "returned a tuple of 1 item; it must return a tuple of 2, (weights, context)" \
+        in v.message, v.message
 
 
 # ------------------------------------------------------------------ check, hint, status
@@ -650,3 +674,18 @@ def test_1_1_parts_typed_from_the_printed_numbers_are_told_they_are_rounded():
     assert v.status == "fail"
     assert "is not the running example's weights" not in v.message, v.message
     assert "rounded" in v.message, v.message
+
+
+@pytest.mark.parametrize("ex_id,answer,what", [
+    ("2.4", (A.CORRECT["2.4"][0], {"largest_weight": ["0.539", "0.361", "0.276"],
+                                   "same_order": True}), "largest_weight"),
+    ("2.4", (A.CORRECT["2.4"][0], {"largest_weight": "0.539, 0.361, 0.276", "same_order": True}),
+     "largest_weight"),
+    ("2.2", ["0.659", "0.242", "0.099"], "softmax_by_hand"),
+    ("2.1", lambda query, keys: str(keys @ query), "your scores"),
+])
+def test_numbers_written_as_text_are_told_to_lose_the_quotes(ex_id, answer, what):
+    # a student who wrote largest_weight = ["0.539", ...] read 'dtype <U5, expected real numbers'
+    v = evaluate(get(ex_id), answer)
+    assert v.status == "fail" and f"{what}: got text" in v.message, v.message
+    assert "without quotes" in v.message and "dtype" not in v.message and "<U" not in v.message

@@ -135,3 +135,31 @@ def test_the_hand_in_line_can_be_followed_as_written(level):
     for said in ("Ctrl+S", "in `notebooks/exercises/`", f"submit {NOTEBOOKS[level]}.ipynb",
                  "README"):
         assert said in header, said
+
+
+def test_the_hand_in_command_runs_with_the_python_path_the_header_gives(tmp_path):
+    """The header's command from `notebooks/exercises/`, `../../.venv/bin/python -m attention_lab
+    submit ...`, makes the lab's Python a path through the student's folder (`.../exercises/../..
+    /.venv/bin/python`). The grading kernel starts in a sandbox where that folder is not mounted:
+    the path must still lead to the Python, or every exercise is 'error' and the kernel never
+    starts. Here the same kind of path, relative, leads from the scratch folder to this test's Python."""
+    import os
+    import subprocess
+    import sys
+
+    from attention_lab.grading.sandbox import isolation_problem
+
+    if isolation_problem() and os.environ.get("ATTENTION_LAB_REQUIRE_SANDBOX") != "1":
+        pytest.skip(f"no sandbox here: {isolation_problem()}")
+    folder = tmp_path / "notebooks" / "exercises"
+    folder.mkdir(parents=True)
+    name = f"{NOTEBOOKS[2]}.ipynb"
+    (folder / name).write_bytes((FOLDER / name).read_bytes())
+    python = os.path.relpath(sys.executable, folder)  # ../../../.., as typed: Python keeps it
+    assert python.startswith("../") and os.path.samefile(folder / python, sys.executable)
+    out = subprocess.run([python, "-m", "attention_lab", "submit", name, "--student", "ada"],
+                         cwd=folder, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "could not start" not in out.stdout, out.stdout
+    statuses = [ln for ln in out.stdout.splitlines() if re.match(r"2\.\d ", ln)]
+    assert len(statuses) == 7 and not any("error" in ln for ln in statuses), out.stdout

@@ -180,3 +180,15 @@ def test_a_wrong_form_request_shows_the_prediction_as_written():
     # best_source = True: the student wrote True, not "yes"
     assert verdict(True, 2).startswith("your prediction True does not answer this question")
     assert verdict(np.False_, (2, 3)).startswith("your prediction False does not answer")
+
+
+def test_a_decimal_comma_is_answered_with_the_decimal_point():
+    # third_coordinate = 0,6 is the pair (0, 6) in Python: "write a number" reads as nonsense to
+    # a student who wrote one, the European way; the request names the decimal point
+    for written in ((0, 6), "0,6", " 0,557"):
+        line = verdict(written, 0.557, tol=0.1)
+        assert "write a number with a decimal point (0.5, not 0,5" in line, line
+        assert "the answer is" not in line and "0.557" not in line
+    assert verdict((2, 3), 2).endswith("write a number in the # Predict cell above, then run it "
+                                       "and this cell again")  # a whole number: no decimals
+    assert "decimal" not in verdict((0, 6, 1), 0.557) and "decimal" not in verdict("two", 0.5)

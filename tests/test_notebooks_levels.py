@@ -499,3 +499,18 @@ def test_one_weight_scale_in_the_prose_and_descriptions():
         assert "darker cells are smaller" not in text and "darker = smaller" not in text
     assert "darker cells are larger weights" in stored_text("01_intuition")
     assert "darker = larger" in prose("01_intuition")
+
+
+def test_the_notebooks_page_lists_every_explorer_of_each_notebook():
+    # it listed 01's query explorer but not its geometry explorer, and not 02's local-p
+    from attention_lab import widgets
+
+    section = _docs.section("students/notebooks.md", "The notebooks")
+    for stem in (*LEVELS.values(), "04_research"):
+        row = re.search(rf"^\| `{stem}` \|.*\| ([^|]+) \|$", section, flags=re.M).group(1)
+        listed = {name.strip() for name in row.split(",")}
+        source = (NB / f"{stem}.py").read_text()
+        used = {name for name, cls in widgets.EXPLORERS.items()
+                if f"widgets.{cls.__name__}(" in source}
+        used |= {"model"} if "ModelExplorer(model)" in source else set()
+        assert listed == used, (stem, listed, used)

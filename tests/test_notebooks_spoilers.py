@@ -179,3 +179,29 @@ def test_answer_forms_find_numbers_tuples_and_words_but_not_numbering():
     assert contains('its weight goes "down"', "down") and not contains("downward", "down")
     assert answer_forms(True) == [] and "-np.inf" in answer_forms(float("-inf"))
     assert distinctive(0.684) and distinctive((2, 3)) and not distinctive(2)
+
+
+def test_the_misconceptions_page_answers_no_question():
+    """The introductions of notebooks 01-03 send the student to the misconceptions page
+    (docs/students/misconceptions.md) before their first question. Where a misconception's cell is
+    an answer cell, its row names the experiment as a question, not its outcome ('the row sums
+    to 0.684', 'shuffled sources, same context'); and no row holds a notebook's answer. Nor
+    does the notebooks page, which lists what each notebook covers."""
+    import _docs
+
+    section = _docs.section("students/misconceptions.md", "Misconceptions")
+    rows = dict(re.findall(r"^\| (\d+) \| [^|]+ \| (.+) \|$", section, flags=re.M))
+    for stem in STEMS:
+        reveals = L.reveals(stem)
+        for q in L.questions(stem):
+            answer = reveals[q.answer_index].answer
+            cell = L.notebook(stem).cells[q.answer_index].source
+            for n in re.findall(r"^# Misconception (\d+):", cell, flags=re.M):
+                assert rows[n].endswith("?)"), f"misconception {n} ({q.name}): {rows[n]}"
+            if distinctive(answer):
+                assert not [f for f in answer_forms(answer) for row in rows.values()
+                            if contains(row, f)], (stem, q.name, answer)
+    # and the notebooks page, read before any notebook, names what each covers, not claims
+    covers = re.findall(r"^\| `0\d_\w+` \| ([^|]+) \|", _docs.section("students/notebooks.md",
+                                                                    "The notebooks"), flags=re.M)
+    assert len(covers) == 4 and not [c for c in covers if NEGATION.search(c)], covers

@@ -14,6 +14,7 @@ wrong; it never prints the expected values. The grader's own random cases (any s
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 
@@ -341,9 +342,16 @@ def _judge_written(ex: Exercise, value) -> Verdict:
                        "not attempted", {"answer": {}})
     words = sum(len(v.split()) for v in texts.values())
     empty = [f for f in names if f not in texts]
-    note = f"{len(texts)} of {len(names)} field(s) answered, {words} words"
+    note = (f"{len(names) - len(empty)} of {len(names)} field(s) answered, {words} "
+            f"word{'s' * (words != 1)}")
     if empty:
         note += f"; still empty: {', '.join(empty)}"
+    if isinstance(value, str):
+        note += "; one text: write it in the dict's fields"
+    for k in (k for k in texts if k not in names and isinstance(value, dict)):  # still recorded
+        close = difflib.get_close_matches(str(k), empty, 1)
+        note += f"; {k!r} is not one of its fields" + (
+            f" (did you mean {close[0]!r}?)" if close else "")
     thin = [f for f in names if len(texts.get(f, "").split()) < WRITTEN_MIN_WORDS]
     if thin:
         after = (f"The rubric is shown once every field holds an answer of at least "

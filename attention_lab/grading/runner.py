@@ -262,7 +262,8 @@ def _make_client_classes():
             return self
 
         def format_kernel_cmd(self, extra_arguments=None):
-            cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", self.connection_file]
+            cmd = [os.path.normpath(sys.executable), "-m", "ipykernel_launcher", "-f",
+                   self.connection_file]  # normpath: a '..' may cross folders not in the sandbox
             return self.kernel.job.sandbox.wrap(
                 cmd + list(extra_arguments or []), attempt=self.kernel.attempt,
                 connection_file=Path(self.connection_file))

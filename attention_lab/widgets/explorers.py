@@ -358,7 +358,8 @@ class MaskExplorer(Explorer):
         c = {"length": int_slider(3, 0, 5, "valid length")}
         for i in range(5):
             c[f"keep{i + 1}"] = W.ToggleButton(value=True, description=f"{i + 1}",
-                                               tooltip=f"source {i + 1} eligible",
+                                               tooltip=f"keep source {i + 1} (if within the "
+                                                       f"valid length)",
                                                layout=W.Layout(width="auto"))
         c["after_softmax"] = W.Checkbox(value=False,
                                         description="also mask AFTER softmax (wrong)",
@@ -368,7 +369,7 @@ class MaskExplorer(Explorer):
 
     def _controls_box(self):
         c = self.controls
-        toggles = W.HBox([W.Label("eligible positions:")] + [c[f"keep{i + 1}"] for i in range(5)])
+        toggles = W.HBox([W.Label("keep positions (within the valid length):")] + [c[f"keep{i + 1}"] for i in range(5)])
         return W.VBox([c["length"], toggles, c["after_softmax"], c["empty"]])
 
     def _style_controls(self):

@@ -385,6 +385,19 @@ def test_the_mask_explorer_names_the_wrong_order_sum_only_once_shown(explorers):
     e.reset()
 
 
+def test_the_mask_toggles_do_not_call_a_padded_position_eligible(explorers):
+    """At the starting valid length 3 every position toggle is pressed, positions 4 and 5
+    included, which the figure crosses out and the readout calls 'eligible: no': the toggles'
+    label and names (a screen reader's) must not call them eligible."""
+    e = explorers["mask"]
+    e.reset()
+    assert e.controls["keep4"].value and not e.state.mask[3]
+    label = e._controls_box().children[1].children[0].value
+    said = [label] + [e.controls[f"keep{i}"].tooltip for i in range(1, 6)]
+    assert not any("eligible" in text for text in said), said
+    assert all("valid length" in text for text in said), said
+
+
 def test_stretching_the_query_is_lowering_the_temperature(explorers):
     """Geometry explorer: the weights at query length L are the unit query's at temperature
     1/L; at length 0 every score is 0 and the weights are uniform."""

@@ -136,12 +136,20 @@ def diagnosis(found: list[str]) -> None:
         raise Ambiguous(distinct)
 
 
+def _text(text: str, what: str) -> Reject:
+    """Numbers written as text ("0.5", ["0.5", "0.3"])."""
+    shown = repr(text if len(text) <= 30 else text[:27] + "...")
+    return Reject(f"{what}: got text ({shown}) where numbers belong: write numbers without quotes")
+
+
 def to_array(out, what: str = "your result") -> np.ndarray:
     if out is None:
         raise Reject(f"{what}: got None (did you forget `return`?)")
     if out is Ellipsis:
         raise Reject(f"{what}: still `...`")
-    if isinstance(out, (Unsupported, TooLarge, dict, str)):
+    if isinstance(out, str):
+        raise _text(out, what)
+    if isinstance(out, (Unsupported, TooLarge, dict)):
         raise Reject(f"{what}: got {describe_type(out)}, expected a numpy array")
     if isinstance(out, np.ndarray):
         return out
@@ -159,6 +167,8 @@ def numeric(out, what: str = "your result") -> np.ndarray:
     arr = to_array(out, what)
     if arr.dtype == bool:
         raise Reject(f"{what}: dtype bool, expected numbers")
+    if arr.dtype.kind in "US":
+        raise _text(str(arr.flat[0]) if arr.size else "", what)
     if arr.dtype.kind not in "iuf":
         raise Reject(f"{what}: dtype {arr.dtype}, expected real numbers")
     return arr
@@ -331,7 +341,9 @@ def as_bool(out, what: str = "your result") -> bool:
 
 def as_tuple(out, n: int, names: str) -> tuple:
     if not isinstance(out, (tuple, list)) or len(out) != n:
-        raise Reject(f"your function returned {describe_type(out)}; it must return a tuple {names}")
+        got = describe_type(out) + (f" of {len(out)} item{'s' * (len(out) != 1)}"
+                                    if isinstance(out, (tuple, list)) else "")
+        raise Reject(f"your function returned {got}; it must return a tuple of {n}, {names}")
     return tuple(out)
 
 
