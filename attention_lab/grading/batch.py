@@ -120,7 +120,7 @@ def _unrecorded(ex, run, timeouts: list) -> ExerciseGrade:
         return _grade("timeout", f"the notebook did not finish within the whole-notebook time "
                                  f"limit{where}", "timeout")
     if run.error:
-        return _grade("error", run.error, "error")
+        return _grade("error", run.error, "the notebook did not run")
     return _grade("error", f"the grader could not collect this answer "
                            f"({run.harness_errors.get(ex.id, 'no record')}); the notebook may "
                            f"have interfered with the grader", "not collected")

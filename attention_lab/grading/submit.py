@@ -238,6 +238,10 @@ def print_results(grade, nb, student: str | None, out: Path) -> None:
         print(f"warning: {grade.meta.get('assignment_note')}, so the grader cannot tell from it "
               f"which assignment this is: work in the exercise notebook you were given and hand "
               f"it in")
+    if grade.status == "error":
+        print("\nThe notebook did not run here (the note above says why), so none of your answers "
+              "was checked: this is no verdict on them. Try again; if it happens again, tell your "
+              "instructor. The file can still be handed in.")
     print(f"\nHand in this file: {out.resolve()}")
     print("(upload it as it is; the grader re-runs your notebook and checks every answer again)")
 

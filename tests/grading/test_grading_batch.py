@@ -446,6 +446,20 @@ def test_submit_says_why_an_answer_whose_cell_failed_was_not_checked(tmp_path, c
     assert saved["status"] == "error" and "SyntaxError" in saved["summary"], saved
 
 
+def test_submit_says_when_the_notebook_could_not_run_at_all(tmp_path, capsys, monkeypatch):
+    """A kernel that cannot start (here: the lab's Python gone from its path) checks nothing: each
+    exercise read 'error: error' and the student was told to hand the file in as if the errors
+    were theirs. Each line now says the notebook did not run, and the end says nothing was
+    checked and that this is no verdict on the answers."""
+    nbformat.write(load(SOL1), str(tmp_path / "hw.ipynb"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "gone" / "python"))
+    assert submit.main([str(tmp_path / "hw.ipynb"), "--cell-timeout", "20"]) == 0
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if ln.startswith("1.")]
+    assert len(lines) == 4 and all(ln.endswith("error: the notebook did not run") for ln in lines), out
+    assert "could not start" in out and "none of your answers was checked" in out, out
+
+
 @pytest.mark.parametrize("out", ["a.ipynb", "b.ipynb", "handin.json", "handin"])
 def test_submit_refuses_an_out_file_the_grader_would_not_read(tmp_path, capsys, out):
     """``--out`` names the file to hand in: a name the grader does not read as a submission file
