@@ -689,3 +689,36 @@ def test_numbers_written_as_text_are_told_to_lose_the_quotes(ex_id, answer, what
     v = evaluate(get(ex_id), answer)
     assert v.status == "fail" and f"{what}: got text" in v.message, v.message
     assert "without quotes" in v.message and "dtype" not in v.message and "<U" not in v.message
+
+
+def _solution_code() -> dict[str, set[str]]:
+    """Per exercise, the expressions of its solution's code (the solution notebooks' lines
+    between BEGIN and END SOLUTION, without ``return`` or an assignment's target) of 10
+    characters or more that compute something."""
+    by_name = {n: i for i in IDS for n in EXERCISES[i].answer_names}
+    code: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "notebooks" / "exercises" / "solutions").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"# BEGIN SOLUTION\n(.*?)# END SOLUTION", text, re.S):
+            names = re.findall(r"^(?:def (\w+)|(\w+) =)", text[:m.start()], re.M)
+            owner = next((by_name[a or b] for a, b in reversed(names) if (a or b) in by_name),
+                         None)
+            for line in m.group(1).splitlines():
+                expr = re.sub(r"^\s*(return\s+|\w+\s*=\s*)", "", line).split("#")[0].strip()
+                if owner and len(expr) >= 10 and re.search(r"[@<>*/+\-(]", expr):
+                    code.setdefault(owner, set()).add(expr)
+    return code
+
+
+def test_no_check_message_gives_its_exercises_solution_code():
+    """A check tells a student what is wrong, never the line to write (that is what hint() is
+    asked for): 1.2, 2.1, 2.6, 3.2 and 3.3 ended known mistakes' messages with the solution's
+    own expression (': weights @ values', ': keys @ query', 'i.e. Q @ W @ K.T', '(np.where(
+    mask, scores, -np.inf))')."""
+    code = _solution_code()
+    assert {"1.2", "2.1", "2.5", "2.6", "3.3"} <= set(code), sorted(code)
+    for ex_id, answers in A.WRONG.items():
+        for answer, _, _ in answers:
+            message = evaluate(get(ex_id), answer).message
+            given = [expr for expr in code.get(ex_id, ()) if expr in message]
+            assert not given, (ex_id, given, message)

@@ -64,7 +64,7 @@ class DotScores(Spec):
              "you summed over the keys (axis 0) instead of over each key's coordinates"),
             (lambda c: c.args[0] @ c.args[1] if c.args[1].shape[0] == c.args[1].shape[1]
              else None, "you computed query @ keys, which combines the keys' columns; each "
-             "score pairs the query with one key (a row): keys @ query"),
+             "score pairs the query with one key (a row of keys)"),
             (lambda c: softmax(c.args[1] @ c.args[0]),
              "these are softmax weights; the scores come before the softmax"),
             (lambda c: -(c.args[1] @ c.args[0]), "your scores have the wrong sign"),
@@ -228,7 +228,7 @@ class PaddingMask(Spec):
         arr = to_array(out, "your mask")
         if arr.dtype != bool:
             raise Reject(f"your mask has dtype {arr.dtype}; return booleans (True = eligible), "
-                         f"e.g. from a comparison such as np.arange(S) < lengths[:, None]")
+                         f"which a comparison of each position with its row's length gives")
         if arr.shape != ref.shape and arr.ndim == 2 and arr.shape[0] == len(L) \
                 and arr.shape[1] == int(L.max(initial=0)):
             raise Reject(f"your mask has shape {arr.shape}: {arr.shape[1]} columns = the longest "
@@ -256,7 +256,7 @@ class PaddingMask(Spec):
 FAR_BELOW = ("NaN in a row whose eligible scores are all far below zero: every exp(score - max) "
              "underflowed to 0 and the row became 0/0. Subtract the maximum over the *eligible* "
              "keys: a masked score set to 0 (scores * mask) becomes the row's maximum, and so does "
-             "no shift at all; fill masked scores with -inf (np.where(mask, scores, -np.inf))")
+             "no shift at all; fill the masked scores with -inf before the maximum")
 
 
 def masked_softmax_mistakes():

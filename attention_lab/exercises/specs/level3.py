@@ -397,7 +397,7 @@ class DotBilinear(Spec):
         ] if W is None else [
             (lambda c: Q @ W.T @ K.T if W.shape[0] == W.shape[1] else None,
              "your scores use W transposed: with W of shape (D_q, D_k) the score is "
-             "q^T W k, i.e. Q @ W @ K.T"),
+             "q^T W k: the query on W's left, the key on its right"),
             (lambda c: Q @ K.T if Q.shape[1] == K.shape[1] else None,
              "your bilinear scores ignore W"),
         ], f"{name}'s scores")
