@@ -722,3 +722,20 @@ def test_no_check_message_gives_its_exercises_solution_code():
             message = evaluate(get(ex_id), answer).message
             given = [expr for expr in code.get(ex_id, ()) if expr in message]
             assert not given, (ex_id, given, message)
+
+
+@pytest.mark.parametrize("ex_id", ["2.1", "2.6", "3.1", "3.2"])
+def test_an_answer_less_precise_than_its_inputs_is_told_to_compute_in_their_precision(ex_id):
+    """2.1 asked a float32 or float16 answer to float64 inputs to be computed in float64, while
+    2.6, 3.1 and 3.2 held an answer to its own dtype's tolerance: a masked softmax that returned
+    float16 (1 % tolerance) passed every case. (A float32 copy of a float64 result is within
+    float64's tolerance: what float32 computing adds fails, with this message.)"""
+    low = np.float16
+    answer = A.CORRECT[ex_id]
+    parts = list(answer) if isinstance(answer, tuple) else [answer]
+    k = next(i for i, p in enumerate(parts) if callable(p))  # the function computing weights
+    parts[k] = lambda *args, fn=parts[k]: np.asarray(fn(*args)).astype(low)
+    v = evaluate(get(ex_id), tuple(parts) if isinstance(answer, tuple) else parts[0])
+    assert v.status == "fail", v.message
+    assert f"{np.dtype(low).name} numbers, right to {np.dtype(low).name}'s precision but not " \
+           f"to float64's" in v.message and "compute in float64" in v.message, v.message

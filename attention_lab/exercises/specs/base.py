@@ -228,11 +228,17 @@ def diagnose(case: Case, arr, mistakes, dtype=None, ref=None) -> str:
     return found[0] if found else ""
 
 
-def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
+def less_precise(arr, dtype=None) -> bool:
+    """``arr`` holds floats of less precision than ``dtype`` (None: float64)."""
     low = np.asarray(arr).dtype
-    if dtype is None and low in (np.float32, np.float16) and close(arr, ref, low):
-        return (f"{what}: {low} numbers, right to {low}'s precision but not to float64's, which "
-                f"this check asks for: compute in float64 (in torch, torch.float64; .float() "
+    return low.kind == "f" and low.itemsize < np.dtype(dtype or np.float64).itemsize
+
+
+def value_mismatch(arr, ref, dtype=None, what: str = "your result") -> str:
+    low, want = np.asarray(arr).dtype, np.dtype(dtype or np.float64)
+    if less_precise(arr, dtype) and close(arr, ref, low):
+        return (f"{what}: {low} numbers, right to {low}'s precision but not to {want}'s, which "
+                f"this check asks for: compute in {want} (in torch, torch.{want}; .float() "
                 f"and torch.FloatTensor make float32)")
     a = np.asarray(arr, dtype=np.float64)
     b = np.asarray(ref, dtype=np.float64)
@@ -289,6 +295,8 @@ def check_weights(arr, ref, *, mask=None, dtype=None, what: str = "the weights",
             raise Reject(f"masked key at {where(leak)} got weight {val:.3g}, not exactly "
                          f"0{tiny}")
     ref64 = np.asarray(ref, dtype=np.float64)
+    if less_precise(arr, dtype) and not close(a, ref64, dtype):  # before its row sums show it
+        raise Reject(value_mismatch(arr, ref64, dtype, what))
     if ref64.ndim >= 1:
         S = ref64.shape[-1]
         rs_ref = ref64.reshape(-1, S).sum(axis=1)

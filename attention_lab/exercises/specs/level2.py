@@ -346,7 +346,7 @@ class MaskedSoftmax(Spec):
         ref = softmax64(s, mask=m)
         mask = np.broadcast_to(m, ref.shape)
         arr = numeric(out)
-        dtype = arr.dtype if arr.dtype.kind == "f" else None
+        dtype = s.dtype if s.dtype.kind == "f" else None  # the scores' precision, not less
         if case.data.get("far") and arr.shape == ref.shape and np.isnan(arr).any():
             raise Reject(f"your weights: {FAR_BELOW}")
         weights_or_mistake(case, arr, ref, masked_softmax_mistakes(), mask=mask, dtype=dtype)

@@ -136,7 +136,7 @@ class StableSoftmax(Spec):
         (s,) = case.args
         ref = softmax(s.astype(np.float64))
         arr = to_array(out, "your weights")
-        dtype = arr.dtype if arr.dtype.kind == "f" else None
+        dtype = s.dtype if s.dtype.kind == "f" else None  # the scores' precision, not less
         axes = [
             (lambda c: softmax_axis(c.args[0], 0),
              "you normalised over axis 0 (down the columns); softmax runs over the last "
@@ -261,7 +261,7 @@ class SafeMaskedSoftmax(Spec):
         ref = softmax64(s, mask=m)
         arr = numeric(out, "your weights")
         expect_shape(arr, ref.shape, "your weights", "one weight per key")
-        dtype = arr.dtype if arr.dtype.kind == "f" else None
+        dtype = s.dtype if s.dtype.kind == "f" else None  # the scores' precision, not less
         mb = np.broadcast_to(m, ref.shape)
         S = ref.shape[-1]
         rows, erows = arr.astype(np.float64).reshape(-1, S), (~mb.any(axis=-1)).reshape(-1)
@@ -276,8 +276,8 @@ class SafeMaskedSoftmax(Spec):
         if not keep.any():
             return
         try:
-            check_weights(rows[keep], ref.reshape(-1, S)[keep], mask=mb.reshape(-1, S)[keep],
-                          dtype=dtype, what="your weights")
+            ours, right, eligible = (x.reshape(-1, S)[keep] for x in (arr, ref, mb))
+            check_weights(ours, right, mask=eligible, dtype=dtype, what="your weights")
         except Reject as r:
             why = diagnose(case, arr, masked_softmax_mistakes(), dtype=dtype, ref=ref)
             raise Reject(why or str(r)) from None
