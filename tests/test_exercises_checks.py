@@ -689,3 +689,14 @@ def test_numbers_written_as_text_are_told_to_lose_the_quotes(ex_id, answer, what
     v = evaluate(get(ex_id), answer)
     assert v.status == "fail" and f"{what}: got text" in v.message, v.message
     assert "without quotes" in v.message and "dtype" not in v.message and "<U" not in v.message
+
+
+def test_4_1_a_self_attention_t_by_t_count_is_named_not_called_a_missing_batch():
+    """(B, H, T, T) is the square score matrix of self-attention. On the chapter's case its count
+    8 x 4 x 64 x 64 equals H T S = 4 x 64 x 512 (B T = S), and the check said 'your count leaves
+    out the batch' to a student who had every factor but used T for S."""
+    v = evaluate(get("4.1"), lambda batch, target, source, heads: (
+        (batch, heads, target, target), batch * heads * target * target))
+    assert v.status == "fail"
+    assert _first_line(v).startswith("your count is T x T"), v.message
+    assert "leaves out the batch" not in v.message

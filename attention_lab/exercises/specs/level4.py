@@ -11,8 +11,8 @@ import numpy as np
 from ...analysis.cost import multiply_adds, score_matrix_elements
 from ..implementations import Readout, make_readout
 from ...softmax import entropy, softmax
-from .base import (RX, Reject, Spec, as_tuple, describe_type, expect_shape, numeric, rand,
-                   rounded, values_or_mistake, whole_number)
+from .base import (RX, Reject, Spec, as_tuple, describe_type, diagnosis, expect_shape, numeric,
+                   rand, rounded, values_or_mistake, whole_number)
 
 
 # ---------------------------------------------------------------- 4.1 score-matrix size
@@ -49,10 +49,12 @@ class ScoreSize(Spec):
                        (H * T * S, "your count leaves out the batch"),
                        (T * S, "your count is one T x S score matrix: multiply by the batch and "
                                "the heads"),
-                       (B * H * T, "your count leaves out the source length")]
-            for val, why in guesses:
-                if count == val:
-                    raise Reject(f"{why} ({count:,} elements)")
+                       (B * H * T, "your count leaves out the source length"),
+                       (B * H * T * T, "your count is T x T per item and head, the square score "
+                                       "matrix of self-attention: cross-attention scores the T "
+                                       "target queries against the S source keys")]
+            # several can fit one case (the chapter's: B H T T = H T S); another case tells
+            diagnosis([why for val, why in guesses if count == val])
             raise Reject(f"{count:,} is not the number of scores for batch {B}, target {T}, source "
                          f"{S}, {H} heads")
         if shape not in ok_shapes:
