@@ -700,3 +700,25 @@ def test_4_1_a_self_attention_t_by_t_count_is_named_not_called_a_missing_batch()
     assert v.status == "fail"
     assert _first_line(v).startswith("your count is T x T"), v.message
     assert "leaves out the batch" not in v.message
+
+
+@pytest.mark.parametrize("answer,says,never", [
+    # T = 3, S = 5, D_k = 4, D_v = 6: T T (D_k + D_v) = 90 = T S D_v
+    (lambda T, S, D_k, D_v: T * T * (D_k + D_v), "your count is T x T",
+     "weighted sum of the values but not the scores"),
+    # T = 1, S = 10, D_k = 8, D_v = 2: T S (D_k + D_v) + T S = 110 = (T + S)(D_k + D_v)
+    (lambda T, S, D_k, D_v: T * S * (D_k + D_v) + T * S, "you added the softmax's work",
+     "not T plus S"),
+    # T = 1, S = 10, D_k = 8, D_v = 2: 2 T S D_k = 160 = T S D_k D_v
+    (lambda T, S, D_k, D_v: 2 * T * S * D_k, "you used D_k for both steps",
+     "you multiplied D_k and D_v"),
+])
+def test_4_2_a_count_that_matches_a_known_mistake_by_coincidence_is_not_called_it(answer, says,
+                                                                                 never):
+    """4.2 took the first known mistake whose count equalled the student's on one case: the
+    self-attention count T T (D_k + D_v) was told it left out the scores, a count with the
+    softmax's T S added that it added T and S."""
+    v = evaluate(get("4.2"), answer)
+    assert v.status == "fail"
+    assert _first_line(v).startswith(says), v.message
+    assert never not in v.message, v.message

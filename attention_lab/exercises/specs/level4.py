@@ -103,10 +103,16 @@ class MultiplyAdds(Spec):
                                      "T S D_k + T S D_v"),
                    (T * S, "T S is the number of scores, not the work to compute them"),
                    ((T + S) * (Dk + Dv), "the work grows with T times S (every query meets every "
-                                         "key), not T plus S")]
-        for val, why in guesses:
-            if got == val:
-                raise Reject(f"{why} (you returned {got:,})")
+                                         "key), not T plus S"),
+                   (2 * T * S * Dk, "you used D_k for both steps; the weighted sums run over "
+                                    "the values, of width D_v"),
+                   (T * T * (Dk + Dv), "your count is T x T: the queries scored against each "
+                                       "other, as in self-attention; cross-attention scores the T "
+                                       "queries against the S keys")]
+        guesses += [(ref + k * T * S, "you added the softmax's work (T S exponentials, sums or "
+                                      "divisions); leave the softmax out") for k in (1, 2, 3)]
+        # several can fit one case (everything 1); the judge then heads with a case that tells
+        diagnosis([why for val, why in guesses if got == val])
         raise Reject(f"{got:,} is not the number of multiply-adds")
 
 
