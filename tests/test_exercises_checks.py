@@ -122,6 +122,10 @@ def test_feedback_never_prints_the_reference_answer():
     # 4.1: the chapter's count is not revealed when a student gets it wrong
     v = evaluate(get("4.1"), lambda b, t, s, h: ((b, t, s), b * t * s))
     assert "1,048,576" not in v.message and "1048576" not in v.message
+    # 4.2: the count to derive is not spelled out to an answer that multiplied the widths
+    v = evaluate(get("4.2"), lambda T, S, D_k, D_v: T * S * D_k * D_v)
+    assert v.status == "fail" and "multiplied D_k and D_v" in v.message
+    assert "T S D_k + T S D_v" not in v.message and "T S (D_k + D_v)" not in v.message
 
 
 # ------------------------------------------------------------------ checks never raise

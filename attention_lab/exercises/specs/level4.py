@@ -99,8 +99,8 @@ class MultiplyAdds(Spec):
                                 "values (T S D_v)"),
                    (T * S * Dv, "you counted the weighted sum of the values but not the scores"),
                    (2 * ref, "you counted FLOPs (2 per multiply-add); count multiply-adds"),
-                   (T * S * Dk * Dv, "you multiplied D_k and D_v; the two steps add up: "
-                                     "T S D_k + T S D_v"),
+                   (T * S * Dk * Dv, "you multiplied D_k and D_v; the scores and the weighted "
+                                     "sums are two steps, and their counts add up"),
                    (T * S, "T S is the number of scores, not the work to compute them"),
                    ((T + S) * (Dk + Dv), "the work grows with T times S (every query meets every "
                                          "key), not T plus S"),
