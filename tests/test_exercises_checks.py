@@ -726,3 +726,13 @@ def test_4_2_a_count_that_matches_a_known_mistake_by_coincidence_is_not_called_i
     assert v.status == "fail"
     assert _first_line(v).startswith(says), v.message
     assert never not in v.message, v.message
+
+
+@pytest.mark.parametrize("eps", [1e-9, 1e-6])
+def test_4_6_an_epsilon_inside_the_log_is_named(eps):
+    """-sum w log(w + eps) is off by about eps: with eps = 1e-6 the failing case showed 'yours =
+    1.60943', log 5 to the digits printed, under 'your entropy: not the expected value'."""
+    v = evaluate(get("4.6"), lambda weights: -(np.asarray(weights)
+                                               * np.log(np.asarray(weights) + eps)).sum(-1))
+    assert v.status == "fail"
+    assert "log(w + eps)" in _first_line(v) and "not the expected value" not in v.message

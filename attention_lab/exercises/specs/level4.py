@@ -11,8 +11,8 @@ import numpy as np
 from ...analysis.cost import multiply_adds, score_matrix_elements
 from ..implementations import Readout, make_readout
 from ...softmax import entropy, softmax
-from .base import (RX, Reject, Spec, as_tuple, describe_type, diagnosis, expect_shape, numeric,
-                   rand, rounded, values_or_mistake, whole_number)
+from .base import (RX, Reject, Spec, as_tuple, close, describe_type, diagnosis, expect_shape,
+                   numeric, rand, rounded, values_or_mistake, whole_number)
 
 
 # ---------------------------------------------------------------- 4.1 score-matrix size
@@ -291,6 +291,10 @@ class Entropy(Spec):
                              "use them as they are")
             raise Reject("your entropy is NaN where a weight is 0: 0 * log(0) is NaN in numpy, but "
                          "it must count as 0 (compute the log only where w > 0)")
+        if not close(a, ref) and np.allclose(a, ref, rtol=0, atol=1e-4):
+            raise Reject(f"your entropy is off by up to {np.abs(a - ref).max():.1g} nats: a small "
+                         f"number added inside the log (log(w + eps)) shifts every term; take "
+                         f"the log only where w > 0")
         values_or_mistake(case, a, ref, [
             (lambda c: entropy(w, base=2), "your entropy is in bits (log base 2); use the natural "
                                            "log (nats)"),
