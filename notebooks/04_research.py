@@ -462,7 +462,7 @@ figures.score_scale_plot(widths, variance, largest, largest_scaled)
 score_rows = {"clear winner [2, 1, 0.5, -1]": [2.0, 1.0, 0.5, -1.0],
               "near tie [1, 0.98, -0.5, -1]": [1.0, 0.98, -0.5, -1.0]}
 print("temperature " + "".join(f"{name:>32}" for name in score_rows))
-for tau in (2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02):
+for tau in (2.0, 1.0, 0.5, 0.25, 0.1, 0.05, 0.02, 0.005, 0.002):
     sizes = [torch.autograd.functional.jacobian(
         lambda s: torch.softmax(s / tau, dim=-1), torch.tensor(r, dtype=torch.float64)).norm()
         for r in score_rows.values()]

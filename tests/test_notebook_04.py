@@ -208,3 +208,14 @@ def test_answers_are_computed_not_typed(name):
     q = next(q for q in L.questions(STEM) if q.name == name)
     src = cells()[q.answer_index].source
     assert not re.search(r"r\.answer = (['\"][a-z]+['\"]|[\d.]+)\s*$", src, flags=re.M), src
+
+
+def test_the_near_tie_response_is_shown_falling_far_below_the_gap_as_the_text_says():
+    """'far below it one key wins and the response falls to 0 as well': the table printed it only
+    down to tau = 0.02, the gap itself, where the near tie's response was at its largest."""
+    assert "far below it one key wins and the response falls to 0" in flat(prose())
+    rows = [ln.split() for ln in outputs_of(first_code(r"score_rows = \{")).splitlines()[1:]]
+    taus = np.array([float(r[0]) for r in rows])
+    tie = np.array([float(r[2]) for r in rows])
+    assert taus.min() <= 0.02 / 4, taus
+    assert tie[taus.argmin()] < tie.max() / 10, tie
