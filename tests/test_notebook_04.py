@@ -219,3 +219,18 @@ def test_the_near_tie_response_is_shown_falling_far_below_the_gap_as_the_text_sa
     tie = np.array([float(r[2]) for r in rows])
     assert taus.min() <= 0.02 / 4, taus
     assert tie[taus.argmin()] < tie.max() / 10, tie
+
+
+def test_every_figure_is_described_in_the_markdown_under_it():
+    """JupyterLab shows a figure's image and not its text/plain description, so a reader sees a
+    description only in the markdown: under the bottleneck figure it said 'The figure's
+    description is printed above it', and above it was only the table of whole sequences."""
+    nb = cells()
+    figures = [i for i, c in enumerate(nb) if c.cell_type == "code" and any(
+        o.get("data", {}).get("text/plain", "").startswith("Figure:") for o in c.outputs)]
+    assert len(figures) >= 8
+    for i in figures:
+        after = nb[i + 1]
+        assert after.cell_type == "markdown" and after.source.lstrip("# ").startswith("*Figure"), \
+            f"no description under the figure of {nb[i].source.splitlines()[0]!r}"
+    assert "printed above" not in flat(prose())
