@@ -406,6 +406,8 @@ with reveal(encoder_loo, why=why.encoder_loo, choices=("more", "fewer")) as r:
         ("median TVD, weights permuted", lambda rep, t: f"{np.median(t['perm_median']):.2f}"),
         ("median TVD, uniform weights", lambda rep, t: f"{np.median(t['uniform']):.2f}"),
     ]
+    print(f"rows 1-2: the {reports['additive']['n_steps']} steps of the 200 study sources; the "
+          f"others: the {len(table['b'])} steps of the {len(exp_tokens)} sources above")
     print(f"{'':60}" + "".join(f"{name:>18}" for name in both))
     for label, cell in rows:
         print(f"{label:60}" + "".join(f"{cell(*pair):>18}" for pair in both.values()))

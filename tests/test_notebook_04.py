@@ -246,3 +246,14 @@ def test_the_encoder_models_misalignment_is_told_as_one_runs():
     text = " ".join(why.encoder_loo.split())
     assert "This run" in text and "--values encoder --seed" in text
     assert "do not force it" in text
+
+
+def test_the_redundant_values_table_says_which_steps_each_row_counts():
+    """Its first two rows count the 1,500 steps of the 200 study sources, the others the 168 steps
+    of section 6's 24 sources; the table printed them side by side with no word of it."""
+    q = next(q for q in L.questions(STEM) if q.name == "encoder_loo")
+    held = L.reveals(STEM)[q.answer_index].held
+    permuted = next(q for q in L.questions(STEM) if q.name == "permuted_tvd")
+    steps = re.search(r"^steps\s+(\d+)", L.reveals(STEM)[permuted.answer_index].held,
+                      flags=re.M).group(1)
+    assert f"{steps} steps" in held and "1500 steps" in held, held
