@@ -122,6 +122,10 @@ def test_feedback_never_prints_the_reference_answer():
     # 4.1: the chapter's count is not revealed when a student gets it wrong
     v = evaluate(get("4.1"), lambda b, t, s, h: ((b, t, s), b * t * s))
     assert "1,048,576" not in v.message and "1048576" not in v.message
+    # 4.2: the count to derive is not spelled out to an answer that multiplied the widths
+    v = evaluate(get("4.2"), lambda T, S, D_k, D_v: T * S * D_k * D_v)
+    assert v.status == "fail" and "multiplied D_k and D_v" in v.message
+    assert "T S D_k + T S D_v" not in v.message and "T S (D_k + D_v)" not in v.message
 
 
 # ------------------------------------------------------------------ checks never raise
@@ -739,3 +743,46 @@ def test_an_answer_less_precise_than_its_inputs_is_told_to_compute_in_their_prec
     assert v.status == "fail", v.message
     assert f"{np.dtype(low).name} numbers, right to {np.dtype(low).name}'s precision but not " \
            f"to float64's" in v.message and "compute in float64" in v.message, v.message
+
+
+def test_4_1_a_self_attention_t_by_t_count_is_named_not_called_a_missing_batch():
+    """(B, H, T, T) is the square score matrix of self-attention. On the chapter's case its count
+    8 x 4 x 64 x 64 equals H T S = 4 x 64 x 512 (B T = S), and the check said 'your count leaves
+    out the batch' to a student who had every factor but used T for S."""
+    v = evaluate(get("4.1"), lambda batch, target, source, heads: (
+        (batch, heads, target, target), batch * heads * target * target))
+    assert v.status == "fail"
+    assert _first_line(v).startswith("your count is T x T"), v.message
+    assert "leaves out the batch" not in v.message
+
+
+@pytest.mark.parametrize("answer,says,never", [
+    # T = 3, S = 5, D_k = 4, D_v = 6: T T (D_k + D_v) = 90 = T S D_v
+    (lambda T, S, D_k, D_v: T * T * (D_k + D_v), "your count is T x T",
+     "weighted sum of the values but not the scores"),
+    # T = 1, S = 10, D_k = 8, D_v = 2: T S (D_k + D_v) + T S = 110 = (T + S)(D_k + D_v)
+    (lambda T, S, D_k, D_v: T * S * (D_k + D_v) + T * S, "you added the softmax's work",
+     "not T plus S"),
+    # T = 1, S = 10, D_k = 8, D_v = 2: 2 T S D_k = 160 = T S D_k D_v
+    (lambda T, S, D_k, D_v: 2 * T * S * D_k, "you used D_k for both steps",
+     "you multiplied D_k and D_v"),
+])
+def test_4_2_a_count_that_matches_a_known_mistake_by_coincidence_is_not_called_it(answer, says,
+                                                                                 never):
+    """4.2 took the first known mistake whose count equalled the student's on one case: the
+    self-attention count T T (D_k + D_v) was told it left out the scores, a count with the
+    softmax's T S added that it added T and S."""
+    v = evaluate(get("4.2"), answer)
+    assert v.status == "fail"
+    assert _first_line(v).startswith(says), v.message
+    assert never not in v.message, v.message
+
+
+@pytest.mark.parametrize("eps", [1e-9, 1e-6])
+def test_4_6_an_epsilon_inside_the_log_is_named(eps):
+    """-sum w log(w + eps) is off by about eps: with eps = 1e-6 the failing case showed 'yours =
+    1.60943', log 5 to the digits printed, under 'your entropy: not the expected value'."""
+    v = evaluate(get("4.6"), lambda weights: -(np.asarray(weights)
+                                               * np.log(np.asarray(weights) + eps)).sum(-1))
+    assert v.status == "fail"
+    assert "log(w + eps)" in _first_line(v) and "not the expected value" not in v.message

@@ -48,10 +48,12 @@ holding another symbol retrieves another symbol (a step whose symbols repeat can
 which is what the few dots at TVD 0 are)."""
 
 encoder_loo = """Fewer. The encoder model's values are bidirectional GRU states, and a state also
-knows its neighbours' symbols: when its top position is left out, a neighbour can stand in, and
-on some steps the model is right with less than a tenth of the weight on the true position. So
-the attention map can point where the information did not come from, and a small effect of
-removing one position does not prove that the model ignores it. Report what the values contain."""
+knows its neighbours' symbols: when its top position is left out, a neighbour can stand in. This
+run is even right on some steps with less than a tenth of the weight on the true position, so an
+attention map can point where the information did not come from. Retrained with another seed
+(python -m attention_lab train --values encoder --seed 1), the model may align as sharply as the
+others: redundant values allow it, they do not force it. A small effect of removing one position does not prove that the
+model ignores it. Report what the values contain, and more than one training run."""
 
 largest_512 = """About 0.95. The variance of q . k is D_k, so at D_k = 512 the scores spread over
 tens of units and the top one takes almost all the weight, whatever the query is looking for.

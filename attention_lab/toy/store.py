@@ -47,7 +47,8 @@ def versions() -> dict:
     from .. import __version__
 
     return {"python": platform.python_version(), "torch": torch.__version__,
-            "numpy": numpy.__version__, "attention_lab": __version__}
+            "numpy": numpy.__version__, "attention_lab": __version__,
+            "cpu": torch.backends.cpu.get_cpu_capability()}  # the kernels: a run's floats differ
 
 
 def save(model, path, *, train_config: dict, record: dict) -> Path:

@@ -12,9 +12,11 @@ same task on longer sources, trained by the same code with the same budget:
     python -m attention_lab train --context final_state --min-len 4 --max-len 24  # final state only
 
 The run is seeded (``--seed``) and single-threaded by default (``--threads 1``): float results of
-a training run depend on the number of threads, so a fixed count makes a run reproducible on any
-machine with the same library versions. Denormal floats are flushed to zero (tiny gradients near
-convergence otherwise slow a CPU down many times over).
+a training run depend on the number of threads, and on the CPU kernels torch picks (AVX512, AVX2
+or DEFAULT, recorded in the .json as versions.cpu), so a run repeats exactly with the same seed,
+threads, kernels and library versions. On another CPU the same command trains a slightly
+different model (a shipped model and its recorded metrics stay as they are). Denormal floats are
+flushed to zero (tiny gradients near convergence otherwise slow a CPU down many times over).
 
 At the end the model is evaluated on the held-out set (sequences the training sampler never
 draws, see :mod:`attention_lab.toy.data`) and written as ``reversal_<score>.pt`` (with

@@ -11,8 +11,8 @@ import numpy as np
 from ...analysis.cost import multiply_adds, score_matrix_elements
 from ..implementations import Readout, make_readout
 from ...softmax import entropy, softmax
-from .base import (RX, Reject, Spec, as_tuple, describe_type, expect_shape, numeric, rand,
-                   rounded, values_or_mistake, whole_number)
+from .base import (RX, Reject, Spec, as_tuple, close, describe_type, diagnosis, expect_shape,
+                   numeric, rand, rounded, values_or_mistake, whole_number)
 
 
 # ---------------------------------------------------------------- 4.1 score-matrix size
@@ -49,10 +49,12 @@ class ScoreSize(Spec):
                        (H * T * S, "your count leaves out the batch"),
                        (T * S, "your count is one T x S score matrix: multiply by the batch and "
                                "the heads"),
-                       (B * H * T, "your count leaves out the source length")]
-            for val, why in guesses:
-                if count == val:
-                    raise Reject(f"{why} ({count:,} elements)")
+                       (B * H * T, "your count leaves out the source length"),
+                       (B * H * T * T, "your count is T x T per item and head, the square score "
+                                       "matrix of self-attention: cross-attention scores the T "
+                                       "target queries against the S source keys")]
+            # several can fit one case (the chapter's: B H T T = H T S); another case tells
+            diagnosis([why for val, why in guesses if count == val])
             raise Reject(f"{count:,} is not the number of scores for batch {B}, target {T}, source "
                          f"{S}, {H} heads")
         if shape not in ok_shapes:
@@ -97,14 +99,20 @@ class MultiplyAdds(Spec):
                                 "values (T S D_v)"),
                    (T * S * Dv, "you counted the weighted sum of the values but not the scores"),
                    (2 * ref, "you counted FLOPs (2 per multiply-add); count multiply-adds"),
-                   (T * S * Dk * Dv, "you multiplied D_k and D_v; the two steps add up: "
-                                     "T S D_k + T S D_v"),
+                   (T * S * Dk * Dv, "you multiplied D_k and D_v; the scores and the weighted "
+                                     "sums are two steps, and their counts add up"),
                    (T * S, "T S is the number of scores, not the work to compute them"),
                    ((T + S) * (Dk + Dv), "the work grows with T times S (every query meets every "
-                                         "key), not T plus S")]
-        for val, why in guesses:
-            if got == val:
-                raise Reject(f"{why} (you returned {got:,})")
+                                         "key), not T plus S"),
+                   (2 * T * S * Dk, "you used D_k for both steps; the weighted sums run over "
+                                    "the values, of width D_v"),
+                   (T * T * (Dk + Dv), "your count is T x T: the queries scored against each "
+                                       "other, as in self-attention; cross-attention scores the T "
+                                       "queries against the S keys")]
+        guesses += [(ref + k * T * S, "you added the softmax's work (T S exponentials, sums or "
+                                      "divisions); leave the softmax out") for k in (1, 2, 3)]
+        # several can fit one case (everything 1); the judge then heads with a case that tells
+        diagnosis([why for val, why in guesses if got == val])
         raise Reject(f"{got:,} is not the number of multiply-adds")
 
 
@@ -283,6 +291,10 @@ class Entropy(Spec):
                              "use them as they are")
             raise Reject("your entropy is NaN where a weight is 0: 0 * log(0) is NaN in numpy, but "
                          "it must count as 0 (compute the log only where w > 0)")
+        if not close(a, ref) and np.allclose(a, ref, rtol=0, atol=1e-4):
+            raise Reject(f"your entropy is off by up to {np.abs(a - ref).max():.1g} nats: a small "
+                         f"number added inside the log (log(w + eps)) shifts every term; take "
+                         f"the log only where w > 0")
         values_or_mistake(case, a, ref, [
             (lambda c: entropy(w, base=2), "your entropy is in bits (log base 2); use the natural "
                                            "log (nats)"),
