@@ -74,7 +74,7 @@ c.Spawner.http_timeout = 120
 
 def copy_notebooks(spawner):
     """Give the student their own copy of the bundle's notebooks/ on their first start (a later
-    start keeps theirs)."""
+    start keeps theirs), readable by them alone (homes made by useradd are open to all)."""
     home = Path(getattr(spawner, "home_dir", "") or Path(f"~{spawner.user.name}").expanduser())
     target = home / "notebooks"
     if target.exists():
@@ -84,6 +84,7 @@ def copy_notebooks(spawner):
     if os.geteuid() == 0 and home.owner() != "root":  # a hub run as root for system users
         for path in [target, *target.rglob("*")]:
             shutil.chown(path, user=home.owner(), group=home.group())
+    target.chmod(0o700)
 
 
 c.Spawner.pre_spawn_hook = copy_notebooks
