@@ -22,7 +22,7 @@
 # docs/instructors/jupyterhub.md.
 
 import os
-import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -72,19 +72,39 @@ c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 
 
+#: run by the students' Python as the student (argv: the bundle's notebooks/, the student's copy)
+HAND_OUT = """import os, shutil, sys
+src, dest = sys.argv[1:]
+if not os.path.lexists(dest):
+    shutil.copytree(src, dest)
+os.chmod(dest, 0o700)
+"""
+
+
 def copy_notebooks(spawner):
     """Give the student their own copy of the bundle's notebooks/ on their first start (a later
-    start keeps theirs), readable by them alone (homes made by useradd are open to all)."""
+    start keeps theirs), readable by them alone (homes made by useradd are open to all). A hub run
+    as root copies as the student, with the Python their server runs: a link in their home leads
+    nowhere they could not write, and a Python their account cannot run is named now."""
     home = Path(getattr(spawner, "home_dir", "") or Path(f"~{spawner.user.name}").expanduser())
-    target = home / "notebooks"
-    if target.exists():
-        return
     home.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(BUNDLE / "notebooks", target)
-    if os.geteuid() == 0 and home.owner() != "root":  # a hub run as root for system users
-        for path in [target, *target.rglob("*")]:
-            shutil.chown(path, user=home.owner(), group=home.group())
-    target.chmod(0o700)
+    owner = home.owner() if os.geteuid() == 0 and home.owner() != "root" else None
+    python = spawner.cmd[0]
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", HAND_OUT, BUNDLE / "notebooks", home / "notebooks"], cwd=home,
+            user=owner, group=owner and home.group(), extra_groups=owner and [], env={},
+            capture_output=True, text=True, timeout=120)
+    except OSError as exc:
+        raise RuntimeError(
+            f"attention-lab: {owner or 'the hub'}'s account cannot run {python} ({exc.strerror}); "
+            f"students' servers run it as their own accounts, so make the venv with a Python "
+            f"every account can run (e.g. /usr/bin/python3 -m venv /opt/attention-lab, not one "
+            f"under /root such as pyenv's) and start the hub from it: see "
+            f"docs/instructors/jupyterhub.md") from None
+    if done.returncode:  # e.g. a file of the student's where their notebooks/ would go
+        spawner.log.warning("attention-lab: no notebooks given to %s: %s", spawner.user.name,
+                            done.stderr.strip().splitlines()[-1:])
 
 
 c.Spawner.pre_spawn_hook = copy_notebooks

@@ -1,12 +1,15 @@
-"""The example ``jupyterhub_config.py`` without a hub: its spawn hook, which gives each student their
-copy of the student bundle's notebooks, called as JupyterHub calls it before a server starts (the
-browser test, tests/browser/test_browser_hub.py, runs the whole hub).
+"""The example ``jupyterhub_config.py`` without a hub: its spawn hook, which gives each student
+their copy of the student bundle's notebooks, called as JupyterHub calls it before a server
+starts (the browser test, tests/browser/test_browser_hub.py, runs the whole hub).
 
 The file is run as JupyterHub runs it (``get_config`` given), with the bundle replaced by a small
 folder of the same shape, so that a test can change it as an update of the course would."""
 
 from __future__ import annotations
 
+import os
+import pwd
+import shutil
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -55,4 +58,55 @@ def test_a_students_notebooks_are_theirs_alone(hub_config, tmp_path):
     home = tmp_path / "home" / "ada"
     hub_config["copy_notebooks"](spawner(home))
     assert (home / "notebooks" / "01_intuition.ipynb").read_text() == "level 1, version 1"
-    assert (home / "notebooks").stat().st_mode & 0o077 == 0, oct((home / "notebooks").stat().st_mode)
+    mode = (home / "notebooks").stat().st_mode
+    assert mode & 0o077 == 0, oct(mode)
+
+
+def _root_with(account: str) -> str | None:
+    if os.geteuid() != 0:
+        return "needs root: the hook switches to the student's account only in a hub run as root"
+    try:
+        pwd.getpwnam(account)
+    except KeyError:
+        return f"no {account!r} account"
+    return None
+
+
+@pytest.mark.skipif(bool(_root_with("nobody")), reason=str(_root_with("nobody")))
+def test_a_python_students_cannot_run_is_named_when_the_first_student_starts(hub_config,
+                                                                               tmp_path):
+    """The page's venv, made with a Python under /root (pyenv's), gave every student a bare
+    '500: Unhandled error starting server' and the hub's log 'Permission denied:
+    .venv/bin/python3'; the hook, which runs that Python as the student, now stops the start with
+    what is wrong and what to do."""
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "python3").symlink_to(sys.executable)
+    home = tmp_path / "home" / "nobody"
+    home.mkdir(parents=True)
+    shutil.chown(home, "nobody")
+    with pytest.raises(RuntimeError) as err:
+        hub_config["copy_notebooks"](spawner(home, "nobody", python=str(private / "python3")))
+    said = str(err.value)
+    assert str(private / "python3") in said and "nobody" in said, said
+    assert "every account can run" in said and "jupyterhub.md" in said, said
+
+
+@pytest.mark.skipif(bool(_root_with("nobody")) or not os.access("/usr/bin/python3", os.X_OK),
+                    reason=str(_root_with("nobody") or "no /usr/bin/python3"))
+def test_the_copy_is_made_as_the_student(hub_config, tmp_path):
+    """A hub run as root copies as the student's own account: their files are theirs."""
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="al-hub-"))  # the account can reach it, unlike tmp_path
+    try:
+        top.chmod(0o755)
+        hub_config["BUNDLE"] = shutil.copytree(hub_config["BUNDLE"], top / "bundle")
+        home = top / "home"
+        home.mkdir()
+        shutil.chown(home, "nobody")
+        hub_config["copy_notebooks"](spawner(home, "nobody", python="/usr/bin/python3"))
+        assert (home / "notebooks" / "01_intuition.ipynb").owner() == "nobody"
+        assert (home / "notebooks" / "exercises" / "01_ex.ipynb").owner() == "nobody"
+    finally:
+        shutil.rmtree(top)
