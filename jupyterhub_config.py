@@ -5,8 +5,8 @@
 #   jupyterhub -f jupyterhub_config.py     # from a checkout; students open http://HOST:8000
 #
 # Each student logs in, gets a JupyterLab server of their own with their own copy of the
-# student bundle's notebooks/ (made on their first start and never overwritten: their work stays
-# theirs) and opens the level notebooks; the explorers, exercises and `python -m attention_lab
+# student bundle's notebooks/ (made on their first start; a later start adds what it lacks and
+# never replaces a file: their work stays theirs) and opens the level notebooks; the explorers, exercises and `python -m attention_lab
 # submit` work as on a laptop. What students get is the bundle of `python -m attention_lab
 # release`, built when the hub starts: never this checkout's notebooks/exercises/solutions/.
 # Everything specific to a site is marked SITE below. The test of this file
@@ -75,15 +75,18 @@ c.Spawner.http_timeout = 120
 #: run by the students' Python as the student (argv: the bundle's notebooks/, the student's copy)
 HAND_OUT = """import os, shutil, sys
 src, dest = sys.argv[1:]
-if not os.path.lexists(dest):
-    shutil.copytree(src, dest)
-os.chmod(dest, 0o700)
+try:
+    shutil.copytree(src, dest, dirs_exist_ok=True,  # what the copy lacks; never a file it has
+                    copy_function=lambda s, d: os.path.lexists(d) or shutil.copy2(s, d))
+finally:
+    os.chmod(dest, 0o700)
 """
 
 
 def copy_notebooks(spawner):
-    """Give the student their own copy of the bundle's notebooks/ on their first start (a later
-    start keeps theirs), readable by them alone (homes made by useradd are open to all). A hub run
+    """Give the student their own copy of the bundle's notebooks/, readable by them alone (homes
+    made by useradd are open to all); each later start adds what their copy lacks (a notebook of an
+    update of the course, one they deleted) and never replaces a file they have. A hub run
     as root copies as the student, with the Python their server runs: a link in their home leads
     nowhere they could not write, and a Python their account cannot run is named now."""
     home = Path(getattr(spawner, "home_dir", "") or Path(f"~{spawner.user.name}").expanduser())

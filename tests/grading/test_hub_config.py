@@ -62,6 +62,28 @@ def test_a_students_notebooks_are_theirs_alone(hub_config, tmp_path):
     assert mode & 0o077 == 0, oct(mode)
 
 
+def test_a_course_update_adds_what_is_new_and_keeps_the_students_work(hub_config, tmp_path):
+    """A second start after the instructor updated the course (a new bundle) gives the student
+    what their copy lacks (a new exercise notebook, the notebook they deleted), and never touches a
+    file they have, changed or not."""
+    home = tmp_path / "home" / "ada"
+    hook = hub_config["copy_notebooks"]
+    hook(spawner(home))
+    mine = home / "notebooks" / "exercises" / "01_ex.ipynb"
+    mine.write_text("ada's answers")
+    (home / "notebooks" / "02_mechanics.ipynb").unlink()
+    hook(spawner(home))  # a restart: nothing changes but the deleted notebook is back
+    assert mine.read_text() == "ada's answers"
+    assert (home / "notebooks" / "02_mechanics.ipynb").read_text() == "level 2, version 1"
+    hub_config["BUNDLE"] = make_bundle(tmp_path / "bundle-2", {
+        "01_intuition.ipynb": "level 1, version 2", "02_mechanics.ipynb": "level 2, version 2",
+        "exercises/01_ex.ipynb": "stub, version 2", "exercises/02_ex.ipynb": "new exercises"})
+    hook(spawner(home))
+    assert mine.read_text() == "ada's answers"
+    assert (home / "notebooks" / "01_intuition.ipynb").read_text() == "level 1, version 1"
+    assert (home / "notebooks" / "exercises" / "02_ex.ipynb").read_text() == "new exercises"
+
+
 def _root_with(account: str) -> str | None:
     if os.geteuid() != 0:
         return "needs root: the hook switches to the student's account only in a hub run as root"
@@ -95,7 +117,8 @@ def test_a_python_students_cannot_run_is_named_when_the_first_student_starts(hub
 @pytest.mark.skipif(bool(_root_with("nobody")) or not os.access("/usr/bin/python3", os.X_OK),
                     reason=str(_root_with("nobody") or "no /usr/bin/python3"))
 def test_the_copy_is_made_as_the_student(hub_config, tmp_path):
-    """A hub run as root copies as the student's own account: their files are theirs."""
+    """A hub run as root copies as the student's own account: their files are theirs, and a link
+    they made in their copy leads the hub's writes nowhere they could not write themselves."""
     import tempfile
 
     top = Path(tempfile.mkdtemp(prefix="al-hub-"))  # the account can reach it, unlike tmp_path
@@ -105,8 +128,16 @@ def test_the_copy_is_made_as_the_student(hub_config, tmp_path):
         home = top / "home"
         home.mkdir()
         shutil.chown(home, "nobody")
-        hub_config["copy_notebooks"](spawner(home, "nobody", python="/usr/bin/python3"))
+        hook = hub_config["copy_notebooks"]
+        hook(spawner(home, "nobody", python="/usr/bin/python3"))
         assert (home / "notebooks" / "01_intuition.ipynb").owner() == "nobody"
         assert (home / "notebooks" / "exercises" / "01_ex.ipynb").owner() == "nobody"
+        shutil.rmtree(home / "notebooks" / "exercises")
+        elsewhere = top / "root-only"
+        elsewhere.mkdir(mode=0o755)
+        (home / "notebooks" / "exercises").symlink_to(elsewhere)
+        hook(spawner(home, "nobody", python="/usr/bin/python3"))  # a later start
+        assert list(elsewhere.iterdir()) == []  # nobody cannot write there, so neither did the hub
+        assert (home / "notebooks").stat().st_mode & 0o077 == 0
     finally:
         shutil.rmtree(top)
