@@ -6,9 +6,10 @@
 #
 # Each student logs in, gets a JupyterLab server of their own with their own copy of the
 # student bundle's notebooks/ (made on their first start; a later start adds what it lacks and
-# never replaces a file: their work stays theirs) and opens the level notebooks; the explorers, exercises and `python -m attention_lab
-# submit` work as on a laptop. What students get is the bundle of `python -m attention_lab
-# release`, built when the hub starts: never this checkout's notebooks/exercises/solutions/.
+# never replaces a file: their work stays theirs) and opens the level notebooks; the explorers,
+# exercises and `python -m attention_lab submit` work as on a laptop. What students get is the
+# bundle of `python -m attention_lab release`, built when the hub starts: never this checkout's
+# notebooks/exercises/solutions/.
 # Everything specific to a site is marked SITE below. The test of this file
 # (tests/browser/test_browser_hub.py) runs it on 127.0.0.1 with a dummy login and servers under
 # the current user, three students at once.
@@ -62,7 +63,12 @@ c.Spawner.environment = {
     "PYTHONPATH": str(BUNDLE),
     # one math thread per kernel: many students share the machine's cores
     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    # `python` in a terminal is the lab's: the exercise notebooks' hand-in command runs it
+    "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin",
+                             "/bin"]),
 }
+# JupyterLab's terminal: bash, not as a login shell, whose /etc/profile would reset that PATH
+c.Spawner.args = ["--ServerApp.terminado_settings=shell_command=/bin/bash"]
 # SITE: resources per student (honoured by spawners that can enforce them: systemdspawner,
 # dockerspawner, kubespawner on Zero to JupyterHub). A student's server with the level notebooks
 # open uses about 300-700 MiB (torch loads for notebooks 03 and 04).
