@@ -34,8 +34,9 @@ sys.path.insert(0, str(LAB))
 from attention_lab.grading.release import ReleaseError, student_copy  # noqa: E402
 
 # SITE: where the student bundles are built (one folder per version of the lab). Students'
-# servers read their package and notebooks from there, so it must be readable by them; the
-# checkout's solutions need not be: `chmod -R go-rwx notebooks/exercises/solutions`.
+# servers read their package and notebooks from there, so it must be readable by them, and
+# outside this checkout, which must not be (`chmod 700`: it holds the solutions, in
+# notebooks/exercises/solutions/, tests/ and the git history).
 BUNDLES = Path(os.environ.get("ATTENTION_LAB_BUNDLES", LAB / "build" / "student-bundles"))
 try:
     BUNDLE = student_copy(BUNDLES)  # built now if the lab changed since the last start
@@ -78,9 +79,11 @@ c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 
 
-#: run by the students' Python as the student (argv: the bundle's notebooks/, the student's copy)
+#: run by the students' Python as the student (argv: the bundle's notebooks/, the student's copy,
+#: this checkout)
 HAND_OUT = """import os, shutil, sys
-src, dest = sys.argv[1:]
+src, dest, lab = sys.argv[1:]
+print("reads the checkout" if os.access(lab, os.X_OK) else "")
 try:
     shutil.copytree(src, dest, dirs_exist_ok=True,  # what the copy lacks; never a file it has
                     copy_function=lambda s, d: os.path.lexists(d) or shutil.copy2(s, d))
@@ -94,14 +97,15 @@ def copy_notebooks(spawner):
     made by useradd are open to all); each later start adds what their copy lacks (a notebook of an
     update of the course, one they deleted) and never replaces a file they have. A hub run
     as root copies as the student, with the Python their server runs: a link in their home leads
-    nowhere they could not write, and a Python their account cannot run is named now."""
+    nowhere they could not write, and a Python their account cannot run, or a checkout (with its
+    solutions) it can read, stops the start with what to do."""
     home = Path(getattr(spawner, "home_dir", "") or Path(f"~{spawner.user.name}").expanduser())
     home.mkdir(parents=True, exist_ok=True)
     owner = home.owner() if os.geteuid() == 0 and home.owner() != "root" else None
     python = spawner.cmd[0]
     try:
         done = subprocess.run(
-            [python, "-I", "-c", HAND_OUT, BUNDLE / "notebooks", home / "notebooks"], cwd=home,
+            [python, "-I", "-c", HAND_OUT, BUNDLE / "notebooks", home / "notebooks", LAB], cwd=home,
             user=owner, group=owner and home.group(), extra_groups=owner and [], env={},
             capture_output=True, text=True, timeout=120)
     except OSError as exc:
@@ -111,6 +115,12 @@ def copy_notebooks(spawner):
             f"every account can run (e.g. /usr/bin/python3 -m venv /opt/attention-lab, not one "
             f"under /root such as pyenv's) and start the hub from it: see "
             f"docs/instructors/jupyterhub.md") from None
+    if owner and "reads the checkout" in done.stdout:
+        raise RuntimeError(
+            f"attention-lab: {owner}'s account can read this checkout, {LAB}, which holds the "
+            f"solutions (notebooks/exercises/solutions/, tests/, the git history); students' "
+            f"servers need only the venv and the student bundles ({BUNDLES}): keep both outside "
+            f"it and make it private, chmod 700 {LAB}: see docs/instructors/jupyterhub.md")
     if done.returncode:  # e.g. a file of the student's where their notebooks/ would go
         spawner.log.warning("attention-lab: no notebooks given to %s: %s", spawner.user.name,
                             done.stderr.strip().splitlines()[-1:])

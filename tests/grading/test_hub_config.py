@@ -125,6 +125,8 @@ def test_the_copy_is_made_as_the_student(hub_config, tmp_path):
     try:
         top.chmod(0o755)
         hub_config["BUNDLE"] = shutil.copytree(hub_config["BUNDLE"], top / "bundle")
+        (top / "checkout").mkdir(mode=0o700)
+        hub_config["LAB"] = top / "checkout"  # private, as the page asks
         home = top / "home"
         home.mkdir()
         shutil.chown(home, "nobody")
@@ -139,5 +141,30 @@ def test_the_copy_is_made_as_the_student(hub_config, tmp_path):
         hook(spawner(home, "nobody", python="/usr/bin/python3"))  # a later start
         assert list(elsewhere.iterdir()) == []  # nobody cannot write there, so neither did the hub
         assert (home / "notebooks").stat().st_mode & 0o077 == 0
+    finally:
+        shutil.rmtree(top)
+
+
+@pytest.mark.skipif(bool(_root_with("nobody")) or not os.access("/usr/bin/python3", os.X_OK),
+                    reason=str(_root_with("nobody") or "no /usr/bin/python3"))
+def test_a_checkout_students_can_read_stops_their_start(hub_config, tmp_path):
+    """With the page's chmod of notebooks/exercises/solutions/ alone, a student's terminal still
+    read the answers in the checkout's tests/ (tests/_exercise_answers.py) and its git history;
+    a hub run as root now starts no student's server while their account can enter the
+    checkout, and says how to keep it private."""
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="al-hub-"))
+    try:
+        top.chmod(0o755)
+        hub_config["BUNDLE"] = shutil.copytree(hub_config["BUNDLE"], top / "bundle")
+        (top / "checkout").mkdir(mode=0o755)
+        hub_config["LAB"] = top / "checkout"
+        home = top / "home"
+        home.mkdir()
+        shutil.chown(home, "nobody")
+        with pytest.raises(RuntimeError) as err:
+            hub_config["copy_notebooks"](spawner(home, "nobody", python="/usr/bin/python3"))
+        assert f"chmod 700 {top / 'checkout'}" in str(err.value), str(err.value)
     finally:
         shutil.rmtree(top)
