@@ -71,8 +71,8 @@ c.Spawner.environment = {
 # JupyterLab's terminal: bash, not as a login shell, whose /etc/profile would reset that PATH
 c.Spawner.args = ["--ServerApp.terminado_settings=shell_command=/bin/bash"]
 # SITE: resources per student (honoured by spawners that can enforce them: systemdspawner,
-# dockerspawner, kubespawner on Zero to JupyterHub). A student's server with the level notebooks
-# open uses about 300-700 MiB (torch loads for notebooks 03 and 04).
+# dockerspawner, kubespawner on Zero to JupyterHub). A student's server with one level notebook
+# open uses about 430 MiB, and each further open notebook 200-300 MiB (docs/instructors/sizing.md).
 c.Spawner.mem_limit = "2G"
 c.Spawner.cpu_limit = 1.0
 c.Spawner.start_timeout = 120
