@@ -5,10 +5,11 @@
 #   jupyterhub -f jupyterhub_config.py     # from a checkout; students open http://HOST:8000
 #
 # Each student logs in, gets a JupyterLab server of their own with their own copy of the
-# student bundle's notebooks/ (made on their first start and never overwritten: their work stays
-# theirs) and opens the level notebooks; the explorers, exercises and `python -m attention_lab
-# submit` work as on a laptop. What students get is the bundle of `python -m attention_lab
-# release`, built when the hub starts: never this checkout's notebooks/exercises/solutions/.
+# student bundle's notebooks/ (made on their first start; a later start adds what it lacks and
+# never replaces a file: their work stays theirs) and opens the level notebooks; the explorers,
+# exercises and `python -m attention_lab submit` work as on a laptop. What students get is the
+# bundle of `python -m attention_lab release`, built when the hub starts: never this checkout's
+# notebooks/exercises/solutions/.
 # Everything specific to a site is marked SITE below. The test of this file
 # (tests/browser/test_browser_hub.py) runs it on 127.0.0.1 with a dummy login and servers under
 # the current user, three students at once.
@@ -22,7 +23,7 @@
 # docs/instructors/jupyterhub.md.
 
 import os
-import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -33,8 +34,9 @@ sys.path.insert(0, str(LAB))
 from attention_lab.grading.release import ReleaseError, student_copy  # noqa: E402
 
 # SITE: where the student bundles are built (one folder per version of the lab). Students'
-# servers read their package and notebooks from there, so it must be readable by them; the
-# checkout's solutions need not be: `chmod -R go-rwx notebooks/exercises/solutions`.
+# servers read their package and notebooks from there, so it must be readable by them, and
+# outside this checkout, which must not be (`chmod 700`: it holds the solutions, in
+# notebooks/exercises/solutions/, tests/ and the git history).
 BUNDLES = Path(os.environ.get("ATTENTION_LAB_BUNDLES", LAB / "build" / "student-bundles"))
 try:
     BUNDLE = student_copy(BUNDLES)  # built now if the lab changed since the last start
@@ -62,28 +64,66 @@ c.Spawner.environment = {
     "PYTHONPATH": str(BUNDLE),
     # one math thread per kernel: many students share the machine's cores
     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    # `python` in a terminal is the lab's: the exercise notebooks' hand-in command runs it
+    "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin",
+                             "/bin"]),
 }
+# JupyterLab's terminal: bash, not as a login shell, whose /etc/profile would reset that PATH
+c.Spawner.args = ["--ServerApp.terminado_settings=shell_command=/bin/bash"]
 # SITE: resources per student (honoured by spawners that can enforce them: systemdspawner,
-# dockerspawner, kubespawner on Zero to JupyterHub). A student's server with the level notebooks
-# open uses about 300-700 MiB (torch loads for notebooks 03 and 04).
+# dockerspawner, kubespawner on Zero to JupyterHub). A student's server with one level notebook
+# open uses about 430 MiB, and each further open notebook 200-300 MiB (docs/instructors/sizing.md).
 c.Spawner.mem_limit = "2G"
 c.Spawner.cpu_limit = 1.0
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 
 
+#: run by the students' Python as the student (argv: the bundle's notebooks/, the student's copy,
+#: this checkout)
+HAND_OUT = """import os, shutil, sys
+src, dest, lab = sys.argv[1:]
+print("reads the checkout" if os.access(lab, os.X_OK) else "")
+try:
+    shutil.copytree(src, dest, dirs_exist_ok=True,  # what the copy lacks; never a file it has
+                    copy_function=lambda s, d: os.path.lexists(d) or shutil.copy2(s, d))
+finally:
+    os.chmod(dest, 0o700)
+"""
+
+
 def copy_notebooks(spawner):
-    """Give the student their own copy of the bundle's notebooks/ on their first start (a later
-    start keeps theirs)."""
+    """Give the student their own copy of the bundle's notebooks/, readable by them alone (homes
+    made by useradd are open to all); each later start adds what their copy lacks (a notebook of an
+    update of the course, one they deleted) and never replaces a file they have. A hub run
+    as root copies as the student, with the Python their server runs: a link in their home leads
+    nowhere they could not write, and a Python their account cannot run, or a checkout (with its
+    solutions) it can read, stops the start with what to do."""
     home = Path(getattr(spawner, "home_dir", "") or Path(f"~{spawner.user.name}").expanduser())
-    target = home / "notebooks"
-    if target.exists():
-        return
     home.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(BUNDLE / "notebooks", target)
-    if os.geteuid() == 0 and home.owner() != "root":  # a hub run as root for system users
-        for path in [target, *target.rglob("*")]:
-            shutil.chown(path, user=home.owner(), group=home.group())
+    owner = home.owner() if os.geteuid() == 0 and home.owner() != "root" else None
+    python = spawner.cmd[0]
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", HAND_OUT, BUNDLE / "notebooks", home / "notebooks", LAB], cwd=home,
+            user=owner, group=owner and home.group(), extra_groups=owner and [], env={},
+            capture_output=True, text=True, timeout=120)
+    except OSError as exc:
+        raise RuntimeError(
+            f"attention-lab: {owner or 'the hub'}'s account cannot run {python} ({exc.strerror}); "
+            f"students' servers run it as their own accounts, so make the venv with a Python "
+            f"every account can run (e.g. /usr/bin/python3 -m venv /opt/attention-lab, not one "
+            f"under /root such as pyenv's) and start the hub from it: see "
+            f"docs/instructors/jupyterhub.md") from None
+    if owner and "reads the checkout" in done.stdout:
+        raise RuntimeError(
+            f"attention-lab: {owner}'s account can read this checkout, {LAB}, which holds the "
+            f"solutions (notebooks/exercises/solutions/, tests/, the git history); students' "
+            f"servers need only the venv and the student bundles ({BUNDLES}): keep both outside "
+            f"it and make it private, chmod 700 {LAB}: see docs/instructors/jupyterhub.md")
+    if done.returncode:  # e.g. a file of the student's where their notebooks/ would go
+        spawner.log.warning("attention-lab: no notebooks given to %s: %s", spawner.user.name,
+                            done.stderr.strip().splitlines()[-1:])
 
 
 c.Spawner.pre_spawn_hook = copy_notebooks

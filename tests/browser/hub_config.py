@@ -43,9 +43,9 @@ c.JupyterHub.cookie_secret_file = str(work / "cookie_secret")
 c.JupyterHub.pid_file = str(work / "hub.pid")
 
 c.Spawner.ip = "127.0.0.1"
-c.Spawner.args = ["--LabApp.expose_app_in_browser=True",
-                  f"--LabApp.user_settings_dir={work / 'lab-settings'}",
-                  "--LabApp.workspaces_dir=~/.lab-workspaces"]
+c.Spawner.args.extend(["--LabApp.expose_app_in_browser=True",
+                       f"--LabApp.user_settings_dir={work / 'lab-settings'}",
+                       "--LabApp.workspaces_dir=~/.lab-workspaces"])
 if os.geteuid() == 0:
     c.Spawner.args.append("--allow-root")
 c.Spawner.environment.update({"PYDEVD_DISABLE_FILE_VALIDATION": "1"})

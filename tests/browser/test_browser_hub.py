@@ -2,9 +2,10 @@
 three students at once, each in a browser of their own: log in, get a server (started at the same
 time), open 02_mechanics in JupyterLab, run it without an error (its answer cells ask for a
 prediction and show no answer), move a slider and see the figure repaint with the core's numbers;
-one student also runs an exercise notebook. Each student's home holds the student bundle
-(``python -m attention_lab release``) and nothing of the solutions, and their kernels run the
-bundle's package. Afterwards the hub, the proxy, the students' servers and their kernels are all
+one student also runs an exercise notebook and hands it in from JupyterLab's terminal with the
+command the notebook's header gives. Each student's home holds the student bundle (``python -m
+attention_lab release``) and nothing of the solutions, and their kernels run the bundle's
+package. Afterwards the hub, the proxy, the students' servers and their kernels are all
 gone (also when the test fails).
 
 The hub configuration for one machine is ``tests/browser/hub_config.py`` (a dummy login, servers
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -38,6 +40,9 @@ PROMPTS = sum(PROMPT in "".join(o.get("text", "")) for c in json.loads(
     (H.ROOT / NOTEBOOK).read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"
     for o in c["outputs"])
 EXERCISES = "notebooks/exercises/02_mechanics_exercises.ipynb"
+#: the hand-in command the exercise notebook's header gives, run in notebooks/exercises/
+HAND_IN = re.search(r"`(python -m attention_lab submit [^`]+)`", "".join(json.loads(
+    (H.ROOT / EXERCISES).read_text(encoding="utf-8"))["cells"][0]["source"])).group(1)
 
 
 def proxy_command() -> str | None:
@@ -84,7 +89,9 @@ def hub(tmp_path_factory):
     the end with every process it started."""
     work = tmp_path_factory.mktemp("hub")
     settings = work / "lab-settings"
-    for name, values in H.LAB_SETTINGS.items():
+    # the terminal's text in the page, as a screen reader reads it (xterm draws on a canvas)
+    terminal = {"@jupyterlab/terminal-extension/plugin": {"screenReaderMode": True}}
+    for name, values in {**H.LAB_SETTINGS, **terminal}.items():
         path = settings / f"{name}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
@@ -128,6 +135,7 @@ def test_three_students_run_the_mechanics_notebook_on_the_hub(chromium, hub):
 
     phases = {}
     t0 = time.monotonic()
+    work = Path(hub.env["ATTENTION_LAB_HUB_WORK"])
     students = {}
     try:
         for user in USERS:
@@ -166,9 +174,20 @@ def test_three_students_run_the_mechanics_notebook_on_the_hub(chromium, hub):
         checked = " ".join(exercises.text_outputs())
         assert checked.count("not attempted") >= 7, checked  # every check ran, nothing answered
         phases["exercise notebook run"] = time.monotonic() - t0
+        # bob hands it in, in JupyterLab's terminal, with the command its header gives
+        page = students["bob"][1]
+        page.evaluate("() => { window.jupyterapp.commands.execute('terminal:create-new'); }")
+        page.locator(".jp-Terminal .xterm-screen").last.click(timeout=60_000)
+        page.keyboard.type(f"cd {Path(EXERCISES).parent} && {HAND_IN}\n")
+        shown = terminal_after(page, ("Your student id", "not found", "Error"))
+        assert "Your student id" in shown, shown
+        page.keyboard.type("bob\n")
+        shown = terminal_after(page, ("Hand in this file", "Error", "error:"))
+        assert "Hand in this file" in shown, shown
+        assert (work / "home" / "bob" / EXERCISES).with_suffix(".submission.json").is_file()
+        phases["handed in from the terminal"] = time.monotonic() - t0
         # each student has their own copy of the bundle's notebooks and their own server, whose
         # kernels import the bundle's package
-        work = Path(hub.env["ATTENTION_LAB_HUB_WORK"])
         blocks = release.answer_blocks()
         for user in USERS:
             home = work / "home" / user
@@ -188,6 +207,18 @@ def test_three_students_run_the_mechanics_notebook_on_the_hub(chromium, hub):
             context.close()
         print("hub test (seconds after the hub was up): " + ", ".join(
             f"{name} {t:.0f}" for name, t in phases.items()), file=sys.stderr)
+
+
+def terminal_after(page, ends: tuple[str, ...], timeout: float = 120) -> str:
+    """The text of the last terminal once it shows one of ``ends``."""
+    js = "() => [...document.querySelectorAll('.jp-Terminal .xterm-accessibility-tree > div')]" \
+         ".map(e => e.textContent.trimEnd()).filter(t => t).join('\\n')"
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline and not any(e in text for e in ends):
+        page.wait_for_timeout(500)
+        text = page.evaluate(js)
+    return text
 
 
 def _cmdline(pid: int) -> str:
