@@ -5,6 +5,8 @@ and figure (pixel for pixel) back."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import harness as H
@@ -156,3 +158,41 @@ def test_demo_controls_and_reset_button(demo, demo_page, demo_steps):
         fresh = Driver(tab(demo, title), twin(name), steps, title)
         fresh.check_readout(timeout=2)
     assert page.load_errors == [], f"uncaught errors in the page: {page.load_errors}"
+
+
+def _kernel_running(server, kernel_id: str) -> bool:
+    """Whether the demo runs the kernel ``kernel_id`` (its process and its connection file)."""
+    import psutil
+
+    for pid in server.descendants():
+        try:
+            if any(kernel_id in arg for arg in psutil.Process(pid).cmdline()):
+                return True
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return False
+
+
+def test_a_closed_tab_frees_its_kernel_at_once(chromium, demo_server):
+    """A student who closes the tab (or reloads it) gives its kernel back at once, as the
+    lecture-hall page says: Voila's page asks for the shutdown as it unloads, with the _xsrf
+    cookie it reads from the page, which the page must therefore set (else a 403, and the kernel
+    and the viewer's place stay taken until culled)."""
+    context = chromium.new_context(viewport=H.PROJECTOR)
+    try:
+        page = context.new_page()
+        page.goto(demo_server.url("/"))
+        page.locator(".al-demo .al-readout").first.wait_for(timeout=120_000)
+        kernel_id = page.evaluate(
+            "() => JSON.parse(document.getElementById('jupyter-config-data').textContent)"
+            ".kernelId")
+        assert _kernel_running(demo_server, kernel_id)
+        page.close(run_before_unload=True)
+        for _ in range(100):
+            if not _kernel_running(demo_server, kernel_id):
+                break
+            time.sleep(0.2)
+        assert not _kernel_running(demo_server, kernel_id), (
+            f"the closed tab's kernel still runs:\n{demo_server.log_tail(10)}")
+    finally:
+        context.close()
