@@ -164,7 +164,11 @@ class Demo:
         # one row above the tabs: the title, and the reset button where it is always in sight
         header = W.HBox([heading, self.status, self.reset_button],
                         layout=W.Layout(align_items="center", margin="0 0 8px 0"))
-        self.widget = W.VBox([style, header, self.tabs])
+        from .connection import ConnectionWatch
+
+        # a page whose kernel is gone (culled, the demo restarted) says so and asks for a reload
+        self.connection = ConnectionWatch()
+        self.widget = W.VBox([style, self.connection, header, self.tabs])
         self.widget.add_class("al-demo")
         self._resetting = False
         self.tabs.observe(self._on_tab, names="selected_index")

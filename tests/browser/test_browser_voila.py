@@ -196,3 +196,46 @@ def test_a_closed_tab_frees_its_kernel_at_once(chromium, demo_server):
             f"the closed tab's kernel still runs:\n{demo_server.log_tail(10)}")
     finally:
         context.close()
+
+
+def test_a_page_whose_kernel_is_gone_says_to_reload(chromium, demo_server):
+    """A laptop that slept past the cull time, or a demo restarted under an open page: the page
+    still moves its sliders, but nothing answers them. It must not show a stale figure as if it
+    were live: it says the connection is lost and to reload."""
+    import urllib.request
+
+    context = chromium.new_context(viewport={"width": 1366, "height": 768})
+    try:
+        page = context.new_page()
+        page.goto(demo_server.url("/"))
+        root = page.locator(".al-explorer-query")
+        readout = root.locator(".al-readout").first
+        readout.wait_for(timeout=120_000)
+        page.wait_for_function("() => document.querySelector('.al-explorer-query .al-readout')"
+                               ".textContent.trim().length > 0")
+        lost = page.locator(".al-lost")
+        handle = root.locator(".al-control-q1 .noUi-handle").first
+        shown = readout.inner_text()
+        handle.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("t => document.querySelector('.al-explorer-query .al-readout')"
+                               ".innerText !== t", arg=shown)
+        assert not lost.is_visible()
+        # the kernel is shut down as the culler does it
+        kernel_id = page.evaluate(
+            "() => JSON.parse(document.getElementById('jupyter-config-data').textContent)"
+            ".kernelId")
+        urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{demo_server.port}/voila/api/shutdown/{kernel_id}",
+            method="POST", data=b"", headers={"Authorization": f"token {demo_server.token}"}))
+        page.wait_for_timeout(1000)
+        handle.focus()
+        page.keyboard.press("ArrowRight")
+        expect(lost).to_be_visible(timeout=60_000)  # its patience: 30 s
+        expect(lost).to_contain_text("Reload the page")
+        # legible, and over the demo rather than hidden at its end
+        box = lost.bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 768, box
+        assert lost.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") >= 18
+    finally:
+        context.close()
