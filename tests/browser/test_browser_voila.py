@@ -239,3 +239,41 @@ def test_a_page_whose_kernel_is_gone_says_to_reload(chromium, demo_server):
         assert lost.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") >= 18
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("screen", [(375, 812), (768, 1024)], ids=["phone", "tablet"])
+def test_a_student_on_a_phone_or_tablet_sees_every_control_and_whole_figures(chromium, demo_server,
+                                                                             screen):
+    """Students follow on their own phones and tablets: on a screen narrower than a figure the
+    figure shrinks to the width there is (whole, its proportions kept), and the title bar's reset
+    button, the tabs and every control (its slider and its value) stay on the screen."""
+    width, height = screen
+    context = chromium.new_context(viewport={"width": width, "height": height}, is_mobile=True,
+                                   has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(demo_server.url("/"))
+        page.locator(".al-demo .al-readout").first.wait_for(timeout=120_000)
+        inside = "e => { const b = e.getBoundingClientRect(); return b.left >= 0 && " \
+                 f"b.right <= {width} + 1; }}"
+        for locator in (page.locator(".al-demo .al-reset"), *page.locator(
+                ".al-demo .lm-TabBar-tab").all()):
+            assert locator.evaluate(inside), f"{locator.inner_text()!r} is off the screen"
+            assert locator.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), (
+                f"{locator.inner_text()!r} is cut off")
+        for title, name in TABS.items():
+            root = tab(page.locator(".al-demo"), title)
+            for canvas in root.locator(".jupyter-matplotlib-canvas-div canvas").all():
+                assert canvas.evaluate(inside), f"tab {title}: the figure is cut off"
+                shown = canvas.bounding_box()
+                drawn = canvas.evaluate("e => e.width / e.height")
+                assert abs(shown["width"] / shown["height"] - drawn) < 0.02 * drawn, (
+                    f"tab {title}: the figure is distorted")
+            for control in root.locator("[class*='al-control-']").all():
+                for part in control.locator(".noUi-handle, .widget-readout, select, input").all():
+                    if part.is_visible():
+                        assert part.evaluate(inside), (
+                            f"tab {title}: a part of {control.get_attribute('class')} is off "
+                            f"the screen")
+    finally:
+        context.close()
