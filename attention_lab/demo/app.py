@@ -50,6 +50,22 @@ PRESENTATION_CSS = """
 .al-demo input[type="checkbox"] { width: 20px; height: 20px; }
 .al-demo .al-readout .widget-html-content { font-size: 17px; }
 .al-demo .al-readout td, .al-demo .al-readout th { font-size: 16px; padding: 1px 4px !important; }
+/* a screen narrower than a figure (a laptop, a tablet, a phone): the figure shrinks to the width
+   there is (its canvases keep their aspect ratio) and no control is wider than the screen */
+.al-demo .al-figure, .al-demo .jupyter-matplotlib-figure, .al-demo .widget-inline-hbox,
+.al-demo .jupyter-matplotlib-canvas-container, .al-demo .jupyter-matplotlib-canvas-div {
+  max-width: 100%; }
+.al-demo .jupyter-matplotlib-canvas-div { height: auto !important; }
+.al-demo .jupyter-matplotlib-canvas-div canvas { width: 100% !important; height: 100% !important; }
+.al-demo .jupyter-matplotlib-canvas-div canvas:first-child { position: static !important;
+  height: auto !important; }
+.al-demo .al-header, .al-demo .lm-TabBar-content { flex-wrap: wrap; }
+.al-demo .al-header .al-reset { flex: 0 0 auto; }
+.al-demo .al-readout { max-width: 100%; overflow-x: auto; }
+@media (max-width: 700px) {  /* a phone: each control's name above it, the slider full width */
+  .al-demo .widget-inline-hbox { flex-wrap: wrap; height: auto; }
+  .al-demo .widget-inline-hbox > .widget-label { width: 100% !important; text-align: left; }
+}
 """
 
 
@@ -164,7 +180,12 @@ class Demo:
         # one row above the tabs: the title, and the reset button where it is always in sight
         header = W.HBox([heading, self.status, self.reset_button],
                         layout=W.Layout(align_items="center", margin="0 0 8px 0"))
-        self.widget = W.VBox([style, header, self.tabs])
+        header.add_class("al-header")
+        from .connection import ConnectionWatch
+
+        # a page whose kernel is gone (culled, the demo restarted) says so and asks for a reload
+        self.connection = ConnectionWatch()
+        self.widget = W.VBox([style, self.connection, header, self.tabs])
         self.widget.add_class("al-demo")
         self._resetting = False
         self.tabs.observe(self._on_tab, names="selected_index")

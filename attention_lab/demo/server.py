@@ -303,6 +303,11 @@ class GatedVoilaHandler(voila_compat.PageHandler):
     since its preheating, often for minutes, and its page connects seconds after receiving the HTML
     (a browser loads its scripts first): without this, the culler could shut the kernel down in
     between (found by the load benchmark's Chromium pages with ``--cull-after 30``).
+
+    And it sets the ``_xsrf`` cookie, which Voila's page reads to ask for its kernel's shutdown
+    when it closes; Voila's own handler never sets it, so that request was refused (403, '_xsrf'
+    argument missing; voila-dashboards/voila#1458) and a closed tab's kernel and viewer's place
+    stayed taken until culled.
     """
 
     _kernel_seen = False
@@ -322,6 +327,7 @@ class GatedVoilaHandler(voila_compat.PageHandler):
     async def get(self, path=None):
         viewers: Viewers = self.settings[VIEWERS]
         viewers.active()
+        self.xsrf_token  # noqa: B018 (sets the _xsrf cookie: see the class docstring)
         retry = self.get_query_argument("retry", None) is not None  # the full page's own
         if not path and not viewers.admit(self.kernel_manager.list_kernel_ids(), retry):
             count = viewers.count(self.kernel_manager.list_kernel_ids())

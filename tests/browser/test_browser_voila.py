@@ -5,6 +5,8 @@ and figure (pixel for pixel) back."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import harness as H
@@ -156,3 +158,122 @@ def test_demo_controls_and_reset_button(demo, demo_page, demo_steps):
         fresh = Driver(tab(demo, title), twin(name), steps, title)
         fresh.check_readout(timeout=2)
     assert page.load_errors == [], f"uncaught errors in the page: {page.load_errors}"
+
+
+def _kernel_running(server, kernel_id: str) -> bool:
+    """Whether the demo runs the kernel ``kernel_id`` (its process and its connection file)."""
+    import psutil
+
+    for pid in server.descendants():
+        try:
+            if any(kernel_id in arg for arg in psutil.Process(pid).cmdline()):
+                return True
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return False
+
+
+def test_a_closed_tab_frees_its_kernel_at_once(chromium, demo_server):
+    """A student who closes the tab (or reloads it) gives its kernel back at once, as the
+    lecture-hall page says: Voila's page asks for the shutdown as it unloads, with the _xsrf
+    cookie it reads from the page, which the page must therefore set (else a 403, and the kernel
+    and the viewer's place stay taken until culled)."""
+    context = chromium.new_context(viewport=H.PROJECTOR)
+    try:
+        page = context.new_page()
+        page.goto(demo_server.url("/"))
+        page.locator(".al-demo .al-readout").first.wait_for(timeout=120_000)
+        kernel_id = page.evaluate(
+            "() => JSON.parse(document.getElementById('jupyter-config-data').textContent)"
+            ".kernelId")
+        assert _kernel_running(demo_server, kernel_id)
+        page.close(run_before_unload=True)
+        for _ in range(100):
+            if not _kernel_running(demo_server, kernel_id):
+                break
+            time.sleep(0.2)
+        assert not _kernel_running(demo_server, kernel_id), (
+            f"the closed tab's kernel still runs:\n{demo_server.log_tail(10)}")
+    finally:
+        context.close()
+
+
+def test_a_page_whose_kernel_is_gone_says_to_reload(chromium, demo_server):
+    """A laptop that slept past the cull time, or a demo restarted under an open page: the page
+    still moves its sliders, but nothing answers them. It must not show a stale figure as if it
+    were live: it says the connection is lost and to reload."""
+    import urllib.request
+
+    context = chromium.new_context(viewport={"width": 1366, "height": 768})
+    try:
+        page = context.new_page()
+        page.goto(demo_server.url("/"))
+        root = page.locator(".al-explorer-query")
+        readout = root.locator(".al-readout").first
+        readout.wait_for(timeout=120_000)
+        page.wait_for_function("() => document.querySelector('.al-explorer-query .al-readout')"
+                               ".textContent.trim().length > 0")
+        lost = page.locator(".al-lost")
+        handle = root.locator(".al-control-q1 .noUi-handle").first
+        shown = readout.inner_text()
+        handle.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("t => document.querySelector('.al-explorer-query .al-readout')"
+                               ".innerText !== t", arg=shown)
+        assert not lost.is_visible()
+        # the kernel is shut down as the culler does it
+        kernel_id = page.evaluate(
+            "() => JSON.parse(document.getElementById('jupyter-config-data').textContent)"
+            ".kernelId")
+        urllib.request.urlopen(urllib.request.Request(
+            f"http://127.0.0.1:{demo_server.port}/voila/api/shutdown/{kernel_id}",
+            method="POST", data=b"", headers={"Authorization": f"token {demo_server.token}"}))
+        page.wait_for_timeout(1000)
+        handle.focus()
+        page.keyboard.press("ArrowRight")
+        expect(lost).to_be_visible(timeout=60_000)  # its patience: 30 s
+        expect(lost).to_contain_text("Reload the page")
+        # legible, and over the demo rather than hidden at its end
+        box = lost.bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 768, box
+        assert lost.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") >= 18
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("screen", [(375, 812), (768, 1024)], ids=["phone", "tablet"])
+def test_a_student_on_a_phone_or_tablet_sees_every_control_and_whole_figures(chromium, demo_server,
+                                                                             screen):
+    """Students follow on their own phones and tablets: on a screen narrower than a figure the
+    figure shrinks to the width there is (whole, its proportions kept), and the title bar's reset
+    button, the tabs and every control (its slider and its value) stay on the screen."""
+    width, height = screen
+    context = chromium.new_context(viewport={"width": width, "height": height}, is_mobile=True,
+                                   has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(demo_server.url("/"))
+        page.locator(".al-demo .al-readout").first.wait_for(timeout=120_000)
+        inside = "e => { const b = e.getBoundingClientRect(); return b.left >= 0 && " \
+                 f"b.right <= {width} + 1; }}"
+        for locator in (page.locator(".al-demo .al-reset"), *page.locator(
+                ".al-demo .lm-TabBar-tab").all()):
+            assert locator.evaluate(inside), f"{locator.inner_text()!r} is off the screen"
+            assert locator.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), (
+                f"{locator.inner_text()!r} is cut off")
+        for title, name in TABS.items():
+            root = tab(page.locator(".al-demo"), title)
+            for canvas in root.locator(".jupyter-matplotlib-canvas-div canvas").all():
+                assert canvas.evaluate(inside), f"tab {title}: the figure is cut off"
+                shown = canvas.bounding_box()
+                drawn = canvas.evaluate("e => e.width / e.height")
+                assert abs(shown["width"] / shown["height"] - drawn) < 0.02 * drawn, (
+                    f"tab {title}: the figure is distorted")
+            for control in root.locator("[class*='al-control-']").all():
+                for part in control.locator(".noUi-handle, .widget-readout, select, input").all():
+                    if part.is_visible():
+                        assert part.evaluate(inside), (
+                            f"tab {title}: a part of {control.get_attribute('class')} is off "
+                            f"the screen")
+    finally:
+        context.close()
