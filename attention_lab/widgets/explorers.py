@@ -369,7 +369,7 @@ class MaskExplorer(Explorer):
 
     def _controls_box(self):
         c = self.controls
-        toggles = W.HBox([W.Label("keep positions (within the valid length):")] + [c[f"keep{i + 1}"] for i in range(5)])
+        toggles = W.HBox([W.Label("keep positions:")] + [c[f"keep{i + 1}"] for i in range(5)])
         return W.VBox([c["length"], toggles, c["after_softmax"], c["empty"]])
 
     def _style_controls(self):
