@@ -257,6 +257,7 @@ def test_the_hub_hands_each_student_the_bundle_and_runs_the_bundles_package(tmp_
     class Spawner:  # what the hook reads of JupyterHub's spawner
         home_dir = str(tmp_path / "home" / "ada")
         user = type("User", (), {"name": "ada"})
+        cmd = config.Spawner.cmd  # the students' Python, which makes their copy
 
     config.Spawner.pre_spawn_hook(Spawner)
     home = tmp_path / "home" / "ada"
