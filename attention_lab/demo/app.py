@@ -168,6 +168,7 @@ class Demo:
         self.reset_button = W.Button(description="Reset every control", icon="undo",
                                      button_style="warning",
                                      layout=W.Layout(width="280px", height="44px"))
+        self.reset_button.style.button_color = "#a84c00"  # white on it 5.7:1 (the orange: 2.7)
         self.reset_button.add_class("al-reset")
         self.status = W.HTML(value="", layout=W.Layout(margin="0 16px 0 0"))
         self.status.add_class("al-status")

@@ -5,6 +5,8 @@ and figure (pixel for pixel) back."""
 
 from __future__ import annotations
 
+import re
+
 import time
 
 import pytest
@@ -57,6 +59,16 @@ def tab(demo, title: str):
     return root
 
 
+def contrast(*colours: str) -> float:
+    """WCAG's contrast ratio of two CSS colours given as 'rgb(r, g, b)'."""
+    def luminance(css):
+        rgb = [int(v) / 255 for v in re.findall(r"\d+", css)[:3]]
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    light, dark = sorted(map(luminance, colours), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
 def test_demo_is_big_clear_and_shows_no_code(demo, demo_page, demo_steps):
     page, steps = demo_page, demo_steps
     steps("demo loaded")
@@ -71,6 +83,10 @@ def test_demo_is_big_clear_and_shows_no_code(demo, demo_page, demo_steps):
     font = demo.locator(".widget-label").first.evaluate(
         "e => parseFloat(getComputedStyle(e).fontSize)")
     assert font >= 18, f"controls use {font}px type; a projector needs >= 18px"
+    colours = demo.locator(".al-reset").first.evaluate(
+        "e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]")
+    ratio = contrast(*colours)  # white on JupyterLab's warning orange was 2.7:1
+    assert ratio >= 4.5, f"the reset button's text has contrast {ratio:.2f}:1 ({colours})"
     for title in TABS:
         root = tab(demo, title)
         label = demo.locator(".lm-TabBar-tab").filter(has_text=title).locator(
