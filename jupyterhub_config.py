@@ -62,6 +62,8 @@ c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {
     # the bundle's package for every kernel: the code the bundle's notebooks were made with
     "PYTHONPATH": str(BUNDLE),
+    # JupyterLab's settings for students, from the bundle (no news pop-up)
+    "JUPYTER_CONFIG_PATH": str(BUNDLE / "jupyter-config"),
     # one math thread per kernel: many students share the machine's cores
     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
     # `python` in a terminal is the lab's: the exercise notebooks' hand-in command runs it

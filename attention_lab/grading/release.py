@@ -5,8 +5,9 @@ through :func:`student_copy`, built once per version of the sources).
 The repository ships the instructor solutions (``notebooks/exercises/solutions/``) for
 self-study; a graded course hands students this bundle instead: the four level notebooks (their
 stored outputs hold no answers: see :mod:`attention_lab.predict`), the four student exercise
-notebooks (each carrying its assignment id, without stored outputs), the package, its pins and a
-README for students (``templates/release_README.md``). Never the solutions, nor what a student
+notebooks (each carrying its assignment id, without stored outputs), the package, its pins, the
+JupyterLab settings of ``jupyter-config/`` and a README for students
+(``templates/release_README.md``). Never the solutions, nor what a student
 never runs (:data:`NOT_IN_STUDENT_COPY`).
 
 Before writing, ``release`` checks that the student notebooks are the ones the authoring tool
@@ -87,7 +88,9 @@ def contents() -> list[tuple[str, str]]:
              ("requirements.txt, pyproject.toml",
               "what `pip install -r requirements.txt` installs"),
              ("environment.yml", "the same pins for conda, and for repo2docker (a JupyterHub "
-                                 "image built from this folder)")]
+                                 "image built from this folder)"),
+             ("jupyter-config/", "JupyterLab's settings for this lab (no news pop-up), which the "
+                                 "last line above uses")]
     return rows
 
 
@@ -179,6 +182,9 @@ def sources(omit=NOT_IN_STUDENT_COPY) -> list[tuple[Path, str]]:
                 and not rel.as_posix().startswith(tuple(omit)):
             rows.append((path, f"attention_lab/{rel.as_posix()}"))
     rows.append((ROOT / "pyproject.toml", "pyproject.toml"))
+    config = ROOT / "jupyter-config"  # JupyterLab's defaults (no news pop-up)
+    rows += [(path, f"jupyter-config/{path.relative_to(config).as_posix()}")
+             for path in sorted(config.rglob("*")) if path.is_file()]
     return rows
 
 

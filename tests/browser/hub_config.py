@@ -10,8 +10,8 @@ one machine needs instead of a site's choices:
   servers are still separate processes with separate homes, notebooks and kernels;
 - the hub, its proxy and every server on 127.0.0.1, on ports the test chose, with the proxy found
   by the test (``configurable-http-proxy`` from npm, installed by .ci/run);
-- JupyterLab settings that keep news pop-ups off and start kernels without a dialog, and the page's
-  ``window.jupyterapp`` that the browser tests drive.
+- JupyterLab settings that start kernels without a dialog (the news question is the example's
+  to turn off), and the page's ``window.jupyterapp`` that the browser tests drive.
 
 The test passes ports, folders and the user names in ``ATTENTION_LAB_HUB_*`` variables.
 """

@@ -79,6 +79,51 @@ def test_the_readmes_install_steps_run_in_the_order_they_are_written(bundle):
     assert cpu < steps.index("pip install -r requirements.txt") < steps.index("jupyter lab")
 
 
+
+#: what a Jupyter server started with a given environment runs and shows: its server extensions,
+#: and JupyterLab's labconfig (page_config: the lab extensions it leaves out; its settings defaults)
+JUPYTER_SEES = """import json, sys
+from jupyter_server.serverapp import ServerApp
+from jupyter_server.services.config.manager import ConfigManager
+app = ServerApp()
+app.initialize(argv=["--allow-root"], new_httpserver=False)
+labconfig = ConfigManager(config_dir_name="labconfig")
+print(json.dumps({"extensions": [n for n, e in app.extension_manager.extensions.items() if e.enabled],
+                  "disabled": labconfig.get("page_config").get("disabledExtensions", {}),
+                  "overrides": labconfig.get("default_setting_overrides")}))
+"""
+
+
+def jupyter_sees(env: dict, tmp_path: Path) -> dict:
+    """:data:`JUPYTER_SEES` run with ``env`` (and no user configuration of this machine's)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "user-config").mkdir(exist_ok=True)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), **env,
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "user-config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    done = subprocess.run([sys.executable, "-c", JUPYTER_SEES], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_readmes_launch_line_opens_jupyterlab_without_the_news_question(bundle, tmp_path):
+    """A student who followed the bundle's README was greeted by JupyterLab's 'notified about
+    official Jupyter news?' pop-up (the repository's jupyter-config/ turns it off; the bundle had
+    none); its launch line now points Jupyter at the bundle's jupyter-config/."""
+    import shlex
+
+    steps = re.search(r"```bash\n(.*?)```", (bundle / "README.md").read_text(), re.S).group(1)
+    words = shlex.split(steps.strip().splitlines()[-1])
+    env = dict(w.split("=", 1) for w in words if re.fullmatch(r"[A-Z_]+=\S+", w))
+    assert words[len(env):][:2] == [".venv/bin/jupyter", "lab"], words
+    seen = jupyter_sees({k: v.replace("$PWD", str(bundle)) for k, v in env.items()}, tmp_path)
+    assert seen["overrides"]["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+    assert "jupyterlab" in seen["extensions"]
+
 def test_the_bundle_leaves_out_the_graders_sandbox_the_demo_and_the_authoring_tools(bundle,
                                                                                   tmp_path):
     """The bundle's package has none of the modules a student never runs, and works without
@@ -299,3 +344,15 @@ def test_the_hub_refuses_to_start_with_a_bundle_it_cannot_build(tmp_path, monkey
     assert str(exc.value) == ("attention-lab: cannot build the student bundle: "
                               "notebooks/exercises/x.py is not what its solution gives")
     assert not (tmp_path / "bundles").exists() or not any((tmp_path / "bundles").iterdir())
+
+
+def test_students_servers_on_the_hub_are_not_asked_the_news_question(tmp_path, monkeypatch):
+    """JupyterLab's 'notified about official Jupyter news?' pop-up greeted each student on the hub;
+    their servers now read the bundle's jupyter-config/ (which students can read: the checkout is
+    private), which turns it off."""
+    config, ns = _load_hub_config(monkeypatch, tmp_path / "bundles")
+    env = dict(config.Spawner.environment)
+    assert Path(env["JUPYTER_CONFIG_PATH"]).is_relative_to(ns["BUNDLE"]), env
+    student = jupyter_sees(env, tmp_path)
+    assert student["overrides"]["@jupyterlab/apputils-extension:notification"][
+        "fetchNews"] == "false"
