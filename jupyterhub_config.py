@@ -62,7 +62,9 @@ c.Spawner.notebook_dir = "~"
 c.Spawner.environment = {
     # the bundle's package for every kernel: the code the bundle's notebooks were made with
     "PYTHONPATH": str(BUNDLE),
-    # JupyterLab's settings for students, from the bundle (no news pop-up)
+    # JupyterLab's settings for students, from the bundle: no news pop-up, and nbgrader (in the
+    # venv for the instructors' nbgrader route) neither in their JupyterLab nor in their server
+    # (for that route on this hub, students need nbgrader's Assignments tab: drop this line)
     "JUPYTER_CONFIG_PATH": str(BUNDLE / "jupyter-config"),
     # one math thread per kernel: many students share the machine's cores
     "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",

@@ -89,8 +89,8 @@ def contents() -> list[tuple[str, str]]:
               "what `pip install -r requirements.txt` installs"),
              ("environment.yml", "the same pins for conda, and for repo2docker (a JupyterHub "
                                  "image built from this folder)"),
-             ("jupyter-config/", "JupyterLab's settings for this lab (no news pop-up), which the "
-                                 "last line above uses")]
+             ("jupyter-config/", "JupyterLab's settings for this lab (no news pop-up, no nbgrader "
+                                 "menus), which the last line above uses")]
     return rows
 
 
@@ -182,9 +182,11 @@ def sources(omit=NOT_IN_STUDENT_COPY) -> list[tuple[Path, str]]:
                 and not rel.as_posix().startswith(tuple(omit)):
             rows.append((path, f"attention_lab/{rel.as_posix()}"))
     rows.append((ROOT / "pyproject.toml", "pyproject.toml"))
-    config = ROOT / "jupyter-config"  # JupyterLab's defaults (no news pop-up)
-    rows += [(path, f"jupyter-config/{path.relative_to(config).as_posix()}")
-             for path in sorted(config.rglob("*")) if path.is_file()]
+    # JupyterLab's defaults (no news pop-up) and, for students, nbgrader left out (a JupyterHub's
+    # venv has it for the instructors; they keep it, with the checkout's jupyter-config/ alone)
+    for config in (ROOT / "jupyter-config", TEMPLATES / "jupyter-config"):
+        rows += [(path, f"jupyter-config/{path.relative_to(config).as_posix()}")
+                 for path in sorted(config.rglob("*")) if path.is_file()]
     return rows
 
 

@@ -3,7 +3,8 @@ three students at once, each in a browser of their own: log in, get a server (st
 time), open 02_mechanics in JupyterLab, run it without an error (its answer cells ask for a
 prediction and show no answer), move a slider and see the figure repaint with the core's numbers;
 one student also runs an exercise notebook and hands it in from JupyterLab's terminal with the
-command the notebook's header gives; no student is asked the news question. Each student's home holds the student bundle (``python -m
+command the notebook's header gives; no student is asked the news question or sees nbgrader's
+menu, panel or button, and nbgrader's server extensions (formgrader) do not run. Each student's home holds the student bundle (``python -m
 attention_lab release``) and nothing of the solutions, and their kernels run the bundle's
 package. Afterwards the hub, the proxy, the students' servers and their kernels are all
 gone (also when the test fails).
@@ -118,9 +119,13 @@ def hub(tmp_path_factory):
         left = server.stop()
         assert left == [] and H.alive(seen) == [], f"processes left behind: {left or seen}"
 
-#: what a student's JupyterLab shows that it should not: the news question
+#: what a student's JupyterLab shows that it should not: the news question, nbgrader's menu,
+#: panel and notebook button
 STUDENT_UI_JS = """() => ({news: [...document.querySelectorAll('.Toastify__toast')]
-    .map(e => e.textContent).filter(t => t.includes('Jupyter news'))})"""
+    .map(e => e.textContent).filter(t => t.includes('Jupyter news')),
+  nbgrader: [...document.querySelectorAll('.lm-MenuBar-itemLabel, .lm-TabBar-tabLabel, '
+                                          + '.jp-Toolbar-item')]
+    .map(e => e.textContent.trim()).filter(t => /nbgrader|validate|create assignment/i.test(t))})"""
 
 
 def log_in(page, hub, user: str) -> None:
@@ -201,9 +206,11 @@ def test_three_students_run_the_mechanics_notebook_on_the_hub(chromium, hub):
         handed = json.loads((work / "home" / "cy" / EXERCISES).read_text())
         assert all(c.get("outputs", []) == [] for c in handed["cells"])  # cy has not run it
         # JupyterLab as the bundle's jupyter-config/ sets it: no news question (shown seconds
-        # after the page loads, long ago)
+        # after the page loads, long ago), nothing of nbgrader (the hub's venv has it)
         for user, (_, page) in students.items():
-            assert page.evaluate(STUDENT_UI_JS) == {"news": []}, user
+            formgrader = page.request.get(labs[user].server.url("/formgrader"), max_redirects=0)
+            assert (page.evaluate(STUDENT_UI_JS), formgrader.status) == (
+                {"news": [], "nbgrader": []}, 404), user
         bundles = list((work / "bundles").iterdir())
         assert len(bundles) == 1, bundles
         servers = [p for p in hub.descendants() if "jupyterhub.singleuser" in _cmdline(p)]
