@@ -27,6 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tornado.web import HTTPError
+
 c = get_config()  # noqa: F821  (defined by JupyterHub when it loads this file)
 
 LAB = Path(__file__).resolve().parent  # the checkout this file belongs to
@@ -83,16 +85,35 @@ c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 
 
-#: run by the students' Python as the student (argv: the bundle's notebooks/, the student's copy,
-#: this checkout)
+#: where a student's copy goes when their home's notebooks/ cannot take it (a file of theirs)
+ELSEWHERE = "attention-lab-notebooks"
+NOTE = f"""# Why the lab's notebooks are here
+
+The hub puts the lab's notebooks in `notebooks/` in your home, but could not put them there
+({{}}), so they are here, in `{ELSEWHERE}/`: work here (hand-ins work from here too).
+
+To have them in `notebooks/` instead, rename or remove what has that name, then restart your
+server (File > Hub Control Panel, Stop My Server, Start My Server) and move your work there.
+"""
+#: run by the students' Python as the student, in their home (argv: the bundle's notebooks/, this
+#: checkout, ELSEWHERE and the NOTE left there)
 HAND_OUT = """import os, shutil, sys
-src, dest, lab = sys.argv[1:]
+src, lab, elsewhere, note = sys.argv[1:]
 print("reads the checkout" if os.access(lab, os.X_OK) else "")
+def hand_out(dest):
+    try:
+        shutil.copytree(src, dest, dirs_exist_ok=True,  # what the copy lacks; never a file it has
+                        copy_function=lambda s, d: os.path.lexists(d) or shutil.copy2(s, d))
+    finally:
+        if os.path.isdir(dest):
+            os.chmod(dest, 0o700)
 try:
-    shutil.copytree(src, dest, dirs_exist_ok=True,  # what the copy lacks; never a file it has
-                    copy_function=lambda s, d: os.path.lexists(d) or shutil.copy2(s, d))
-finally:
-    os.chmod(dest, 0o700)
+    hand_out("notebooks")
+except OSError as exc:
+    hand_out(elsewhere)
+    with open(os.path.join(elsewhere, "NOTE.md"), "w") as out:
+        out.write(note.format(exc))
+    print("elsewhere:", exc)
 """
 
 
@@ -102,14 +123,16 @@ def copy_notebooks(spawner):
     update of the course, one they deleted) and never replaces a file they have. A hub run
     as root copies as the student, with the Python their server runs: a link in their home leads
     nowhere they could not write, and a Python their account cannot run, or a checkout (with its
-    solutions) it can read, stops the start with what to do."""
+    solutions) it can read, stops the start with what to do. A home whose notebooks/ cannot take
+    the copy (a file of theirs of that name) gets it in ELSEWHERE/ with a NOTE; one that can take
+    neither stops the start with a message the student sees."""
     home = Path(getattr(spawner, "home_dir", "") or Path(f"~{spawner.user.name}").expanduser())
     home.mkdir(parents=True, exist_ok=True)
     owner = home.owner() if os.geteuid() == 0 and home.owner() != "root" else None
     python = spawner.cmd[0]
     try:
         done = subprocess.run(
-            [python, "-I", "-c", HAND_OUT, BUNDLE / "notebooks", home / "notebooks", LAB], cwd=home,
+            [python, "-I", "-c", HAND_OUT, BUNDLE / "notebooks", LAB, ELSEWHERE, NOTE], cwd=home,
             user=owner, group=owner and home.group(), extra_groups=owner and [], env={},
             capture_output=True, text=True, timeout=120)
     except OSError as exc:
@@ -125,9 +148,16 @@ def copy_notebooks(spawner):
             f"solutions (notebooks/exercises/solutions/, tests/, the git history); students' "
             f"servers need only the venv and the student bundles ({BUNDLES}): keep both outside "
             f"it and make it private, chmod 700 {LAB}: see docs/instructors/jupyterhub.md")
-    if done.returncode:  # e.g. a file of the student's where their notebooks/ would go
-        spawner.log.warning("attention-lab: no notebooks given to %s: %s", spawner.user.name,
-                            done.stderr.strip().splitlines()[-1:])
+    if done.returncode:  # the student sees why their server did not start on the hub's page
+        why = done.stderr.strip().rsplit("\n", 1)[-1]
+        refused = HTTPError(500, "%s", f"attention-lab: the lab's notebooks could not be put in "
+                            f"your home, in notebooks/ or {ELSEWHERE}/ ({why}); show this to "
+                            f"your instructor")
+        refused.jupyterhub_message = refused.args[0]
+        raise refused
+    if "elsewhere:" in done.stdout:  # e.g. a file of the student's named notebooks
+        spawner.log.warning("attention-lab: %s's notebooks are in ~/%s/ (%s)", spawner.user.name,
+                            ELSEWHERE, done.stdout.split("elsewhere: ", 1)[1].strip())
 
 
 c.Spawner.pre_spawn_hook = copy_notebooks

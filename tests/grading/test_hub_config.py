@@ -45,11 +45,12 @@ def hub_config(tmp_path, monkeypatch):
     return scope
 
 
-def spawner(home: Path, name: str = "ada", python: str = sys.executable):
-    """What the hook reads of JupyterHub's spawner: the user, the home and the server's command."""
+def spawner(home: Path, name: str = "ada", python: str = sys.executable,
+            log=SimpleNamespace(warning=print)):
+    """What the hook reads of JupyterHub's spawner: the user, the home, the server's command and
+    the hub's log."""
     return SimpleNamespace(user=SimpleNamespace(name=name), home_dir=str(home),
-                           cmd=[python, "-m", "jupyterhub.singleuser"],
-                           log=SimpleNamespace(warning=print))
+                           cmd=[python, "-m", "jupyterhub.singleuser"], log=log)
 
 
 def test_a_students_notebooks_are_theirs_alone(hub_config, tmp_path):
@@ -168,3 +169,50 @@ def test_a_checkout_students_can_read_stops_their_start(hub_config, tmp_path):
         assert f"chmod 700 {top / 'checkout'}" in str(err.value), str(err.value)
     finally:
         shutil.rmtree(top)
+
+
+def test_a_student_whose_notebooks_is_broken_gets_the_notebooks_beside_it_with_a_note(hub_config,
+                                                                                      tmp_path):
+    """A student with a file where their ``notebooks/`` would go got a server without the lab's
+    notebooks, and only a warning in the hub's log. Their server now starts with the notebooks in
+    ``attention-lab-notebooks/``, beside what they have, with a note that says why and how to
+    have them in ``notebooks/`` again; their file is left as it was. A later start adds there
+    what their copy lacks."""
+    home = tmp_path / "home" / "ada"
+    home.mkdir(parents=True)
+    (home / "notebooks").write_text("ada's notes")
+    warnings = []
+    hook = hub_config["copy_notebooks"]
+    hook(spawner(home, log=SimpleNamespace(warning=lambda *a: warnings.append(a[0] % a[1:]))))
+    assert (home / "notebooks").read_text() == "ada's notes"
+    elsewhere = home / "attention-lab-notebooks"
+    assert (elsewhere / "01_intuition.ipynb").read_text() == "level 1, version 1"
+    assert (elsewhere / "exercises" / "01_ex.ipynb").read_text() == "stub, version 1"
+    assert elsewhere.stat().st_mode & 0o077 == 0
+    note = (elsewhere / "NOTE.md").read_text()
+    assert "notebooks" in note and "rename" in note and "Stop My Server" in note, note
+    assert any("ada" in w and "attention-lab-notebooks" in w for w in warnings), warnings
+    (elsewhere / "02_mechanics.ipynb").unlink()
+    (elsewhere / "01_intuition.ipynb").write_text("ada's work")
+    hook(spawner(home))  # a later start
+    assert (elsewhere / "02_mechanics.ipynb").read_text() == "level 2, version 1"
+    assert (elsewhere / "01_intuition.ipynb").read_text() == "ada's work"
+
+
+def test_a_home_the_notebooks_cannot_be_copied_into_stops_the_start_with_what_to_do(hub_config,
+                                                                                    tmp_path):
+    """Where neither ``notebooks/`` nor ``attention-lab-notebooks/`` can be written, the start
+    fails with a message the student sees on the hub's page (JupyterHub shows an error's
+    ``jupyterhub_message``, and passes an HTTPError of a quick failure through to the page),
+    saying what went wrong and what to do, instead of a server without the lab."""
+    from tornado.web import HTTPError
+
+    home = tmp_path / "home" / "ada"
+    home.mkdir(parents=True)
+    for name in ("notebooks", "attention-lab-notebooks"):
+        (home / name).write_text("a file")
+    with pytest.raises(HTTPError) as err:
+        hub_config["copy_notebooks"](spawner(home))
+    said = err.value.jupyterhub_message
+    assert "attention-lab-notebooks" in said and "instructor" in said, said
+    assert said in str(err.value)  # and the hub's log
