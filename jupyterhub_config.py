@@ -78,7 +78,7 @@ c.Spawner.environment = {
 c.Spawner.args = ["--ServerApp.terminado_settings=shell_command=/bin/bash"]
 # SITE: resources per student (honoured by spawners that can enforce them: systemdspawner,
 # dockerspawner, kubespawner on Zero to JupyterHub). A student's server with one level notebook
-# open uses about 430 MiB, and each further open notebook 200-300 MiB (docs/instructors/sizing.md).
+# open uses about 415 MiB, with 01, 03 and 04 open 945 MiB (docs/instructors/sizing.md).
 c.Spawner.mem_limit = "2G"
 c.Spawner.cpu_limit = 1.0
 c.Spawner.start_timeout = 120
