@@ -7,8 +7,8 @@ self-study; a graded course hands students this bundle instead: the four level n
 stored outputs hold no answers: see :mod:`attention_lab.predict`), the four student exercise
 notebooks (each carrying its assignment id, without stored outputs), the package, its pins, the
 JupyterLab settings of ``jupyter-config/`` and a README for students
-(``templates/release_README.md``). Never the solutions, nor what a student
-never runs (:data:`NOT_IN_STUDENT_COPY`).
+(``templates/release_README.md``). Never the solutions, nor what a student never runs
+(:data:`NOT_IN_STUDENT_COPY`).
 
 Before writing, ``release`` checks that the student notebooks are the ones the authoring tool
 makes from the current solutions (a stale student notebook could be an old copy of a solution),
