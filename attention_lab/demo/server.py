@@ -28,7 +28,9 @@ are in docs/maintainers/decisions.md (``python -m benchmarks.bench_demo --config
 websocket check off, for the ablation. Lean kernels (ipykernel without its debugger and input
 history) went that way: 8 % less memory per kernel, under the 10 % an addition must buy.
 
-Everything else (templates, tokens, the pool itself) is Voila's, configured on the command line.
+Everything else (tokens, the pool itself) is Voila's, configured on the command line; the page's
+template, ``lecture-demo`` (``attention_lab/demo/jupyter``, found through JUPYTER_PATH), is Voila's
+``lab`` without the stylesheets it links from another host.
 What of Voila, jupyter_server and jupyter_client is not public API is named in
 :mod:`attention_lab._compat` (``voila``, ``jupyter_server``, ``jupyter_client``), which checks
 their versions.

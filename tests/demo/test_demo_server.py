@@ -217,10 +217,14 @@ def test_the_activity_watch_records_what_jupyter_servers_records(monkeypatch):
 
 def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
     """Voila renders each preheated kernel's page with a new exporter (a new Jinja environment):
-    the server's compiled templates serve them all; a changed source or an environment of the
-    other mode (sync or async) compiles anew."""
+    the server's compiled templates serve them all (the demo's own template, found as the server
+    finds it, through JUPYTER_PATH); a changed source or an environment of the other mode (sync or
+    async) compiles anew."""
     import jinja2
     from voila import notebook_renderer
+    from voila.paths import collect_template_paths
+
+    from attention_lab.demo import launch
 
     compiled = []
     real = jinja2.Environment.compile
@@ -236,9 +240,12 @@ def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
     S.use_compiled_templates()
     assert notebook_renderer.VoilaExporter is not stock
     assert issubclass(notebook_renderer.VoilaExporter, stock)
-    pages = [notebook_renderer.VoilaExporter(template_name="lab").environment
-             .get_template("index.html.j2") for _ in range(3)]
+    monkeypatch.setenv("JUPYTER_PATH", str(launch.JUPYTER_DATA))
+    paths = collect_template_paths(["voila", "nbconvert"], "lecture-demo", prune=True)
+    pages = [notebook_renderer.VoilaExporter(template_name="lecture-demo", template_paths=paths)
+             .environment.get_template("index.html.j2") for _ in range(3)]
     assert compiled == ["index.html.j2"] and pages[0] is not pages[1]
+    assert pages[2].filename.startswith(str(launch.JUPYTER_DATA))
 
     cache, compiled[:] = S.CompiledTemplates(), []
 
