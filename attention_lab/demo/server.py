@@ -30,7 +30,8 @@ history) went that way: 8 % less memory per kernel, under the 10 % an addition m
 
 Everything else (tokens, the pool itself) is Voila's, configured on the command line; the page's
 template, ``lecture-demo`` (``attention_lab/demo/jupyter``, found through JUPYTER_PATH), is Voila's
-``lab`` without the stylesheets it links from another host.
+``lab`` without the stylesheets it links from another host; the login page an address without
+the token leads to is the demo's own (``pages/login.html``).
 What of Voila, jupyter_server and jupyter_client is not public API is named in
 :mod:`attention_lab._compat` (``voila``, ``jupyter_server``, ``jupyter_client``), which checks
 their versions.
@@ -49,6 +50,7 @@ import sys
 import time
 from collections import deque
 from datetime import datetime, timezone
+from pathlib import Path
 
 import jinja2
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
@@ -70,6 +72,8 @@ VIEWERS = "attention_lab_viewers"
 ADDITIONS = ("preheat-in-turn", "quiet-refills", "viewer-limit", "compiled-templates",
              "static-from-memory", "light-activity-watch")
 WITHOUT_ENV = "ATTENTION_LAB_DEMO_WITHOUT"
+#: the demo's own versions of jupyter_server's pages (its login page)
+PAGES = str(Path(__file__).resolve().parent / "pages")
 
 
 def switched_off(addition: str) -> bool:
@@ -409,6 +413,12 @@ class DemoVoila(Voila):
         # (unsigned, as every notebook on another machine is) plays no part
         self.log.addFilter(lambda r: r.msg != "Notebook %s is not trusted")
         settings[VIEWERS] = Viewers(0 if switched_off("viewer-limit") else self.max_viewers)
+        # the server's pages of the demo's own (pages/: the login page a wrong token or an old
+        # link leads to) before jupyter_server's; Voila's page renderer has a Jinja environment
+        # of its own
+        server_pages = settings["jinja2_env"]
+        server_pages.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(PAGES),
+                                                  server_pages.loader])
         self.kernel_manager.viewers = settings[VIEWERS]
         return settings
 

@@ -202,6 +202,25 @@ def test_the_demo_page_asks_no_host_but_the_demos(chromium, demo_server):
         context.close()
 
 
+def test_a_student_with_an_old_link_pastes_the_address_and_gets_the_demo(chromium, demo_server):
+    """The link of an earlier lecture (its token is gone) leads to the demo's own page, which asks
+    for the token; a wrong one is told, and the address from the board, pasted whole, opens the
+    demo."""
+    context = chromium.new_context(viewport={"width": 1366, "height": 768})
+    try:
+        page = context.new_page()
+        page.goto(demo_server.url("/", token="an-old-one"))
+        field = page.get_by_label(re.compile("token", re.I))
+        field.fill("a-typo")
+        page.get_by_role("button", name="Open the demo").click()
+        expect(page.get_by_role("alert")).to_contain_text("does not open the demo")
+        field.fill(f" {demo_server.url('/')} ")  # as copied from the slide
+        page.get_by_role("button", name="Open the demo").click()
+        page.locator(".al-demo .al-readout").first.wait_for(timeout=120_000)
+    finally:
+        context.close()
+
+
 def _kernel_running(server, kernel_id: str) -> bool:
     """Whether the demo runs the kernel ``kernel_id`` (its process and its connection file)."""
     import psutil
