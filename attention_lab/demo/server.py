@@ -45,6 +45,7 @@ import contextlib
 import functools
 import html
 import json
+import logging
 import os
 import re
 import sys
@@ -442,6 +443,9 @@ class DemoVoila(Voila):
     def init_settings(self):
         settings = super().init_settings()
         self.log.addFilter(lambda r: r.msg not in QUIET)
+        # a page that says the demo is full (the viewer turned away is told as a line of the
+        # demo's own) is not also logged as an error, nor each of its retries every 30 s
+        logging.getLogger("tornado.access").addFilter(lambda r: not (r.args and r.args[0] == 503))
         settings[VIEWERS] = Viewers(0 if switched_off("viewer-limit") else self.max_viewers)
         # the server's pages of the demo's own (pages/: the login page a wrong token or an old
         # link leads to) before jupyter_server's; Voila's page renderer has a Jinja environment

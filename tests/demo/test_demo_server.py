@@ -384,8 +384,9 @@ def _get(port: int, path: str, token: str | None = None) -> tuple[int, str]:
         conn.close()
 
 
-def _legacy_websocket_status(port: int, token: str, kernel_id: str) -> int:
-    """The HTTP status of a websocket upgrade without the v1 subprotocol."""
+def _websocket_status(port: int, token: str, kernel_id: str, protocol: str = "") -> int:
+    """The HTTP status of a kernel websocket upgrade offering ``protocol`` (none: the legacy
+    protocol)."""
     import http.client
 
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -393,7 +394,8 @@ def _legacy_websocket_status(port: int, token: str, kernel_id: str) -> int:
         conn.request("GET", f"/api/kernels/{kernel_id}/channels?token={token}",
                      headers={"Upgrade": "websocket", "Connection": "Upgrade",
                               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
-                              "Sec-WebSocket-Version": "13"})
+                              "Sec-WebSocket-Version": "13",
+                              **({"Sec-WebSocket-Protocol": protocol} if protocol else {})})
         return conn.getresponse().status
     finally:
         conn.close()
@@ -457,7 +459,7 @@ def test_a_lecture_hall_server(hall):
         kernel = _kernel_process(hall, first.kernel_id)
         assert "libtorch" not in Path(f"/proc/{kernel.pid}/maps").read_text()
         # the older websocket protocol (it hangs Voila 0.5.13) is refused; the server goes on
-        assert _legacy_websocket_status(hall.port, hall.token, first.kernel_id) == 400
+        assert _websocket_status(hall.port, hall.token, first.kernel_id) == 400
         assert await first.move() is not None
         # a laptop closed: no goodbye to the server; the kernel is culled after 3 s idle
         await first.close(shutdown=False)
@@ -491,9 +493,11 @@ def test_a_lecture_hall_server(hall):
     # demo.ipynb is not trusted' per page rendered (the preheated and the newcomer's), tornado's
     # 'websocket_ping_timeout (90000) cannot be longer' (jupyter_server gives it milliseconds)
     # when the first page opens, 'WARNING | Culling 'idle' kernel' for a viewer who left, a 403
-    # (twice) for the favicon a browser asks after the full page
+    # (twice) for the favicon a browser asks after the full page, a '503 GET /?token=...' for
+    # each viewer turned away (told by the demo's line) and each of their retries every 30 s
     log = hall.log_path.read_text()
-    for line in ("is not trusted", "websocket_ping", "Culling", "GET /favicon", "favicon.ico ("):
+    for line in ("is not trusted", "websocket_ping", "Culling", "GET /favicon", "favicon.ico (",
+                 "503 GET"):
         assert line not in log, f"{line!r} on the terminal:\n{hall.log_tail()}"
 
 
