@@ -81,7 +81,7 @@ WITHOUT_ENV = "ATTENTION_LAB_DEMO_WITHOUT"
 #: :meth:`DemoKernelManager.cull_kernel_if_idle`)
 QUIET = ("Notebook %s is not trusted",
          "Culling '%s' kernel '%s' (%s) with %d connections due to %s seconds of inactivity.")
-#: the demo's own versions of jupyter_server's pages (its login page)
+#: the demo's own versions of jupyter_server's pages (its login and error pages)
 PAGES = str(Path(__file__).resolve().parent / "pages")
 
 
@@ -448,8 +448,8 @@ class DemoVoila(Voila):
         logging.getLogger("tornado.access").addFilter(lambda r: not (r.args and r.args[0] == 503))
         settings[VIEWERS] = Viewers(0 if switched_off("viewer-limit") else self.max_viewers)
         # the server's pages of the demo's own (pages/: the login page a wrong token or an old
-        # link leads to) before jupyter_server's; Voila's page renderer has a Jinja environment
-        # of its own
+        # link leads to, the page of a refused request) before jupyter_server's; Voila's page
+        # renderer has a Jinja environment of its own
         server_pages = settings["jinja2_env"]
         server_pages.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(PAGES),
                                                   server_pages.loader])

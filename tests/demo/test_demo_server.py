@@ -460,6 +460,9 @@ def test_a_lecture_hall_server(hall):
         assert "libtorch" not in Path(f"/proc/{kernel.pid}/maps").read_text()
         # the older websocket protocol (it hangs Voila 0.5.13) is refused; the server goes on
         assert _websocket_status(hall.port, hall.token, first.kernel_id) == 400
+        # a page left open while the demo restarted reconnects with a token (its cookie) this
+        # server does not know: refused, with a line, without a traceback
+        assert _websocket_status(hall.port, "an-old-one", first.kernel_id, S.V1_PROTOCOL) == 403
         assert await first.move() is not None
         # a laptop closed: no goodbye to the server; the kernel is culled after 3 s idle
         await first.close(shutdown=False)
@@ -494,10 +497,11 @@ def test_a_lecture_hall_server(hall):
     # 'websocket_ping_timeout (90000) cannot be longer' (jupyter_server gives it milliseconds)
     # when the first page opens, 'WARNING | Culling 'idle' kernel' for a viewer who left, a 403
     # (twice) for the favicon a browser asks after the full page, a '503 GET /?token=...' for
-    # each viewer turned away (told by the demo's line) and each of their retries every 30 s
+    # each viewer turned away (told by the demo's line) and each of their retries every 30 s;
+    # nor a traceback for a refused request (an HTML error page jupyter_server could not draw)
     log = hall.log_path.read_text()
     for line in ("is not trusted", "websocket_ping", "Culling", "GET /favicon", "favicon.ico (",
-                 "503 GET"):
+                 "503 GET", "Uncaught exception in write_error"):
         assert line not in log, f"{line!r} on the terminal:\n{hall.log_tail()}"
 
 
@@ -522,6 +526,13 @@ def test_the_page_files_are_served_from_memory_and_compressed(hall):
             (plain_encoding, plain), (encoding, packed) = bodies
             assert plain_encoding is None and encoding == "gzip", path
             assert gzip.decompress(packed) == plain and len(packed) < len(plain), path
+        # a file that is not there is refused, without a traceback on the instructor's terminal
+        for path in ("/voila/static/no-such-file.js", "/voila/labextensions/no-such-file.js"):
+            conn.request("GET", path)
+            response = conn.getresponse()
+            assert response.status in (403, 404) and b"<" in response.read(), path
+        assert "Uncaught exception in write_error" not in hall.log_path.read_text(), (
+            hall.log_tail())
     finally:
         conn.close()
 
