@@ -10,7 +10,8 @@ Voila has no public API for what the server adds, so this module names each hook
 * :func:`render_pages_with_bytecode_cache`: every page renderer's exporter gets a Jinja bytecode
   cache (nbconvert's ``_create_environment``; the renderer looks ``VoilaExporter`` up in its
   module);
-* :data:`WEBSOCKET_READS_V1_ONLY`: the websocket-protocol workaround's guard (see there).
+* :data:`WEBSOCKET_READS_V1_ONLY`: the websocket-protocol workaround's guard (see there);
+* :func:`without_tornado_pings`: the kernel websocket with jupyter_server's pings only.
 
 Tested with voila 0.5.13 on jupyter_server 2.21 (requirements.txt); accepts ``>=0.5.13,<0.6``.
 Checked at import (:func:`attention_lab._compat.require`).
@@ -47,6 +48,22 @@ STATIC_HANDLERS = (TemplateStaticFileHandler, MultiStaticFileHandler, FileFindHa
 #: of offsets, and hang the whole server. No upstream issue was found (searched Voila's issues for
 #: the function and the symptom). The demo refuses such clients while this is True.
 WEBSOCKET_READS_V1_ONLY = accepts("0.5.8", "0.6", VERSION)
+
+
+def without_tornado_pings(protocol):
+    """tornado's websocket protocol (``WebSocketProtocol13``, or None) with its own pings off.
+
+    jupyter_server's ``WebSocketMixin`` (2.21) pings the page every ``ping_interval`` and closes
+    the socket when a pong is ``ping_timeout`` late, in milliseconds (30000 and 90000); its
+    properties of those names override tornado's, which tornado (6.5 on) passes to the protocol
+    for pings of its own, in seconds: a ping every 8 hours, and a warning on the first page
+    ('The websocket_ping_timeout (90000) cannot be longer than the websocket_ping_interval
+    (30000)'; jupyter-server/jupyter_server#1612). No value is right in both units: the protocol
+    gets none (``params``: tornado 6.6), jupyter_server's pings stay.
+    """
+    if protocol is not None:
+        protocol.params.ping_interval = protocol.params.ping_timeout = None
+    return protocol
 
 
 def swap_handlers(handlers: list, swap: dict) -> list:
@@ -98,4 +115,4 @@ def render_pages_with_bytecode_cache(cache) -> None:
 
 __all__ = ["VERSION", "PageHandler", "KernelWebsocketHandler", "STATIC_HANDLERS",
            "WEBSOCKET_READS_V1_ONLY", "swap_handlers", "prepare_pool_item_with", "in_pool",
-           "pool_size", "render_pages_with_bytecode_cache"]
+           "pool_size", "render_pages_with_bytecode_cache", "without_tornado_pings"]

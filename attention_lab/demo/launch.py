@@ -48,6 +48,9 @@ from .model_server import ENV_KEY, ENV_SOCKET
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_NOTEBOOK = ROOT / "notebooks" / "demo.ipynb"
 DEFAULT_PORT = 8866
+#: a Jupyter data folder of the demo's own, first on the server's JUPYTER_PATH: its Voila template
+#: ``lecture-demo`` is Voila's ``lab`` without the stylesheets ``lab`` links from another host
+JUPYTER_DATA = Path(__file__).resolve().parent / "jupyter"
 #: The only JupyterLab extensions the demo page loads: widgets, ipympl and anywidget (the
 #: explorers' accessibility widget). Others installed for JupyterLab (e.g. jupytext's) do not work
 #: inside Voila and only add errors to the page; a widget whose extension is missing here shows a
@@ -189,7 +192,7 @@ def voila_command(notebook: Path, host: str, port: int, token: str, theme: str, 
         f"--port={port}",
         "--Voila.port_retries=0",
         f"--Voila.token={token}",
-        "--template=lab",
+        "--template=lecture-demo",
         f"--theme={theme}",
         "--strip_sources=True",
         "--show_tracebacks=False",
@@ -314,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     # a pool larger than the viewer limit could never be used
     pool = min(defaults.pool, max_viewers or defaults.pool) if args.pool is None else args.pool
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    for var, first in (("PYTHONPATH", ROOT), ("JUPYTER_PATH", JUPYTER_DATA)):
+        env[var] = os.pathsep.join(p for p in (str(first), env.get(var, "")) if p)
     # dozens of kernels on a few cores: one math thread each (the explorers' arrays are tiny)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(var, "1")

@@ -15,7 +15,8 @@ are in docs/maintainers/decisions.md (``python -m benchmarks.bench_demo --config
 - **A viewer limit** (:class:`GatedVoilaHandler`, ``--DemoVoila.max_viewers=N``): the N+1-th viewer
   gets a page that says the demo is full and retries by itself (HTTP 503).
 - **Culling** is jupyter_server's (``--MappingKernelManager.cull_idle_timeout``): it catches
-  viewers that vanished (Voila shuts a kernel down when its page closes normally).
+  viewers that vanished (Voila shuts a kernel down when its page closes normally). The terminal
+  gets a line of the demo's own for it, not jupyter_server's warning.
 - **Page templates compiled once** (:class:`CompiledTemplates`), shared by the new exporter Voila
   makes for each preheated kernel's page.
 - **Websocket protocol v1 only** (:class:`DemoKernelWebsocketHandler`) on the versions of Voila
@@ -28,7 +29,10 @@ are in docs/maintainers/decisions.md (``python -m benchmarks.bench_demo --config
 websocket check off, for the ablation. Lean kernels (ipykernel without its debugger and input
 history) went that way: 8 % less memory per kernel, under the 10 % an addition must buy.
 
-Everything else (templates, tokens, the pool itself) is Voila's, configured on the command line.
+Everything else (tokens, the pool itself) is Voila's, configured on the command line; the page's
+template, ``lecture-demo`` (``attention_lab/demo/jupyter``, found through JUPYTER_PATH), is Voila's
+``lab`` without the stylesheets it links from another host; the login page an address without
+the token leads to is the demo's own (``pages/login.html``).
 What of Voila, jupyter_server and jupyter_client is not public API is named in
 :mod:`attention_lab._compat` (``voila``, ``jupyter_server``, ``jupyter_client``), which checks
 their versions.
@@ -41,15 +45,18 @@ import contextlib
 import functools
 import html
 import json
+import logging
 import os
 import re
 import sys
 import time
 from collections import deque
 from datetime import datetime, timezone
+from pathlib import Path
 
 import jinja2
 from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from jupyter_server.utils import url_path_join
 from tornado import web
 from traitlets import Float, Int
 from voila.app import Voila
@@ -68,6 +75,14 @@ VIEWERS = "attention_lab_viewers"
 ADDITIONS = ("preheat-in-turn", "quiet-refills", "viewer-limit", "compiled-templates",
              "static-from-memory", "light-activity-watch")
 WITHOUT_ENV = "ATTENTION_LAB_DEMO_WITHOUT"
+#: the lines of Voila's log an ordinary lecture would print (by their format), which the demo
+#: leaves out: one per page rendered (Voila runs the notebook afresh, so the trust of its stored
+#: outputs plays no part) and one per culled kernel (the demo tells it: see
+#: :meth:`DemoKernelManager.cull_kernel_if_idle`)
+QUIET = ("Notebook %s is not trusted",
+         "Culling '%s' kernel '%s' (%s) with %d connections due to %s seconds of inactivity.")
+#: the demo's own versions of jupyter_server's pages (its login and error pages)
+PAGES = str(Path(__file__).resolve().parent / "pages")
 
 
 def switched_off(addition: str) -> bool:
@@ -240,6 +255,15 @@ class DemoKernelManager(AsyncMappingKernelManager):
             elif kernel.execution_state == "starting" and state != "starting":
                 kernel.execution_state = "idle"
 
+    async def cull_kernel_if_idle(self, kernel_id: str) -> None:
+        """jupyter_server's culling, told in a line of the demo's own: the kernel of a viewer who
+        left is ended by design (``--cull-after``), not as a warning (:data:`QUIET` drops
+        jupyter_server's line)."""
+        await super().cull_kernel_if_idle(kernel_id)
+        if kernel_id not in self:
+            tell_instructor(f"a viewer left without closing the page: their kernel ended after "
+                            f"{self.cull_idle_timeout} s idle")
+
     async def quiet_room(self, task, poll: float = 0.2) -> None:
         """Return once viewers have been quiet for ``refill_quiet`` seconds, or once ``task`` (the
         pool item being prepared) is no longer in Voila's pool: a viewer took it and waits for
@@ -359,6 +383,12 @@ class DemoKernelWebsocketHandler(voila_compat.KernelWebsocketHandler):
                                      f"{V1_PROTOCOL} only")
         await super().get(kernel_id)
 
+    def get_websocket_protocol(self):
+        # jupyter_server pings the page (every 30 s; the socket closed after 90 s without an
+        # answer, which frees a vanished viewer's kernel for culling); tornado's own pings read
+        # the same two settings in seconds and warned about them (see voila_compat)
+        return voila_compat.without_tornado_pings(super().get_websocket_protocol())
+
     async def open(self, kernel_id):
         await super().open(kernel_id)
         self.settings[VIEWERS].connected(kernel_id)
@@ -367,6 +397,16 @@ class DemoKernelWebsocketHandler(voila_compat.KernelWebsocketHandler):
     def on_message(self, message):
         self.settings[VIEWERS].active()
         return super().on_message(message)
+
+
+class NoIcon(web.RequestHandler):
+    """``/favicon.ico``, which a browser asks for after a page that names no icon (the full page):
+    no icon, and no line on the instructor's terminal (Voila redirected it to its files, which
+    refused it: a 403, logged twice)."""
+
+    def get(self):
+        self.set_status(204)
+        self.set_header("Cache-Control", "max-age=86400")
 
 
 class CompiledTemplates(jinja2.BytecodeCache):
@@ -402,11 +442,17 @@ class DemoVoila(Voila):
 
     def init_settings(self):
         settings = super().init_settings()
-        # one 'Notebook demo.ipynb is not trusted' per page on the projector, which buries the
-        # demo's own lines: Voila runs the notebook afresh, so the trust of its stored outputs
-        # (unsigned, as every notebook on another machine is) plays no part
-        self.log.addFilter(lambda r: r.msg != "Notebook %s is not trusted")
+        self.log.addFilter(lambda r: r.msg not in QUIET)
+        # a page that says the demo is full (the viewer turned away is told as a line of the
+        # demo's own) is not also logged as an error, nor each of its retries every 30 s
+        logging.getLogger("tornado.access").addFilter(lambda r: not (r.args and r.args[0] == 503))
         settings[VIEWERS] = Viewers(0 if switched_off("viewer-limit") else self.max_viewers)
+        # the server's pages of the demo's own (pages/: the login page a wrong token or an old
+        # link leads to, the page of a refused request) before jupyter_server's; Voila's page
+        # renderer has a Jinja environment of its own
+        server_pages = settings["jinja2_env"]
+        server_pages.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(PAGES),
+                                                  server_pages.loader])
         self.kernel_manager.viewers = settings[VIEWERS]
         return settings
 
@@ -415,7 +461,8 @@ class DemoVoila(Voila):
                 voila_compat.KernelWebsocketHandler: DemoKernelWebsocketHandler}
         if not switched_off("static-from-memory"):
             swap.update({h: from_memory(h) for h in voila_compat.STATIC_HANDLERS})
-        return voila_compat.swap_handlers(super().init_handlers(), swap)
+        return [(url_path_join(self.server_url, "favicon.ico"), NoIcon),
+                *voila_compat.swap_handlers(super().init_handlers(), swap)]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -111,7 +111,7 @@ class FromMemory:
         self.finish(body)
 
     def write(self, chunk) -> None:
-        if self._capture is not None:
+        if self._capture is not None and self.get_status() == 200:  # not an error page's text
             self._capture.append(bytes(chunk))
         super().write(chunk)
 

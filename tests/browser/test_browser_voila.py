@@ -176,6 +176,51 @@ def test_demo_controls_and_reset_button(demo, demo_page, demo_steps):
     assert page.load_errors == [], f"uncaught errors in the page: {page.load_errors}"
 
 
+def test_the_demo_page_asks_no_host_but_the_demos(chromium, demo_server):
+    """A lecture hall without internet, or behind a captive portal whose DNS hangs: Voila's lab
+    template linked two Font Awesome stylesheets from cdn.jsdelivr.net, which held the page back
+    and made every student's browser ask a third party. Every request of the page goes to the
+    demo, and the reset button's icon is still drawn (the Font Awesome Voila bundles)."""
+    context = chromium.new_context(viewport=H.PROJECTOR)
+    try:
+        page = context.new_page()
+        asked = []
+        page.on("request", lambda r: asked.append(r.url))
+        page.goto(demo_server.url("/"))
+        page.locator(".al-demo .al-readout").first.wait_for(timeout=120_000)
+        own = f"http://127.0.0.1:{demo_server.port}/"
+        assert len(asked) > 50 and asked[0].startswith(own)  # the page and its files are seen
+        elsewhere = [u for u in asked if not u.startswith((own, f"blob:{own}", "data:"))]
+        assert elsewhere == [], f"the demo page asks other hosts: {elsewhere}"
+        icon = page.locator(".al-demo .al-reset i.fa-undo")
+        assert icon.evaluate("async i => { await document.fonts.ready; "
+                             "const font = getComputedStyle(i, '::before').fontFamily; "
+                             "return i.getBoundingClientRect().width > 0 && "
+                             "[...document.fonts].some(f => font.includes(f.family) "
+                             "&& f.status === 'loaded'); }"), "the reset button's icon is not drawn"
+    finally:
+        context.close()
+
+
+def test_a_student_with_an_old_link_pastes_the_address_and_gets_the_demo(chromium, demo_server):
+    """The link of an earlier lecture (its token is gone) leads to the demo's own page, which asks
+    for the token; a wrong one is told, and the address from the board, pasted whole, opens the
+    demo."""
+    context = chromium.new_context(viewport={"width": 1366, "height": 768})
+    try:
+        page = context.new_page()
+        page.goto(demo_server.url("/", token="an-old-one"))
+        field = page.get_by_label(re.compile("token", re.I))
+        field.fill("a-typo")
+        page.get_by_role("button", name="Open the demo").click()
+        expect(page.get_by_role("alert")).to_contain_text("does not open the demo")
+        field.fill(f" {demo_server.url('/')} ")  # as copied from the slide
+        page.get_by_role("button", name="Open the demo").click()
+        page.locator(".al-demo .al-readout").first.wait_for(timeout=120_000)
+    finally:
+        context.close()
+
+
 def _kernel_running(server, kernel_id: str) -> bool:
     """Whether the demo runs the kernel ``kernel_id`` (its process and its connection file)."""
     import psutil

@@ -135,6 +135,8 @@ def test_network_serving_warns_and_a_failed_start_is_reported(capsys, notebook, 
     # the kernels reach the shared model through the environment (its socket and key)
     env = launched["kwargs"]["env"]
     assert env[ENV_KEY] and env[ENV_SOCKET].endswith("model.sock")
+    # Voila finds the demo's page template (--template=lecture-demo) in its own Jupyter folder
+    assert env["JUPYTER_PATH"].split(os.pathsep)[0] == str(D.JUPYTER_DATA)
     assert not Path(env[ENV_SOCKET]).parent.exists()  # the private folder is removed
 
 
@@ -238,7 +240,7 @@ def test_every_ipv6_address_gets_urls_that_work(capsys, notebook, monkeypatch):
 def test_voila_command_is_a_standalone_app_without_code(notebook):
     cmd = D.voila_command(notebook, "127.0.0.1", 8866, "tok", "light")
     for option in ("--no-browser", "--Voila.ip=127.0.0.1", "--port=8866", "--Voila.port_retries=0",
-                   "--Voila.token=tok", "--template=lab", "--strip_sources=True",
+                   "--Voila.token=tok", "--template=lecture-demo", "--strip_sources=True",
                    "--show_tracebacks=False",
                    "--VoilaConfiguration.extension_allowlist=jupyter-matplotlib"):
         assert option in cmd

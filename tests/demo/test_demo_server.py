@@ -217,10 +217,14 @@ def test_the_activity_watch_records_what_jupyter_servers_records(monkeypatch):
 
 def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
     """Voila renders each preheated kernel's page with a new exporter (a new Jinja environment):
-    the server's compiled templates serve them all; a changed source or an environment of the
-    other mode (sync or async) compiles anew."""
+    the server's compiled templates serve them all (the demo's own template, found as the server
+    finds it, through JUPYTER_PATH); a changed source or an environment of the other mode (sync or
+    async) compiles anew."""
     import jinja2
     from voila import notebook_renderer
+    from voila.paths import collect_template_paths
+
+    from attention_lab.demo import launch
 
     compiled = []
     real = jinja2.Environment.compile
@@ -236,9 +240,12 @@ def test_the_page_templates_are_compiled_once_for_every_renderer(monkeypatch):
     S.use_compiled_templates()
     assert notebook_renderer.VoilaExporter is not stock
     assert issubclass(notebook_renderer.VoilaExporter, stock)
-    pages = [notebook_renderer.VoilaExporter(template_name="lab").environment
-             .get_template("index.html.j2") for _ in range(3)]
+    monkeypatch.setenv("JUPYTER_PATH", str(launch.JUPYTER_DATA))
+    paths = collect_template_paths(["voila", "nbconvert"], "lecture-demo", prune=True)
+    pages = [notebook_renderer.VoilaExporter(template_name="lecture-demo", template_paths=paths)
+             .environment.get_template("index.html.j2") for _ in range(3)]
     assert compiled == ["index.html.j2"] and pages[0] is not pages[1]
+    assert pages[2].filename.startswith(str(launch.JUPYTER_DATA))
 
     cache, compiled[:] = S.CompiledTemplates(), []
 
@@ -358,21 +365,28 @@ def _kernel_count(server) -> int:
     return count
 
 
-def _get(port: int, path: str) -> tuple[int, str]:
-    """The status and body of a GET of ``path``."""
+def _get(port: int, path: str, token: str | None = None) -> tuple[int, str]:
+    """The status and body of a GET of ``path``; with ``token``, authenticated as the cookie the
+    page set authenticates a browser, and redirects followed as a browser follows them."""
     import http.client
 
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        conn.request("GET", path)
-        response = conn.getresponse()
-        return response.status, response.read().decode("utf-8", "replace")
+        for _ in range(5 if token else 1):
+            conn.request("GET", path, headers={"Authorization": f"token {token}"} if token else {})
+            response = conn.getresponse()
+            body = response.read().decode("utf-8", "replace")
+            if not token or response.status not in (301, 302, 303, 307):
+                break
+            path = response.getheader("Location")
+        return response.status, body
     finally:
         conn.close()
 
 
-def _legacy_websocket_status(port: int, token: str, kernel_id: str) -> int:
-    """The HTTP status of a websocket upgrade without the v1 subprotocol."""
+def _websocket_status(port: int, token: str, kernel_id: str, protocol: str = "") -> int:
+    """The HTTP status of a kernel websocket upgrade offering ``protocol`` (none: the legacy
+    protocol)."""
     import http.client
 
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -380,7 +394,8 @@ def _legacy_websocket_status(port: int, token: str, kernel_id: str) -> int:
         conn.request("GET", f"/api/kernels/{kernel_id}/channels?token={token}",
                      headers={"Upgrade": "websocket", "Connection": "Upgrade",
                               "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
-                              "Sec-WebSocket-Version": "13"})
+                              "Sec-WebSocket-Version": "13",
+                              **({"Sec-WebSocket-Protocol": protocol} if protocol else {})})
         return conn.getresponse().status
     finally:
         conn.close()
@@ -436,12 +451,18 @@ def test_a_lecture_hall_server(hall):
         status, _ = _get(hall.port, html.unescape(refresh.group(1)))
         assert status == 503
         assert hall.log_path.read_text().count("turned a viewer away") == 2, hall.log_tail()
+        # ... and the browser then asks for the page's icon, which the full page does not name
+        status, _ = _get(hall.port, "/favicon.ico", hall.token)
+        assert status < 400, status
         # the trained model's tab: built on opening, decoded by the shared model, no torch here
         assert await first.open_tab(5, timeout=120) is not None
         kernel = _kernel_process(hall, first.kernel_id)
         assert "libtorch" not in Path(f"/proc/{kernel.pid}/maps").read_text()
         # the older websocket protocol (it hangs Voila 0.5.13) is refused; the server goes on
-        assert _legacy_websocket_status(hall.port, hall.token, first.kernel_id) == 400
+        assert _websocket_status(hall.port, hall.token, first.kernel_id) == 400
+        # a page left open while the demo restarted reconnects with a token (its cookie) this
+        # server does not know: refused, with a line, without a traceback
+        assert _websocket_status(hall.port, "an-old-one", first.kernel_id, S.V1_PROTOCOL) == 403
         assert await first.move() is not None
         # a laptop closed: no goodbye to the server; the kernel is culled after 3 s idle
         await first.close(shutdown=False)
@@ -449,7 +470,10 @@ def test_a_lecture_hall_server(hall):
         while _kernel_process(hall, first.kernel_id) is not None:
             assert time.monotonic() < deadline, "the vanished viewer's kernel was not culled"
             await asyncio.sleep(0.5)
-        assert "Culling 'idle' kernel" in hall.log_path.read_text()
+        # ... and the terminal says so, once the server has ended it (after its process exits)
+        while "[demo] a viewer left without closing the page" not in hall.log_path.read_text():
+            assert time.monotonic() < deadline, hall.log_tail()
+            await asyncio.sleep(0.2)
         # there is room again once the culled kernel's shutdown has finished (its process exits
         # a moment before the server drops it from its kernels)
         deadline = time.monotonic() + 30
@@ -468,8 +492,17 @@ def test_a_lecture_hall_server(hall):
     # a thread of its own: an earlier test's event loop may still be marked running in this one
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, scenario()).result()
-    # no 'Notebook demo.ipynb is not trusted' per page rendered (the preheated and the newcomer's)
-    assert "is not trusted" not in hall.log_path.read_text(), hall.log_tail()
+    # the instructor's terminal shows none of these lines of an ordinary lecture: 'Notebook
+    # demo.ipynb is not trusted' per page rendered (the preheated and the newcomer's), tornado's
+    # 'websocket_ping_timeout (90000) cannot be longer' (jupyter_server gives it milliseconds)
+    # when the first page opens, 'WARNING | Culling 'idle' kernel' for a viewer who left, a 403
+    # (twice) for the favicon a browser asks after the full page, a '503 GET /?token=...' for
+    # each viewer turned away (told by the demo's line) and each of their retries every 30 s;
+    # nor a traceback for a refused request (an HTML error page jupyter_server could not draw)
+    log = hall.log_path.read_text()
+    for line in ("is not trusted", "websocket_ping", "Culling", "GET /favicon", "favicon.ico (",
+                 "503 GET", "Uncaught exception in write_error"):
+        assert line not in log, f"{line!r} on the terminal:\n{hall.log_tail()}"
 
 
 def test_the_page_files_are_served_from_memory_and_compressed(hall):
@@ -493,6 +526,13 @@ def test_the_page_files_are_served_from_memory_and_compressed(hall):
             (plain_encoding, plain), (encoding, packed) = bodies
             assert plain_encoding is None and encoding == "gzip", path
             assert gzip.decompress(packed) == plain and len(packed) < len(plain), path
+        # a file that is not there is refused, without a traceback on the instructor's terminal
+        for path in ("/voila/static/no-such-file.js", "/voila/labextensions/no-such-file.js"):
+            conn.request("GET", path)
+            response = conn.getresponse()
+            assert response.status in (403, 404) and b"<" in response.read(), path
+        assert "Uncaught exception in write_error" not in hall.log_path.read_text(), (
+            hall.log_tail())
     finally:
         conn.close()
 
