@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -491,3 +492,20 @@ def test_a_run_records_the_cpu_kernels_its_floats_depend_on(tmp_path):
     flat = " ".join(help_text.split())
     assert "any machine with the same library versions" not in flat
     assert "CPU" in flat and "versions.cpu" in flat
+
+
+def test_every_option_of_train_says_what_it_does(capsys):
+    """--seed, --steps, --batch, --lr and --threads were listed bare in train's --help."""
+    from attention_lab.toy import train
+
+    with pytest.raises(SystemExit):
+        train.main(["--help"])
+    text = capsys.readouterr().out
+    entries = re.split(r"\n(?=  -)", text.split("options:\n")[1].strip("\n"))
+    bare = []
+    for entry in entries:  # '  --lr LR  help', or the help on the lines under a long one
+        head, _, under = entry.strip().partition("\n")
+        if len(re.split(r"\s{2,}", head, maxsplit=1)) < 2 and not under.strip():
+            bare.append(head)
+    assert len(entries) > 10 and not bare, bare
+    assert "initial weights and the batches (default 0)" in " ".join(text.split())

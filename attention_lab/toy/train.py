@@ -156,10 +156,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="folder for the .pt/.json files (default: ./toy_model)")
     p.add_argument("--ship", action="store_true",
                    help="write into the package's weights folder (maintainers)")
-    tuned = {name: getattr(TrainConfig(), name) for name in ("seed", "steps", "batch", "lr",
-                                                            "threads")}
-    for name, default in tuned.items():
-        p.add_argument(f"--{name}", type=type(default), default=default)
+    tuned = {"seed": "seed of the initial weights and the batches", "steps": "optimiser steps",
+             "batch": "sequences per step", "lr": "peak learning rate (one-cycle schedule)",
+             "threads": "torch threads (a run's floats depend on them)"}
+    for name, help_ in tuned.items():
+        default = getattr(TrainConfig(), name)
+        p.add_argument(f"--{name}", type=type(default), default=default,
+                       help=f"{help_} (default {default})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     folder = store.WEIGHTS_DIR if args.ship else args.out
