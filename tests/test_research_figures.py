@@ -4,6 +4,8 @@ made from the numbers it is given, and a timing figure's description names no ti
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -51,6 +53,17 @@ def test_the_untimed_streaming_figure_draws_the_memory_alone():
     timed = figures.streaming_plot([256, 4096], {"sdpa": [1e-3, 2e-3]}, memory)
     assert [a.get_ylabel() for a in timed.figure.axes] == ["latency (ms)",
                                                           "peak tensor memory (MiB)"]
+
+
+def test_the_memory_axis_reads_as_plain_numbers():
+    """Under a decade on either side of 1 MiB, the log axis labelled its ticks 6×10⁰, 4×10⁻¹."""
+    memory = {"materialised": [0.13 * 2 ** 20, 8 * 2 ** 20], "streaming": [0.125 * 2 ** 20] * 2}
+    fig = figures.streaming_plot([256, 16384], None, memory).figure
+    fig.canvas.draw()
+    (ax,) = fig.axes
+    labels = [t.get_text() for t in ax.get_yticklabels() + ax.get_yticklabels(minor=True)
+              if t.get_text() and t.get_visible()]
+    assert len(labels) >= 3 and all(re.fullmatch(r"\d+(\.\d+)?", t) for t in labels), labels
 
 
 def test_the_score_scale_description_gives_the_measured_values():

@@ -23,7 +23,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import LogFormatterSciNotation, MaxNLocator
 
 from .._compat.matplotlib import move_axes
 from ..plots import CMAP, LayeredFigure, LivePlot, StaticFigure, add_fast_text, fmt_vec
@@ -247,6 +247,13 @@ def tau_plot(tab: dict) -> StaticFigure:
     return StaticFigure(fig, description)
 
 
+class PlainLogFormatter(LogFormatterSciNotation):
+    """Labels the ticks matplotlib's log axis labels, as plain numbers (0.6, 2, not 6×10⁻¹)."""
+
+    def __call__(self, x, pos=None):
+        return f"{x:g}" if super().__call__(x, pos) else ""
+
+
 def streaming_plot(sizes, seconds: dict | None, memory: dict) -> StaticFigure:
     """Peak tensor memory against S for each method (dicts name -> list), and on its left the
     latency when ``seconds`` is given (``compare(repeat=0)`` gives ``None``: nothing timed). The
@@ -265,6 +272,8 @@ def streaming_plot(sizes, seconds: dict | None, memory: dict) -> StaticFigure:
         ax.set(xlabel="source length S", ylabel=label)
         ax.legend(frameon=False)
     axes["memory"].set_yscale("log")
+    axes["memory"].yaxis.set_major_formatter(PlainLogFormatter())
+    axes["memory"].yaxis.set_minor_formatter(PlainLogFormatter(labelOnlyBase=False))
     sizes = list(sizes)
     peaks = "; ".join(f"{name} {np.asarray(m)[0] / 1024:.0f} K at S = {sizes[0]:,}, "
                       f"{np.asarray(m)[-1] / 1024:.0f} K at S = {sizes[-1]:,}"
