@@ -91,9 +91,9 @@ def _decimal_comma(prediction) -> bool:
     to Python) or the text "0,5"."""
     if isinstance(prediction, str):
         return re.fullmatch(r"\s*-?\d+,\d+\s*", prediction) is not None
-    return (isinstance(prediction, tuple) and len(prediction) == 2 and prediction[1] >= 0
+    return (isinstance(prediction, tuple) and len(prediction) == 2
             and all(isinstance(x, numbers.Integral) and not isinstance(x, bool)
-                    for x in prediction))
+                    for x in prediction) and prediction[1] >= 0)
 
 
 def _form_problem(prediction, answer, choices) -> str:

@@ -192,3 +192,6 @@ def test_a_decimal_comma_is_answered_with_the_decimal_point():
     assert verdict((2, 3), 2).endswith("write a number in the # Predict cell above, then run it "
                                        "and this cell again")  # a whole number: no decimals
     assert "decimal" not in verdict((0, 6, 1), 0.557) and "decimal" not in verdict("two", 0.5)
+    for pair in (("a", "b"), (None, 1), (0.5, "x")):  # no decimal comma: raised TypeError
+        assert verdict(pair, 0.557).endswith("write a number in the # Predict cell above, then "
+                                             "run it and this cell again"), pair
