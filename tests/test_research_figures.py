@@ -56,7 +56,7 @@ def test_the_untimed_streaming_figure_draws_the_memory_alone():
 
 
 def test_the_memory_axis_reads_as_plain_numbers():
-    """Under a decade on either side of 1 MiB, the log axis labelled its ticks 6×10⁰, 4×10⁻¹."""
+    """Under a decade either side of 1 MiB, the log axis labelled its ticks 6×10⁰, 4×10⁻¹."""
     memory = {"materialised": [0.13 * 2 ** 20, 8 * 2 ** 20], "streaming": [0.125 * 2 ** 20] * 2}
     fig = figures.streaming_plot([256, 16384], None, memory).figure
     fig.canvas.draw()

@@ -52,8 +52,9 @@ knows its neighbours' symbols: when its top position is left out, a neighbour ca
 run is even right on some steps with less than a tenth of the weight on the true position, so an
 attention map can point where the information did not come from. Retrained with another seed
 (python -m attention_lab train --values encoder --seed 1), the model may align as sharply as the
-others: redundant values allow it, they do not force it. A small effect of removing one position does not prove that the
-model ignores it. Report what the values contain, and more than one training run."""
+others: redundant values allow it, they do not force it. A small effect of removing one position
+does not prove that the model ignores it. Report what the values contain, and more than one
+training run."""
 
 largest_512 = """About 0.95. The variance of q . k is D_k, so at D_k = 512 the scores spread over
 tens of units and the top one takes almost all the weight, whatever the query is looking for.

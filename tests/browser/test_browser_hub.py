@@ -4,9 +4,9 @@ time), open 02_mechanics in JupyterLab, run it without an error (its answer cell
 prediction and show no answer), move a slider and see the figure repaint with the core's numbers;
 one student also runs an exercise notebook and hands it in from JupyterLab's terminal with the
 command the notebook's header gives; no student is asked the news question or sees nbgrader's
-menu, panel or button, and nbgrader's server extensions (formgrader) do not run. Each student's home holds the student bundle (``python -m
-attention_lab release``) and nothing of the solutions, and their kernels run the bundle's
-package. Afterwards the hub, the proxy, the students' servers and their kernels are all
+menu, panel or button, and nbgrader's server extensions (formgrader) do not run. Each student's
+home holds the student bundle (``python -m attention_lab release``) and nothing of the
+solutions, and their kernels run the bundle's package. Afterwards the hub, the proxy, the students' servers and their kernels are all
 gone (also when the test fails).
 
 The hub configuration for one machine is ``tests/browser/hub_config.py`` (a dummy login, servers

@@ -456,7 +456,8 @@ def test_submit_says_when_the_notebook_could_not_run_at_all(tmp_path, capsys, mo
     assert submit.main([str(tmp_path / "hw.ipynb"), "--cell-timeout", "20"]) == 0
     out = capsys.readouterr().out
     lines = [ln for ln in out.splitlines() if ln.startswith("1.")]
-    assert len(lines) == 4 and all(ln.endswith("error: the notebook did not run") for ln in lines), out
+    assert len(lines) == 4, out
+    assert all(ln.endswith("error: the notebook did not run") for ln in lines), out
     assert "could not start" in out and "none of your answers was checked" in out, out
 
 

@@ -134,7 +134,8 @@ class ContextVector(Spec):
              "you took the mean of the weighted values; the context is their sum"),
             (lambda c: c.args[1] @ c.args[0] if c.args[1].shape[0] == c.args[1].shape[1]
              else None, "you computed values @ weights, which mixes the coordinates inside "
-             "each value; each weight scales one of the S values (a row), and the scaled rows are summed"),
+             "each value; each weight scales one of the S values (a row), and the scaled rows "
+             "are summed"),
             (lambda c: c.args[1].sum(axis=0), "you added the values up without weighting them"),
             (lambda c: c.args[1].mean(axis=0), "you averaged the values without the weights"),
         ], "your context")
