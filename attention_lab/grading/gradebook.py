@@ -154,7 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         return _cli.fail("gradebook", f"--out {out} is a file; give a folder for the term's "
                                       "gradebook")
     reports = []
-    for path in (Path(folder) / "grades.json" for folder in args.gradings):
+    for folder in map(Path, args.gradings):
+        path = folder / "grades.json"
+        if not path.is_file():
+            said = ("holds no grades.json" if folder.is_dir() else
+                    "is not a folder" if folder.exists() else "does not exist")
+            return _cli.fail("gradebook", f"{folder} {said}; give folders that grade wrote")
         try:
             reports.append(read_report(path))
         except UNREADABLE as exc:

@@ -186,8 +186,20 @@ def test_only_and_resume_print_what_they_graded_not_the_whole_class(tmp_path, ca
 
 
 def test_a_bad_grading_folder_is_refused(tmp_path, capsys):
+    """A folder without a grading, or a mistyped one, is named as what it is, not as an
+    exception's text."""
     assert gradebook.main([str(tmp_path), "--out", str(tmp_path / "t")]) == 2
-    assert "grades.json cannot be read" in capsys.readouterr().err
+    assert capsys.readouterr().err == (f"gradebook: error: {tmp_path} holds no grades.json; give "
+                                       f"folders that grade wrote\n")
+    assert gradebook.main([str(tmp_path / "week1"), "--out", str(tmp_path / "t")]) == 2
+    assert capsys.readouterr().err == (f"gradebook: error: {tmp_path / 'week1'} does not exist; "
+                                       f"give folders that grade wrote\n")
+    (tmp_path / "grades.csv").write_text("")
+    assert gradebook.main([str(tmp_path / "grades.csv"), "--out", str(tmp_path / "t")]) == 2
+    assert "grades.csv is not a folder; give folders that grade wrote" in capsys.readouterr().err
+    (tmp_path / "grades.json").write_text("{")
+    assert gradebook.main([str(tmp_path), "--out", str(tmp_path / "t")]) == 2
+    assert "grades.json cannot be read (JSONDecodeError" in capsys.readouterr().err
 
 
 def test_an_out_that_is_a_file_is_refused(term, tmp_path, capsys):
