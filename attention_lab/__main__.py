@@ -6,7 +6,9 @@ so ``python -m attention_lab --help`` stays fast.
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import os
 import sys
 
 COMMANDS = {
@@ -41,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        print(f"unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        near = difflib.get_close_matches(name, COMMANDS, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        print(f"unknown command {name!r}{hint}\n\n{usage()}", file=sys.stderr)
         return 2
     try:  # a dependency a command imports when it runs: the package without its extras
         return int(importlib.import_module(COMMANDS[name][0]).main(rest) or 0)
@@ -51,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C in a command that does not handle it itself
         print(f"{name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the output piped into a reader that stopped early (| head)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own recipe
+        return 1
 
 
 if __name__ == "__main__":

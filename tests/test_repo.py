@@ -162,6 +162,25 @@ def test_cli_lists_commands():
     bad = subprocess.run([sys.executable, "-m", "attention_lab", "frobnicate"],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr
+    typo = subprocess.run([sys.executable, "-m", "attention_lab", "grdae"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert typo.stderr.startswith("unknown command 'grdae' (did you mean 'grade'?)")
+
+
+def test_output_piped_into_head_ends_quietly():
+    """``python -m attention_lab grade ... | head`` closes the pipe early: the command stops
+    without a BrokenPipeError traceback."""
+    run = ("import sys; from attention_lab import __main__ as m\n"
+           "def main(argv):\n"
+           "    for i in range(100000):\n"
+           "        print('row', i)\n"
+           "m.COMMANDS['grade'] = ('loud', '')\n"
+           "sys.modules['loud'] = type(sys)('loud'); sys.modules['loud'].main = main\n"
+           "sys.exit(m.main(['grade']))")
+    done = subprocess.run(f"{sys.executable} -c \"$RUN\" | head -1", shell=True,
+                          capture_output=True, text=True, cwd=ROOT,
+                          env={**__import__("os").environ, "RUN": run})
+    assert (done.stdout, done.stderr) == ("row 0\n", "")
 
 
 @pytest.mark.parametrize("body,code,said", [
