@@ -90,7 +90,7 @@ def contents() -> list[tuple[str, str]]:
              ("environment.yml", "the same pins for conda, and for repo2docker (a JupyterHub "
                                  "image built from this folder)"),
              ("jupyter-config/", "JupyterLab's settings for this lab (no news pop-up, no nbgrader "
-                                 "menus), which the last line above uses")]
+                                 "menus, no Voila), which the last line above uses")]
     return rows
 
 

@@ -346,14 +346,15 @@ def test_the_hub_refuses_to_start_with_a_bundle_it_cannot_build(tmp_path, monkey
     assert not (tmp_path / "bundles").exists() or not any((tmp_path / "bundles").iterdir())
 
 
-def test_students_servers_on_the_hub_have_neither_nbgrader_nor_the_news_question(tmp_path,
-                                                                                 monkeypatch):
+def test_students_servers_on_the_hub_have_neither_nbgrader_voila_nor_the_news_question(
+        tmp_path, monkeypatch):
     """Students on the hub saw an 'Nbgrader' menu, a 'Validate' button and a 'Create Assignment'
     panel, nbgrader's server extensions ran in each of their servers (the hub's one venv has
     nbgrader, for the instructors' nbgrader route), and the news pop-up greeted each of them.
     Their servers now read the bundle's jupyter-config/ (which students can read: the checkout
     is private), which leaves nbgrader out and turns the news question off; the instructor's
-    JupyterLab, opened as the repository's README says (its jupyter-config/), keeps nbgrader."""
+    JupyterLab, opened as the repository's README says (its jupyter-config/), keeps nbgrader.
+    Voila's server extension is the lecture demo's; a student's server does not start it."""
     config, ns = _load_hub_config(monkeypatch, tmp_path / "bundles")
     env = dict(config.Spawner.environment)
     assert Path(env["JUPYTER_CONFIG_PATH"]).is_relative_to(ns["BUNDLE"]), env
@@ -361,8 +362,10 @@ def test_students_servers_on_the_hub_have_neither_nbgrader_nor_the_news_question
     assert student["overrides"]["@jupyterlab/apputils-extension:notification"][
         "fetchNews"] == "false"
     assert "jupyterlab" in student["extensions"]
-    assert not [n for n in student["extensions"] if n.startswith("nbgrader")], student
+    assert not [n for n in student["extensions"] if n.startswith(("nbgrader", "voila"))], student
     assert student["disabled"].get("@jupyter/nbgrader") is True, student["disabled"]
+    # without the server extension, Voila's preview button would open a page that is not there
+    assert student["disabled"].get("@voila-dashboards/jupyterlab-preview") is True
     instructor = jupyter_sees({"JUPYTER_CONFIG_PATH": str(ROOT / "jupyter-config")}, tmp_path)
     assert "nbgrader.server_extensions.formgrader" in instructor["extensions"], instructor
     assert not instructor["disabled"].get("@jupyter/nbgrader"), instructor["disabled"]
