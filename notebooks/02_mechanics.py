@@ -412,8 +412,9 @@ window_explorer
 # ### Local-p: a predicted centre
 #
 # Local-m assumes the alignment runs along the diagonal ($p_t = t$). Reversal, say, needs position
-# $S + 1 - t$ at step $t$. Luong's *local-p* lets the decoder state $h_t$ predict the centre,
-# $p_t = 1 + (S - 1)\,\sigma(z_t)$ with $z_t = v_p^\top \tanh(W_p h_t)$ (positions 1..S), scores
+# $S + 1 - t$ at step $t$. Luong's *local-p* lets the decoder state $h_t$ predict the centre from
+# $z_t = v_p^\top \tanh(W_p h_t)$: the paper's centre is $p_t = S\,\sigma(z_t)$, in $[0, S]$;
+# ours is $p_t = 1 + (S - 1)\,\sigma(z_t)$, which stays on the positions 1..S. It scores
 # the window $|j - p_t| \le D$, and multiplies the softmax weights by a Gaussian
 # $\exp(-(j - p_t)^2 / (2 (D/2)^2))$ that favours the positions near $p_t$. Below, $z = 1$, $D = 2$,
 # ten positions, the target at 8.

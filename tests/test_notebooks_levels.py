@@ -514,3 +514,18 @@ def test_the_notebooks_page_lists_every_explorer_of_each_notebook():
                 if f"widgets.{cls.__name__}(" in source}
         used |= {"model"} if "ModelExplorer(model)" in source else set()
         assert listed == used, (stem, listed, used)
+
+
+def test_02_says_its_local_p_centre_is_not_the_papers():
+    """Luong et al. predict the centre as ``S * sigmoid(z)``, in [0, S]; the lab's is
+    ``1 + (S - 1) * sigmoid(z)`` (positions 1..S), which the prose gave as Luong's: at the
+    notebook's z = 1 and S = 10 the two are 7.58 (printed) and 7.31."""
+    from attention_lab.local import centre_from_logit
+
+    S, z = 10, 1.0
+    ours, papers = 1 + float(centre_from_logit(z, S)), S / (1 + np.exp(-z))
+    assert f"centre p_t = {ours:.2f};" in revealed_text("02_mechanics")
+    assert round(ours, 2) != round(papers, 2)
+    text = " ".join(prose("02_mechanics").split())
+    assert "the paper's centre is $p_t = S\\,\\sigma(z_t)$" in text
+    assert "Luong's *local-p* lets the decoder state $h_t$ predict the centre, $p_t = 1" not in text
