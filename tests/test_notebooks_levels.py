@@ -529,3 +529,17 @@ def test_02_says_its_local_p_centre_is_not_the_papers():
     text = " ".join(prose("02_mechanics").split())
     assert "the paper's centre is $p_t = S\\,\\sigma(z_t)$" in text
     assert "Luong's *local-p* lets the decoder state $h_t$ predict the centre, $p_t = 1" not in text
+
+
+def test_01_says_its_two_query_heatmap_is_computed_where_the_chapters_is_made_up():
+    """The chapter's two-query figure draws made-up rows (its first on sources 2 and 3); the
+    notebook's first row is the chapter's query, whose second-largest weight is on source 5, so
+    a reader holding the chapter sees other numbers: the prose says why."""
+    ex = running_example()
+    from attention_lab import attend
+
+    weights = attend(ex.query, ex.keys, ex.values).weights
+    top_two = sorted(int(i) + 1 for i in np.argsort(-weights)[:2])
+    assert top_two != [2, 3]
+    text = " ".join(prose("01_intuition").split())
+    assert "The chapter's figure draws two made-up rows" in text
