@@ -194,7 +194,7 @@ print("largest score: source", dot.argmax() + 1, "| largest contribution to c₃
 # ## 3. What does a temperature change?
 #
 # A temperature $\tau > 0$ divides the scores before the softmax:
-# $\alpha_i = \exp(e_i / \tau) / \sum_j \exp(e_j / \tau)$. (Transformers' fixed $1/\sqrt{d_k}$
+# $\alpha_i = \exp(e_i / \tau) / \sum_j \exp(e_j / \tau)$. (Transformers' fixed $1/\sqrt{D_k}$
 # is derived in the next chapter.)
 
 # %%

@@ -543,3 +543,13 @@ def test_01_says_its_two_query_heatmap_is_computed_where_the_chapters_is_made_up
     assert top_two != [2, 3]
     text = " ".join(prose("01_intuition").split())
     assert "The chapter's figure draws two made-up rows" in text
+
+
+def test_prose_names_the_widths_as_the_chapter_does():
+    """The chapter writes the key and value widths D_k and D_v, and so does every notebook's
+    prose; 02 wrote the Transformer scale as 1/sqrt(d_k)."""
+    texts = {stem: prose(stem) for stem in (*LEVELS.values(), "04_research")}
+    assert all("D_k" in texts[s] for s in ("03_maths_and_code", "04_research"))
+    other = {s: m.group(0) for s, t in texts.items()
+             if (m := re.search(r".{0,40}\bd_[kv]\b", t))}
+    assert not other, other
