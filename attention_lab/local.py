@@ -11,7 +11,9 @@ near it with a Gaussian:
     a_tj    = alpha_tj * exp(-(j - p_t)^2 / (2 sigma^2)),       sigma = D / 2
     c_t     = sum_j a_tj v_j
 
-Positions are 0-based (the paper counts them from 1 and writes ``S * sigmoid(...)``). As in the
+Positions are 0-based. The paper counts them from 1 and writes ``p_t = S * sigmoid(...)``, in
+[0, S]; the lab's centre, ``1 + (S - 1) * sigmoid(...)`` counted from 1, stays on the positions
+(the notebooks say so). As in the
 paper the Gaussian multiplies the weights *after* the softmax, so they sum to less than 1 (to 1
 only when all the window's weight sits exactly at ``p_t``) and the context is shrunk towards 0
 by as much.

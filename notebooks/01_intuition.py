@@ -171,7 +171,8 @@ with reveal(later_pair, why=why.later_pair) as r:
 # %% [markdown]
 # **The heatmap below** has one row per query and one column per source (darker = larger
 # weight): the chapter's query leans on source 2, the later one on sources 4 and 5. No source is
-# important in itself; the query decides.
+# important in itself; the query decides. (The chapter's figure draws two made-up rows, on
+# sources 2 and 3, then 4 and 5; ours are computed.)
 
 # %%
 plots.two_query_heatmap(np.vstack([result.weights, later.weights]),

@@ -194,7 +194,7 @@ print("largest score: source", dot.argmax() + 1, "| largest contribution to c₃
 # ## 3. What does a temperature change?
 #
 # A temperature $\tau > 0$ divides the scores before the softmax:
-# $\alpha_i = \exp(e_i / \tau) / \sum_j \exp(e_j / \tau)$. (Transformers' fixed $1/\sqrt{d_k}$
+# $\alpha_i = \exp(e_i / \tau) / \sum_j \exp(e_j / \tau)$. (Transformers' fixed $1/\sqrt{D_k}$
 # is derived in the next chapter.)
 
 # %%
@@ -412,8 +412,9 @@ window_explorer
 # ### Local-p: a predicted centre
 #
 # Local-m assumes the alignment runs along the diagonal ($p_t = t$). Reversal, say, needs position
-# $S + 1 - t$ at step $t$. Luong's *local-p* lets the decoder state $h_t$ predict the centre,
-# $p_t = 1 + (S - 1)\,\sigma(z_t)$ with $z_t = v_p^\top \tanh(W_p h_t)$ (positions 1..S), scores
+# $S + 1 - t$ at step $t$. Luong's *local-p* lets the decoder state $h_t$ predict the centre from
+# $z_t = v_p^\top \tanh(W_p h_t)$: the paper's centre is $p_t = S\,\sigma(z_t)$, in $[0, S]$;
+# ours is $p_t = 1 + (S - 1)\,\sigma(z_t)$, which stays on the positions 1..S. It scores
 # the window $|j - p_t| \le D$, and multiplies the softmax weights by a Gaussian
 # $\exp(-(j - p_t)^2 / (2 (D/2)^2))$ that favours the positions near $p_t$. Below, $z = 1$, $D = 2$,
 # ten positions, the target at 8.

@@ -65,9 +65,9 @@ print("trained with seed", meta["seed"], "for", meta["train"]["steps"], "steps;"
 #
 # The task: write a string of the symbols `a` to `l` backwards; output step `t` must copy source
 # position `S + 1 - t`. In the models (`attention_lab/toy/model.py`) a bidirectional GRU reads the
-# source and its projected states are the **keys**; the **values** are the symbols' embeddings;
-# the **query** is the decoder's GRU state at step `t`; scores are additive,
-# `v^T tanh(W_q h_t + W_k k_j)` (`dot_model`: dot products; `enc_model`: the GRU's states as
+# source and its states, projected, are the **keys**, `k_j = W_k enc_j`; the **values** are the
+# symbols' embeddings; the **query** is the decoder's GRU state at step `t`; scores are additive,
+# `v^T tanh(W_q h_t + b_a + k_j)` (`dot_model`: dot products; `enc_model`: the GRU's states as
 # values).
 #
 # The chapter opens with the problem attention solves: a decoder that sees only the encoder's

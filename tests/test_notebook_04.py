@@ -257,3 +257,27 @@ def test_the_redundant_values_table_says_which_steps_each_row_counts():
     steps = re.search(r"^steps\s+(\d+)", L.reveals(STEM)[permuted.answer_index].held,
                       flags=re.M).group(1)
     assert f"{steps} steps" in held and "1500 steps" in held, held
+
+
+def test_the_additive_score_in_the_prose_is_the_one_the_model_computes():
+    """The keys are the encoder's states already projected by W_k (``model.encode`` returns
+    ``W_k(enc)``), so the model's additive score is ``v^T tanh(W_q h_t + b_a + k_j)``; the prose
+    wrote ``W_k k_j``, which projects the keys twice."""
+    import torch
+
+    from attention_lab import toy
+
+    model = toy.load()
+    tokens, lengths = toy.data.pad_batch([toy.encode("cafe", 12, 12)], model.config.max_len)
+    h = torch.randn(1, 2, model.config.hidden, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        keys, values, enc = model.encode(torch.from_numpy(tokens), torch.from_numpy(lengths))
+        mask = torch.ones(1, 2, keys.shape[1], dtype=torch.bool)
+        _, _, scores = model.attend(h, keys, values, mask)
+        q = h @ model.W_q.weight.T + model.W_q.bias                     # W_q h_t + b_a
+        by_the_prose = torch.tanh(q[:, :, None] + keys[:, None]) @ model.v.weight[0]
+    assert torch.allclose(keys, model.W_k(enc))                         # k_j = W_k enc_j
+    assert torch.allclose(scores, by_the_prose, atol=1e-5)
+    text = flat(prose())
+    assert "W_k k_j" not in text
+    assert "`v^T tanh(W_q h_t + b_a + k_j)`" in text and "`k_j = W_k enc_j`" in text

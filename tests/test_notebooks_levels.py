@@ -514,3 +514,42 @@ def test_the_notebooks_page_lists_every_explorer_of_each_notebook():
                 if f"widgets.{cls.__name__}(" in source}
         used |= {"model"} if "ModelExplorer(model)" in source else set()
         assert listed == used, (stem, listed, used)
+
+
+def test_02_says_its_local_p_centre_is_not_the_papers():
+    """Luong et al. predict the centre as ``S * sigmoid(z)``, in [0, S]; the lab's is
+    ``1 + (S - 1) * sigmoid(z)`` (positions 1..S), which the prose gave as Luong's: at the
+    notebook's z = 1 and S = 10 the two are 7.58 (printed) and 7.31."""
+    from attention_lab.local import centre_from_logit
+
+    S, z = 10, 1.0
+    ours, papers = 1 + float(centre_from_logit(z, S)), S / (1 + np.exp(-z))
+    assert f"centre p_t = {ours:.2f};" in revealed_text("02_mechanics")
+    assert round(ours, 2) != round(papers, 2)
+    text = " ".join(prose("02_mechanics").split())
+    assert "the paper's centre is $p_t = S\\,\\sigma(z_t)$" in text
+    assert "Luong's *local-p* lets the decoder state $h_t$ predict the centre, $p_t = 1" not in text
+
+
+def test_01_says_its_two_query_heatmap_is_computed_where_the_chapters_is_made_up():
+    """The chapter's two-query figure draws made-up rows (its first on sources 2 and 3); the
+    notebook's first row is the chapter's query, whose second-largest weight is on source 5, so
+    a reader holding the chapter sees other numbers: the prose says why."""
+    ex = running_example()
+    from attention_lab import attend
+
+    weights = attend(ex.query, ex.keys, ex.values).weights
+    top_two = sorted(int(i) + 1 for i in np.argsort(-weights)[:2])
+    assert top_two != [2, 3]
+    text = " ".join(prose("01_intuition").split())
+    assert "The chapter's figure draws two made-up rows" in text
+
+
+def test_prose_names_the_widths_as_the_chapter_does():
+    """The chapter writes the key and value widths D_k and D_v, and so does every notebook's
+    prose; 02 wrote the Transformer scale as 1/sqrt(d_k)."""
+    texts = {stem: prose(stem) for stem in (*LEVELS.values(), "04_research")}
+    assert all("D_k" in texts[s] for s in ("03_maths_and_code", "04_research"))
+    other = {s: m.group(0) for s, t in texts.items()
+             if (m := re.search(r".{0,40}\bd_[kv]\b", t))}
+    assert not other, other
