@@ -66,12 +66,12 @@ def softmax(scores, *, temperature: float = 1.0, mask=None, axis: int = -1,
 
     if empty_rows.any():
         if empty == "raise":
-            rows = np.argwhere(np.squeeze(empty_rows, axis=ax))
-            first = tuple(int(i) for i in rows[0]) if rows.size else ()
-            raise ValueError(
-                f"{len(rows)} row(s) have no eligible key (all masked), first at index {first}; "
-                f"pass empty='zeros' or empty='nan' to allow them"
-            )
+            rows = np.argwhere(np.squeeze(empty_rows, axis=ax))             # (n, ndim - 1)
+            first = tuple(int(i) for i in rows[0])
+            what = (f"{len(rows)} row(s) have no eligible key (all masked), first at row "
+                    f"{first[0] if len(first) == 1 else first}") if first else \
+                "the row has no eligible key (all masked)"
+            raise ValueError(f"{what}; pass empty='zeros' or empty='nan' to allow them")
         if empty == "nan":
             weights = np.where(empty_rows, np.nan, weights)
     return weights.astype(out_dtype, copy=False)

@@ -144,8 +144,14 @@ def test_all_masked_row_policies():
     n = al.attend_scores(scores, values, mask=mask, empty="nan")
     assert np.isnan(n.weights[1]).all() and np.isnan(n.context[1]).all()
     assert np.isfinite(n.weights[0]).all()
-    with pytest.raises(ValueError, match=r"no eligible key .* index \(1,\)"):
+    with pytest.raises(ValueError, match=r"1 row\(s\) have no eligible key \(all masked\), "
+                                         r"first at row 1; "):
         al.attend_scores(scores, values, mask=mask, empty="raise")
+    with pytest.raises(ValueError, match=r"^the row has no eligible key \(all masked\); pass"):
+        al.attend_scores(scores[1], values, mask=mask[1], empty="raise")  # one query: no index
+    many = np.zeros((2, 3, 3), bool)
+    with pytest.raises(ValueError, match=r"^6 row\(s\) .*, first at row \(0, 0\); "):
+        al.softmax(np.zeros((2, 3, 3)), mask=many, empty="raise")
 
 
 def test_temperature_divides_scores():
