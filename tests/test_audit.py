@@ -197,6 +197,10 @@ def test_audit_of_the_trained_model():
     assert not r.flags, str(r)
     assert "additive" in r["score function"].value
     assert "decoder GRU state" in r["query"].value
+    c = model.config  # the declared projections give the model's widths, v's too
+    assert describe(model)["projections"] == (f"W_q ({c.hidden} -> {c.attn}), "
+                                              f"W_k ({2 * c.hidden} -> {c.attn}), "
+                                              f"v ({c.attn} -> 1)")
     assert r["query"].value.startswith("shape (2, 12, 64)")
     # steps after a source's end have no eligible key: 12 - 5 = 7 all-masked rows
     assert "7 all-masked row(s)" in r["mask"].value

@@ -45,7 +45,7 @@ def describe(model: ReversalModel) -> dict:
         "key": "W_k x bidirectional GRU encoder states",
         "value": value,
         "projections": f"W_q ({c.hidden} -> {c.attn}), W_k ({2 * c.hidden} -> {c.attn})"
-                       + (", v (attn -> 1)" if c.score == "additive" else ""),
+                       + (f", v ({c.attn} -> 1)" if c.score == "additive" else ""),
         "sharing": sharing,
         "positions": "output step t (1..S) should attend to source position S + 1 - t "
                      "(reversal)",
