@@ -165,12 +165,24 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attention_lab.nbtools")
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_lab.nbtools",
+        description="The notebook pairs: NAME.py, the text you edit, and NAME.ipynb, with the "
+                    "outputs nbval compares.")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    ex = sub.add_parser("execute", help="execute text notebook(s) and write the .ipynb")
-    ex.add_argument("paths", nargs="+", type=Path)
-    ch = sub.add_parser("check", help="report pairs that are out of sync")
-    ch.add_argument("folder", nargs="?", type=Path, default=ROOT / "notebooks")
+    ex = sub.add_parser("execute", help="execute text notebook(s) and write the .ipynb",
+                        description="Run each text notebook top to bottom in a fresh kernel (in "
+                                    "its folder) and write its .ipynb with the outputs. Exercise "
+                                    "notebooks: python -m attention_lab.exercises.authoring "
+                                    "build --execute.")
+    ex.add_argument("paths", nargs="+", type=Path, metavar="NAME.py",
+                    help="the text notebooks (a .ipynb stands for its .py)")
+    ch = sub.add_parser("check", help="report pairs that are out of sync",
+                        description="Report every pair whose .py and .ipynb differ, whose code "
+                                    "cells have no stored outputs or whose stored figures were "
+                                    "drawn by other plotting code; exit code 1 if any.")
+    ch.add_argument("folder", nargs="?", type=Path, default=ROOT / "notebooks",
+                    help="where to look (default: the checkout's notebooks/)")
     args = parser.parse_args(argv)
     if args.cmd == "execute":
         if missing := [py for py in (p.with_suffix(".py") for p in args.paths) if not py.is_file()]:

@@ -152,10 +152,17 @@ def build(execute: bool = False) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attention_lab.exercises.authoring")
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_lab.exercises.authoring",
+        description="The student exercise notebooks are made from the instructor solutions "
+                    "(notebooks/exercises/solutions/): edit a solution, then build.")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="write the student notebooks from the solutions")
-    b.add_argument("--execute", action="store_true", help="then execute all notebook pairs")
+    b = sub.add_parser("build", help="write the student notebooks from the solutions",
+                       description="Write notebooks/exercises/NAME.py from each NAME_solutions.py,"
+                                   " each solution block replaced by its stub.")
+    b.add_argument("--execute", action="store_true",
+                   help="then execute the eight exercise pairs (students' and solutions') with "
+                        "nbtools")
     args = parser.parse_args(argv)
     for p in build(execute=args.execute):
         print(f"wrote {p.relative_to(ROOT)}")

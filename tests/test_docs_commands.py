@@ -1,0 +1,60 @@
+"""The maintainers' commands as the site describes them (``docs/maintainers/``): each command's
+``--help`` says what the command and each of its arguments is, and a command does what its page
+says it does."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+import pytest
+
+from attention_lab.__main__ import COMMANDS
+
+#: every command line of the checkout: the lab's commands and the maintainers' tools
+MODULES = [module for module, _ in COMMANDS.values()] + [
+    "attention_lab.nbtools", "attention_lab.exercises.authoring", "benchmarks.run",
+    "benchmarks.bench_demo", "benchmarks.class_generator"]
+
+
+class _Parsed(Exception):
+    pass
+
+
+def parsers_of(module: str, monkeypatch) -> list[argparse.ArgumentParser]:
+    """The parsers ``module.main(["--help"])`` asks to parse its arguments (stopped there)."""
+    seen = []
+
+    def record(self, *args, **kwargs):
+        seen.append(self)
+        raise _Parsed
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", record)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_known_args", record)
+    with pytest.raises(_Parsed):
+        importlib.import_module(module).main(["--help"])
+    return seen
+
+
+def unexplained(parser: argparse.ArgumentParser, name: str) -> list[str]:
+    """What of ``parser`` (and its subcommands) its ``--help`` lists without a word about it."""
+    bare = [] if parser.description else [f"{name}: no description"]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            said = {a.dest: a.help for a in action._choices_actions}
+            bare += [f"{name} {sub}: no help" for sub in action.choices if not said.get(sub)]
+            for sub, subparser in action.choices.items():
+                bare += unexplained(subparser, f"{name} {sub}")
+        elif not action.help and not isinstance(action, argparse._HelpAction):
+            bare.append(f"{name}: {'/'.join(action.option_strings) or action.dest}")
+    return bare
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_every_commands_help_says_what_it_and_each_argument_is(module, monkeypatch):
+    """``nbtools --help`` listed ``paths`` and ``folder`` bare, under no description, as did
+    ``exercises.authoring`` and its ``build``; ``demo``'s ``--theme`` and the load benchmark's
+    ``--slider-seconds`` and ``--plain-max-n`` had no help either."""
+    parsers = parsers_of(module, monkeypatch)
+    assert parsers, module
+    assert not [b for p in parsers for b in unexplained(p, p.prog)]
