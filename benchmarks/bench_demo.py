@@ -65,6 +65,7 @@ from .common import Row
 
 GROUP = "demo"
 ORDER = 95
+IN_DEFAULT_RUN = False  # about 20 minutes
 ROOT = Path(__file__).resolve().parent.parent
 NS = (1, 10, 30, 60)
 POOL = 30

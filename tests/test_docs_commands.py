@@ -58,3 +58,22 @@ def test_every_commands_help_says_what_it_and_each_argument_is(module, monkeypat
     parsers = parsers_of(module, monkeypatch)
     assert parsers, module
     assert not [b for p in parsers for b in unexplained(p, p.prog)]
+
+
+def test_the_benchmarks_default_run_leaves_out_the_demos_long_run(monkeypatch, capsys):
+    """``python -m benchmarks.run``, 'every group but demo's long run' on the benchmarks page,
+    ran the demo's 20 minutes too; it runs it only when named, and its help says so."""
+    from benchmarks import run
+
+    ran = []
+    for m in run.modules():
+        monkeypatch.setattr(m, "run", lambda quick, group=m.GROUP: ran.append(group) or [])
+    assert run.main(["--quick"]) == 0
+    assert "demo" not in ran and {"core", "grading", "docs"} <= set(ran), ran
+    ran.clear()
+    assert run.main(["demo", "--quick"]) == 0 and ran == ["demo"]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        run.main(["--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "default: every group but demo" in said and "core" in said
