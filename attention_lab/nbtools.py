@@ -132,11 +132,17 @@ def pair_problems(ipynb: Path, py: Path) -> list[str]:
     return problems + stale_figures(ipynb)
 
 
+class CellFailed(Exception):
+    """A cell of a notebook being executed raised (its ``.ipynb`` is not written)."""
+
+
 def execute(py: Path | str, *, timeout: int = 600) -> Path:
-    """Execute the text notebook ``py`` in a fresh kernel and write its ``.ipynb`` partner."""
+    """Execute the text notebook ``py`` in a fresh kernel and write its ``.ipynb`` partner
+    (:class:`CellFailed` when a cell raises)."""
     import jupytext
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
     py = Path(py).with_suffix(".py")  # the text partner of a .ipynb given
@@ -146,7 +152,14 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
                             resources={"metadata": {"path": str(py.parent)}},
                             record_timing=False, store_widget_state=False, allow_errors=False)
     drawn_with = drawing_hash()  # the code the figures are drawn by, read before they are
-    client.execute()
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        i = next(i for i, c in enumerate(nb.cells) if any(
+            o.get("output_type") == "error" for o in c.get("outputs", [])))
+        raise CellFailed(f"{py}: cell {i} ({nb.cells[i].source.splitlines()[0]!r}) raised "
+                         f"{exc.ename}: {exc.evalue}; {py.with_suffix('.ipynb').name} was not "
+                         f"written") from None
     # one output per stream, however the kernel's writes were chunked on the way (it varies by load)
     CoalesceStreamsPreprocessor().preprocess(nb, {})
     ids: dict[str, str] = {}  # the kernel's random model ids -> ids numbered in order
@@ -188,8 +201,11 @@ def main(argv: list[str] | None = None) -> int:
         if missing := [py for py in (p.with_suffix(".py") for p in args.paths) if not py.is_file()]:
             return fail("nbtools", f"{missing[0]} does not exist (execute reads a notebook's text "
                                    "file)")
-        for p in args.paths:
-            print(f"executed {execute(p)}")
+        try:
+            for p in args.paths:
+                print(f"executed {execute(p)}")
+        except CellFailed as exc:
+            return fail("nbtools", str(exc))
         return 0
     if not args.folder.is_dir():
         return fail("nbtools", f"{args.folder} is not a folder")

@@ -77,3 +77,18 @@ def test_the_benchmarks_default_run_leaves_out_the_demos_long_run(monkeypatch, c
         run.main(["--help"])
     said = " ".join(capsys.readouterr().out.split())
     assert "default: every group but demo" in said and "core" in said
+
+
+def test_a_notebook_cell_that_raises_is_named_not_a_traceback(tmp_path, capsys):
+    """``nbtools execute`` of a notebook whose cell raised printed some 30 lines of nbclient's
+    traceback before the cell's error; it now says which cell raised what, and that the .ipynb
+    was not written, exit code 2."""
+    from attention_lab import nbtools
+
+    (tmp_path / "a.py").write_text("# %%\nx = 1\n\n# %% [markdown]\n# text\n\n# %%\nx / 0\n")
+    assert nbtools.main(["execute", str(tmp_path / "a.py")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"nbtools: error: {tmp_path / 'a.py'}: cell 2 ('x / 0') raised ZeroDivisionError: "
+        f"division by zero; a.ipynb was not written"]
+    assert not (tmp_path / "a.ipynb").exists()
+
