@@ -92,3 +92,20 @@ def test_a_notebook_cell_that_raises_is_named_not_a_traceback(tmp_path, capsys):
         f"division by zero; a.ipynb was not written"]
     assert not (tmp_path / "a.ipynb").exists()
 
+
+def test_a_solution_with_a_broken_marker_is_named_not_a_traceback(tmp_path, monkeypatch,
+                                                                  capsys):
+    """``exercises.authoring build`` over a solution whose block was not closed raised
+    MarkerError with a traceback and without the file's name; it now names the file and the
+    problem, exit code 2."""
+    from attention_lab.exercises import authoring
+
+    monkeypatch.setattr(authoring, "SOLUTIONS", tmp_path / "solutions")
+    monkeypatch.setattr(authoring, "FOLDER", tmp_path)
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / "02_mechanics_exercises_solutions.py").write_text(
+        "# %%\ndef f():\n    # BEGIN SOLUTION\n    return 1\n")
+    assert authoring.main(["build"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "authoring: error: 02_mechanics_exercises_solutions.py: a solution block is not closed "
+        "(missing END SOLUTION); nothing more was written"]
