@@ -366,3 +366,24 @@ def test_students_servers_on_the_hub_have_neither_nbgrader_nor_the_news_question
     instructor = jupyter_sees({"JUPYTER_CONFIG_PATH": str(ROOT / "jupyter-config")}, tmp_path)
     assert "nbgrader.server_extensions.formgrader" in instructor["extensions"], instructor
     assert not instructor["disabled"].get("@jupyter/nbgrader"), instructor["disabled"]
+
+
+def test_the_bundles_command_line_offers_only_what_the_bundle_has(bundle):
+    """In the bundle, ``python -m attention_lab --help`` listed release, demo, docs and bench,
+    and each answered "not available: No module named 'attention_lab.demo'"; the help now lists
+    the bundle's commands, and one it has not says where it runs."""
+    import subprocess
+    import sys
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "attention_lab", *argv], cwd=bundle,
+                              capture_output=True, text=True, timeout=120,
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(bundle)})
+
+    listed = re.findall(r"^  (\w+) ", run("--help").stdout, flags=re.M)
+    assert "submit" in listed and "grade" in listed
+    assert not {"release", "demo", "docs", "bench"} & set(listed), listed
+    demo = run("demo")
+    assert (demo.returncode, demo.stderr) == (2, "the command 'demo' is not in this copy of the "
+                                                 "lab (a student bundle); it runs from a checkout "
+                                                 "of the lab's repository\n")
