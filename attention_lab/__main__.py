@@ -10,6 +10,7 @@ import difflib
 import importlib
 import os
 import sys
+from pathlib import Path
 
 COMMANDS = {
     "submit": ("attention_lab.grading.submit", "run an exercise notebook and write a file to hand in"),
@@ -28,10 +29,18 @@ COMMANDS = {
 }
 
 
+def present(module: str) -> bool:
+    """Whether this copy of the package has ``module`` (the student bundle leaves some out)."""
+    package, _, rest = module.partition(".")
+    return package != __package__ or Path(__file__).parent.joinpath(
+        *rest.split(".")).with_suffix(".py").is_file()
+
+
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: python -m attention_lab COMMAND [options]", "", "commands:"]
-    lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [f"  {name:<{width}}  {help_}" for name, (module, help_) in COMMANDS.items()
+              if present(module)]
     lines += ["", "python -m attention_lab COMMAND --help shows a command's options."]
     return "\n".join(lines)
 
@@ -46,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         near = difflib.get_close_matches(name, COMMANDS, n=1)
         hint = f" (did you mean {near[0]!r}?)" if near else ""
         print(f"unknown command {name!r}{hint}\n\n{usage()}", file=sys.stderr)
+        return 2
+    if not present(COMMANDS[name][0]):
+        print(f"the command {name!r} is not in this copy of the lab (a student bundle); it runs "
+              f"from a checkout of the lab's repository", file=sys.stderr)
         return 2
     try:  # a dependency a command imports when it runs: the package without its extras
         return int(importlib.import_module(COMMANDS[name][0]).main(rest) or 0)

@@ -132,11 +132,17 @@ def pair_problems(ipynb: Path, py: Path) -> list[str]:
     return problems + stale_figures(ipynb)
 
 
+class CellFailed(Exception):
+    """A cell of a notebook being executed raised (its ``.ipynb`` is not written)."""
+
+
 def execute(py: Path | str, *, timeout: int = 600) -> Path:
-    """Execute the text notebook ``py`` in a fresh kernel and write its ``.ipynb`` partner."""
+    """Execute the text notebook ``py`` in a fresh kernel and write its ``.ipynb`` partner
+    (:class:`CellFailed` when a cell raises)."""
     import jupytext
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
     py = Path(py).with_suffix(".py")  # the text partner of a .ipynb given
@@ -146,7 +152,14 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
                             resources={"metadata": {"path": str(py.parent)}},
                             record_timing=False, store_widget_state=False, allow_errors=False)
     drawn_with = drawing_hash()  # the code the figures are drawn by, read before they are
-    client.execute()
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        i = next(i for i, c in enumerate(nb.cells) if any(
+            o.get("output_type") == "error" for o in c.get("outputs", [])))
+        raise CellFailed(f"{py}: cell {i} ({nb.cells[i].source.splitlines()[0]!r}) raised "
+                         f"{exc.ename}: {exc.evalue}; {py.with_suffix('.ipynb').name} was not "
+                         f"written") from None
     # one output per stream, however the kernel's writes were chunked on the way (it varies by load)
     CoalesceStreamsPreprocessor().preprocess(nb, {})
     ids: dict[str, str] = {}  # the kernel's random model ids -> ids numbered in order
@@ -165,19 +178,34 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attention_lab.nbtools")
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_lab.nbtools",
+        description="The notebook pairs: NAME.py, the text you edit, and NAME.ipynb, with the "
+                    "outputs nbval compares.")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    ex = sub.add_parser("execute", help="execute text notebook(s) and write the .ipynb")
-    ex.add_argument("paths", nargs="+", type=Path)
-    ch = sub.add_parser("check", help="report pairs that are out of sync")
-    ch.add_argument("folder", nargs="?", type=Path, default=ROOT / "notebooks")
+    ex = sub.add_parser("execute", help="execute text notebook(s) and write the .ipynb",
+                        description="Run each text notebook top to bottom in a fresh kernel (in "
+                                    "its folder) and write its .ipynb with the outputs. Exercise "
+                                    "notebooks: python -m attention_lab.exercises.authoring "
+                                    "build --execute.")
+    ex.add_argument("paths", nargs="+", type=Path, metavar="NAME.py",
+                    help="the text notebooks (a .ipynb stands for its .py)")
+    ch = sub.add_parser("check", help="report pairs that are out of sync",
+                        description="Report every pair whose .py and .ipynb differ, whose code "
+                                    "cells have no stored outputs or whose stored figures were "
+                                    "drawn by other plotting code; exit code 1 if any.")
+    ch.add_argument("folder", nargs="?", type=Path, default=ROOT / "notebooks",
+                    help="where to look (default: the checkout's notebooks/)")
     args = parser.parse_args(argv)
     if args.cmd == "execute":
         if missing := [py for py in (p.with_suffix(".py") for p in args.paths) if not py.is_file()]:
             return fail("nbtools", f"{missing[0]} does not exist (execute reads a notebook's text "
                                    "file)")
-        for p in args.paths:
-            print(f"executed {execute(p)}")
+        try:
+            for p in args.paths:
+                print(f"executed {execute(p)}")
+        except CellFailed as exc:
+            return fail("nbtools", str(exc))
         return 0
     if not args.folder.is_dir():
         return fail("nbtools", f"{args.folder} is not a folder")

@@ -65,6 +65,7 @@ from .common import Row
 
 GROUP = "demo"
 ORDER = 95
+IN_DEFAULT_RUN = False  # about 20 minutes
 ROOT = Path(__file__).resolve().parent.parent
 NS = (1, 10, 30, 60)
 POOL = 30
@@ -734,10 +735,12 @@ def main(argv=None) -> int:
                    default=["plain", "hall"],
                    help="ablation: the hall without each of its additions, one after the other")
     p.add_argument("--pool", type=int, default=POOL, help="preheated kernels (hall)")
-    p.add_argument("--slider-seconds", type=float, default=20.0)
+    p.add_argument("--slider-seconds", type=float, default=20.0,
+                   help="how long each viewer moves its slider (default 20)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds for a page to load")
     p.add_argument("--chromium", type=int, default=2, help="real pages in the N=10, 30 rounds")
-    p.add_argument("--plain-max-n", type=int, default=60)
+    p.add_argument("--plain-max-n", type=int, default=60,
+                   help="the largest N the plain server is run with (default 60)")
     p.add_argument("--lull", type=float, default=0.0,
                    help="seconds the simulated viewers wait after arriving before their first "
                         "slider step (a class listening; the pool may refill meanwhile)")

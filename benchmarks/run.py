@@ -1,7 +1,7 @@
 """Print the benchmark table: ``python -m benchmarks.run [GROUP ...] [--quick] [--save]``.
 
 Every ``benchmarks/bench_*.py`` module defines ``GROUP`` (a short name) and
-``run(quick) -> list[Row]``.
+``run(quick) -> list[Row]``; one with ``IN_DEFAULT_RUN = False`` runs only when named.
 All figures of one table come from one run on one machine; ratios compare measurements taken side by
 side in that run. ``--save`` also writes the run as a dated JSON file into ``benchmarks/results/``
 (committed when a maintainer records a run): the site's benchmark tables are generated from those
@@ -95,22 +95,24 @@ def table(rows) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
-    parser.add_argument("groups", nargs="*", help="only these groups (default: all)")
+    mods = modules()
+    known = [m.GROUP for m in mods]
+    default = [m.GROUP for m in mods if getattr(m, "IN_DEFAULT_RUN", True)]
+    parser.add_argument("groups", nargs="*", help=f"only these groups, of {', '.join(known)} "
+                        f"(default: every group but {', '.join(set(known) - set(default))})")
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     parser.add_argument("--save", action="store_true",
                         help="also write the run into benchmarks/results/ (dated JSON)")
     args = parser.parse_args(argv)
-    mods = modules()
-    known = {m.GROUP for m in mods}
-    unknown = set(args.groups) - known
+    unknown = set(args.groups) - set(known)
     if unknown:
-        parser.error(f"unknown group(s) {sorted(unknown)}; known: {sorted(known)}")
+        parser.error(f"unknown group(s) {sorted(unknown)}; known: {known}")
     import os
 
     load_before = os.getloadavg()[0]
     rows = []
     for m in mods:
-        if args.groups and m.GROUP not in args.groups:
+        if m.GROUP not in (args.groups or default):
             continue
         print(f"running {m.GROUP} ...", file=sys.stderr, flush=True)
         rows.extend(m.run(quick=args.quick))

@@ -78,6 +78,13 @@ def test_wrong_answer_is_rejected_with_the_specific_reason(ex_id, k):
     assert v.score == 0
     for frag in fragments:
         assert frag in v.message, f"{frag!r} not in:\n{v.message}"
+    # a summary taken from the message (submit's table, the .submission.json; others are labels
+    # such as 'wrong answer object') keeps the reason of its first line: it was cut at the first
+    # colon, leaving 'softmax_by_hand = [0.6 0.3 0.1]' (the student's own value) or
+    # 'temperature_comparison' (the name of the part that is wrong)
+    if v.message.startswith(v.summary):
+        said = [frag for frag in fragments if frag in v.message.split("\n")[0]]
+        assert all(frag in v.summary for frag in said), (v.summary, said)
     declared_part = re.search(r"pass(es)? all \d+ cases", v.message)
     if v.status == "fail" and get(ex_id).kind == "function" and not declared_part \
             and v.summary != "wrong answer object":

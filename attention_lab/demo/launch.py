@@ -220,7 +220,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=None,
                    help="access token in the URL (default: a random one); choose a short one "
                         "to write it on the board")
-    p.add_argument("--theme", choices=("light", "dark"), default="light")
+    p.add_argument("--theme", choices=("light", "dark"), default="light",
+                   help="Voila's colours: dark text on white, or light on dark (default light)")
     p.add_argument("--open", action="store_true", help="open the demo in this machine's browser")
     p.add_argument("--timeout", type=positive_seconds, default=60.0,
                    help="seconds to wait for Voila to start (default 60)")

@@ -30,6 +30,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._cli import fail
+from ..nbtools import CellFailed
 from .registry import ASSIGNMENT_IDS, METADATA_KEY, NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,11 +139,15 @@ def build(execute: bool = False) -> list[Path]:
     written = []
     for sol in solution_files():
         text = sol.read_text(encoding="utf-8")
-        headed = with_header(text, assignment_of(sol))
+        try:
+            headed = with_header(text, assignment_of(sol))
+            student = student_version(headed)
+        except MarkerError as exc:
+            raise MarkerError(f"{sol.name}: {exc}; nothing more was written") from None
         if headed != text:
             sol.write_text(headed, encoding="utf-8")
         dest = student_path(sol)
-        dest.write_text(student_version(headed), encoding="utf-8")
+        dest.write_text(student, encoding="utf-8")
         written.append(dest)
     if execute:
         from ..nbtools import execute as run
@@ -152,12 +158,23 @@ def build(execute: bool = False) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m attention_lab.exercises.authoring")
+    parser = argparse.ArgumentParser(
+        prog="python -m attention_lab.exercises.authoring",
+        description="The student exercise notebooks are made from the instructor solutions "
+                    "(notebooks/exercises/solutions/): edit a solution, then build.")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="write the student notebooks from the solutions")
-    b.add_argument("--execute", action="store_true", help="then execute all notebook pairs")
+    b = sub.add_parser("build", help="write the student notebooks from the solutions",
+                       description="Write notebooks/exercises/NAME.py from each NAME_solutions.py,"
+                                   " each solution block replaced by its stub.")
+    b.add_argument("--execute", action="store_true",
+                   help="then execute the eight exercise pairs (students' and solutions') with "
+                        "nbtools")
     args = parser.parse_args(argv)
-    for p in build(execute=args.execute):
+    try:
+        written = build(execute=args.execute)
+    except (MarkerError, CellFailed) as exc:
+        return fail("authoring", str(exc))
+    for p in written:
         print(f"wrote {p.relative_to(ROOT)}")
     return 0
 

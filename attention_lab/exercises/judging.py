@@ -120,7 +120,7 @@ def _judge_answer_object(ex: Exercise, record: dict) -> Verdict | None:
         status, reason = SPECS[ex.id].judge_value(value)
         if status == "pass":
             return Verdict("pass", "", "pass")
-        return Verdict("fail", reason, reason.split(":")[0])
+        return Verdict("fail", reason, reason.split("\n")[0])
     if kind == "shape":
         return Verdict("fail", f"pass the answer's parts together, as a tuple: check({ex.id!r}, "
                                f"({label})); got {with_article(str(record.get('what')))}",
@@ -171,7 +171,7 @@ def _unwritten_or_undeclared(ex: Exercise, cases: list[Case], spec, stub_fns: se
     problem = spec.declaration_problem()
     if problem is not None:
         status, reason = problem
-        return Verdict(status, reason, reason.split(":")[0])
+        return Verdict(status, reason, reason.split("\n")[0])
 
 
 def _run_cases(ex: Exercise, cases: list[Case], calls: list[dict], spec, stub_fns: set):
@@ -246,7 +246,7 @@ def _pass_verdict(ex: Exercise, spec, cases: list[Case], outputs: list, printed_
         names = ex.function_names
         return Verdict(status, f"{reason}\n(Your {' and '.join(names)} "
                                f"pass{'es' if len(names) == 1 else ''} all {n} cases.)"
-                       + printed_note, reason.split(":")[0], {"cases": n})
+                       + printed_note, reason.split("\n")[0], {"cases": n})
     try:
         extra = spec.on_pass(cases, outputs)
     except Exception:

@@ -44,8 +44,10 @@ NOT_FOR_STUDENTS = {"pytest", "pytest-xdist", "filelock", "hypothesis", "nbval",
                     "pydata-sphinx-theme", "sphinx-mathjax-offline"}
 #: what of the package a student never runs, left out of the bundle: the grader's namespace
 #: sandbox (``submit`` in the bundle confines its kernel with the hard limits only, as the grader
-#: does where bubblewrap is missing), the lecture demo and the authoring tools
+#: does where bubblewrap is missing), the lecture demo (and its server's adapters) and the
+#: authoring tools
 NOT_IN_STUDENT_COPY = ("grading/namespaces.py", "grading/kernel_view.py", "demo/",
+                       "_compat/voila.py", "_compat/jupyter_server.py", "_compat/tornado.py",
                        "exercises/authoring.py", "nbtools.py", "grading/release.py",
                        "grading/export/", "docs.py", "_bench.py")
 #: ``release --for``: the student bundle, or an export for a platform (:mod:`.export`)

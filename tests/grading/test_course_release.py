@@ -369,3 +369,54 @@ def test_students_servers_on_the_hub_have_neither_nbgrader_voila_nor_the_news_qu
     instructor = jupyter_sees({"JUPYTER_CONFIG_PATH": str(ROOT / "jupyter-config")}, tmp_path)
     assert "nbgrader.server_extensions.formgrader" in instructor["extensions"], instructor
     assert not instructor["disabled"].get("@jupyter/nbgrader"), instructor["disabled"]
+
+
+def test_the_bundles_command_line_offers_only_what_the_bundle_has(bundle):
+    """In the bundle, ``python -m attention_lab --help`` listed release, demo, docs and bench,
+    and each answered "not available: No module named 'attention_lab.demo'"; the help now lists
+    the bundle's commands, and one it has not says where it runs."""
+    import subprocess
+    import sys
+
+    def run(*argv):
+        return subprocess.run([sys.executable, "-m", "attention_lab", *argv], cwd=bundle,
+                              capture_output=True, text=True, timeout=120,
+                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(bundle)})
+
+    listed = re.findall(r"^  (\w+) ", run("--help").stdout, flags=re.M)
+    assert "submit" in listed and "grade" in listed
+    assert not {"release", "demo", "docs", "bench"} & set(listed), listed
+    demo = run("demo")
+    assert (demo.returncode, demo.stderr) == (2, "the command 'demo' is not in this copy of the "
+                                                 "lab (a student bundle); it runs from a checkout "
+                                                 "of the lab's repository\n")
+
+
+def test_the_bundle_holds_no_module_only_left_out_modules_import(bundle):
+    """The bundle carried ``_compat/voila.py``, ``jupyter_server.py`` and ``tornado.py``, the
+    adapters of the lecture demo's server alone (Voila is not even in the students' pins)."""
+    import ast
+
+    def name(path: Path) -> str:
+        return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+    importers: dict[str, set[Path]] = {}
+    for f in (ROOT / "attention_lab").rglob("*.py"):
+        base = name(f).split(".")[:-1]  # the package a relative import starts from
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                mod = ".".join(base[:len(base) - node.level + 1] if node.level else [])
+                mod = ".".join(filter(None, [mod, node.module]))
+                targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                importers.setdefault(target, set()).add(f.relative_to(ROOT))
+    only_theirs = []
+    for f in (bundle / "attention_lab").rglob("*.py"):
+        users = importers.get(name(ROOT / f.relative_to(bundle)).removesuffix(".__init__"), ())
+        if users and not any((bundle / user).exists() for user in users):
+            only_theirs.append(f.relative_to(bundle).as_posix())
+    assert not only_theirs
