@@ -138,11 +138,11 @@ class CellFailed(Exception):
 
 def execute(py: Path | str, *, timeout: int = 600) -> Path:
     """Execute the text notebook ``py`` in a fresh kernel and write its ``.ipynb`` partner
-    (:class:`CellFailed` when a cell raises)."""
+    (:class:`CellFailed` when a cell raises, runs past ``timeout`` seconds or kills the kernel)."""
     import jupytext
     import nbformat
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
     from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
     py = Path(py).with_suffix(".py")  # the text partner of a .ipynb given
@@ -154,12 +154,15 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
     drawn_with = drawing_hash()  # the code the figures are drawn by, read before they are
     try:
         client.execute()
-    except CellExecutionError as exc:
-        i = next(i for i, c in enumerate(nb.cells) if any(
-            o.get("output_type") == "error" for o in c.get("outputs", [])))
-        raise CellFailed(f"{py}: cell {i} ({nb.cells[i].source.splitlines()[0]!r}) raised "
-                         f"{exc.ename}: {exc.evalue}; {py.with_suffix('.ipynb').name} was not "
-                         f"written") from None
+    except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
+        # the cell that failed: the last one the kernel began (it numbers each as it starts it)
+        i = max((i for i, c in enumerate(nb.cells) if c.get("execution_count") is not None),
+                default=0)
+        what = (f"ran longer than {timeout} s" if isinstance(exc, CellTimeoutError) else
+                "stopped the kernel (it died)" if isinstance(exc, DeadKernelError) else
+                f"raised {exc.ename}: {exc.evalue}")
+        raise CellFailed(f"{py}: cell {i} ({nb.cells[i].source.splitlines()[0]!r}) {what}; "
+                         f"{py.with_suffix('.ipynb').name} was not written") from None
     # one output per stream, however the kernel's writes were chunked on the way (it varies by load)
     CoalesceStreamsPreprocessor().preprocess(nb, {})
     ids: dict[str, str] = {}  # the kernel's random model ids -> ids numbered in order

@@ -93,6 +93,22 @@ def test_a_notebook_cell_that_raises_is_named_not_a_traceback(tmp_path, capsys):
     assert not (tmp_path / "a.ipynb").exists()
 
 
+@pytest.mark.parametrize("cell,said", [
+    ("import time\ntime.sleep(30)", "ran longer than 2 s"),
+    ("import os\nos._exit(1)", "stopped the kernel (it died)")])
+def test_a_cell_that_hangs_or_kills_the_kernel_is_named_not_a_traceback(tmp_path, cell, said):
+    """A cell past the time limit, or one whose kernel died, is named like a cell that raised."""
+    from attention_lab import nbtools
+
+    (tmp_path / "a.py").write_text(f"# %%\nx = 1\n\n# %%\n{cell}\n\n# %%\ny = 2\n")
+    with pytest.raises(nbtools.CellFailed) as err:
+        nbtools.execute(tmp_path / "a.py", timeout=2)
+    first = cell.splitlines()[0]
+    assert str(err.value) == (f"{tmp_path / 'a.py'}: cell 1 ({first!r}) {said}; a.ipynb was not "
+                              f"written")
+    assert not (tmp_path / "a.ipynb").exists()
+
+
 def test_a_solution_with_a_broken_marker_is_named_not_a_traceback(tmp_path, monkeypatch,
                                                                   capsys):
     """``exercises.authoring build`` over a solution whose block was not closed raised
