@@ -332,3 +332,15 @@ def test_an_upload_without_a_readable_notebook_is_not_called_another_notebook(tm
     results = gradescope.grade(tmp_path, {"cell_timeout": 60, "timeout": 600})
     assert spec_problems(results) == [] and results["score"] == 0
     assert results["output"] and "none of the lab's exercise notebooks" not in results["output"]
+
+
+@pytest.mark.parametrize("name", ["02_mechanics_exercises.py", "homework.zip"])
+def test_an_upload_of_a_script_or_a_zip_names_what_was_uploaded(tmp_path, name):
+    """A student who uploads the notebook's jupytext script or a zip of it reads which file the
+    autograder found and that the notebook itself is needed, not only 'no notebook in the
+    submission' (which reads as if the upload were lost)."""
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / name).write_bytes(b"# %%\nimport numpy as np\n")
+    results = gradescope.grade(tmp_path, {"cell_timeout": 60, "timeout": 600})
+    assert spec_problems(results) == [] and results["score"] == 0
+    assert name in results["output"] and "the notebook itself" in results["output"]
