@@ -332,3 +332,43 @@ def test_an_upload_without_a_readable_notebook_is_not_called_another_notebook(tm
     results = gradescope.grade(tmp_path, {"cell_timeout": 60, "timeout": 600})
     assert spec_problems(results) == [] and results["score"] == 0
     assert results["output"] and "none of the lab's exercise notebooks" not in results["output"]
+
+
+@pytest.mark.parametrize("name", ["02_mechanics_exercises.py", "homework.zip"])
+def test_an_upload_of_a_script_or_a_zip_names_what_was_uploaded(tmp_path, name):
+    """A student who uploads the notebook's jupytext script or a zip of it reads which file the
+    autograder found and that the notebook itself is needed, not only 'no notebook in the
+    submission' (which reads as if the upload were lost)."""
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / name).write_bytes(b"# %%\nimport numpy as np\n")
+    results = gradescope.grade(tmp_path, {"cell_timeout": 60, "timeout": 600})
+    assert spec_problems(results) == [] and results["score"] == 0
+    assert name in results["output"] and "the notebook itself" in results["output"]
+
+
+def test_where_the_container_refuses_the_sandbox_the_output_and_the_guide_say_so(autograder,
+                                                                                 tmp_path):
+    """Docker's default seccomp profile refuses the namespaces bubblewrap needs, so in
+    Gradescope's container the lab's sandbox may not run: the notebook's code then runs as root
+    beside the autograder (it could rewrite results.json). The autograder still grades, its
+    output (which students do not see) says the kernels ran without isolation, and the guide
+    quotes that line and says what it means, so an instructor's first test upload tells."""
+    work, _ = autograder
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "bwrap").write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    (tmp_path / "bin" / "bwrap").chmod(0o755)
+    root = work / "no-sandbox"
+    shutil.copytree(work / "try" / "source", root / "source")
+    (root / "submission").mkdir()
+    shutil.copy(LEVEL2, root / "submission" / "02_mechanics_exercises.ipynb")
+    env = _routes.env()
+    proc = subprocess.run([str(root / "source" / "run_autograder")], capture_output=True,
+                          text=True, timeout=300, env={**env, gradescope.ROOT_ENV: str(root),
+                                                       "PATH": f"{tmp_path / 'bin'}:{env['PATH']}"})
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert spec_problems(results) == [] and results["score"] == 6
+    note = "note: kernels run without isolation"
+    assert note in proc.stdout + proc.stderr
+    section = " ".join(_routes.GUIDE.read_text(encoding="utf-8").split("## Gradescope")[1].split())
+    assert note in section and "results.json" in section.split(note)[1][:600]

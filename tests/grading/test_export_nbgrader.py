@@ -10,7 +10,6 @@ import csv
 import html
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,25 @@ NOTEBOOK = NOTEBOOKS[2]
 #: the wrong student's mistakes: the scaled score (not the chapter's) and an off-by-one mask
 WRONG = {"answer_2_1": ("return keys @ query", "return keys @ query / np.sqrt(len(query))"),
          "answer_2_5": ("np.arange(S)[None, :] < ", "np.arange(S)[None, :] <= ")}
+
+
+def _cell(nb: dict, grade_id: str) -> dict:
+    return next(c for c in nb["cells"] if c["metadata"]["nbgrader"]["grade_id"] == grade_id)
+
+
+def _kernel_dies(nb: dict) -> dict:
+    _cell(nb, "answer_2_1")["source"] = "import os\nos._exit(1)"
+    return nb
+
+
+def _test_cell_renamed(nb: dict) -> dict:
+    cell = _cell(nb, "check_2_1")
+    cell["metadata"]["nbgrader"]["grade_id"], cell["source"] = "mine", "pass"
+    return nb
+
+
+#: submissions nbgrader's autograde stops on, which the lab's grader grades
+NOT_AUTOGRADED = {"carol": _kernel_dies, "dave": _test_cell_renamed}
 
 
 def cell_text(path: Path) -> str:
@@ -67,10 +85,16 @@ def course(tmp_path_factory):
         folder.mkdir(parents=True)
         (folder / f"{NOTEBOOK}.ipynb").write_text(json.dumps(filled_in(student, source, wrong)))
     _routes.run("route-nbgrader-grade", work)
-    lab = work / "lab-grades"
-    subprocess.run([sys.executable, "-m", "attention_lab", "grade", str(course / "submitted"),
-                    "--out", str(lab), "--quiet"], check=True, capture_output=True, env=_routes.env())
-    return course, json.loads((lab / "grades.json").read_text())
+    # two students nbgrader does not autograde (the guide says why), graded after the others
+    for name, edit in NOT_AUTOGRADED.items():
+        folder = course / "submitted" / name / ASSIGNMENT
+        folder.mkdir(parents=True)
+        (folder / f"{NOTEBOOK}.ipynb").write_text(json.dumps(edit(filled_in(student, source,
+                                                                            False))))
+        subprocess.run(["nbgrader", "autograde", ASSIGNMENT, "--student", name], cwd=course,
+                       capture_output=True, env=_routes.env(), timeout=300)
+    _routes.run("route-nbgrader-check", work)
+    return course, json.loads((course / "lab-grades" / "grades.json").read_text())
 
 
 def test_the_student_versions_hold_no_solution_and_the_source_does(course):
@@ -174,3 +198,23 @@ def test_a_courses_own_config_is_left_alone(tmp_path):
     written = export.write_course(tmp_path)
     assert (tmp_path / "nbgrader_config.py").read_text() == "c = get_config()\n"
     assert sorted(p.parent.name for p in written) == sorted(ASSIGNMENT_IDS.values())
+
+
+def test_where_nbgrader_and_the_labs_grader_disagree_the_guide_says_so(course):
+    """A dead kernel or a test cell whose grade_id the student edited stops nbgrader's
+    autograde on that notebook: 0 points and no feedback, where the lab's grader grades the
+    answers. The guide names both cases and the command that grades the class with the lab's
+    grader beside it."""
+    from nbgrader.api import Gradebook
+
+    course, lab = course
+    labs = {s["meta"]["student"]: sum(e["score"] or 0 for e in s["exercises"].values())
+            for s in lab["submissions"]}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "attention-lab") as gb:
+        theirs = {name: gb.find_submission(ASSIGNMENT, name).score for name in labs}
+    assert theirs["alice"] == labs["alice"] and theirs["bob"] == labs["bob"]
+    assert theirs["carol"] == theirs["dave"] == 0
+    assert labs["carol"] == ASSIGNMENTS[ASSIGNMENT].auto_points - 1  # 2.1 died, the rest counts
+    assert labs["dave"] == ASSIGNMENTS[ASSIGNMENT].auto_points
+    section = _routes.GUIDE.read_text(encoding="utf-8").split("## nbgrader")[1].split("\n## ")[0]
+    assert "kernel died" in section and "grade_id" in section

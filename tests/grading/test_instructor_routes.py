@@ -17,6 +17,7 @@ RUN_BY = {"route-lab-release": "test_instructor_routes.py",
           "route-lab-grade": "test_instructor_routes.py",
           "route-nbgrader-release": "test_export_nbgrader.py",
           "route-nbgrader-grade": "test_export_nbgrader.py",
+          "route-nbgrader-check": "test_export_nbgrader.py",
           "route-gradescope-build": "test_export_gradescope.py",
           "route-gradescope-try": "test_export_gradescope.py"}
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ...exercises.student import LABELS
 from ..assignments import ASSIGNMENTS, points
-from ..submissions import SUFFIXES
+from ..submissions import SUFFIXES, no_notebook
 
 ROOT_ENV = "ATTENTION_LAB_AUTOGRADER_ROOT"
 DEFAULT_ROOT = Path("/autograder")
@@ -197,9 +197,15 @@ def grade(root: Path, config: dict) -> dict:
 
     submission = Path(root) / "submission"
     notebooks = [p for p in submission.rglob("*") if p.name.endswith(SUFFIXES)]
-    if not submission.is_dir() or not notebooks:
+    if not submission.is_dir():
         return as_results("no notebook in the submission: upload the exercise notebook you "
                           "worked in (an .ipynb file, or the .submission.json that submit wrote)")
+    if not notebooks:  # say what it holds: a jupytext script, a zip, a PDF
+        held = sorted(p.relative_to(submission).as_posix() for p in submission.rglob("*")
+                      if p.is_file())
+        folder = submission.resolve()
+        return as_results(no_notebook(folder, folder, held).problem + " (an .ipynb file, or "
+                          "the .submission.json that submit wrote)")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "grades"
         code = batch.main([str(submission), "--out", str(out), "--quiet",
