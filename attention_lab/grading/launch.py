@@ -6,7 +6,8 @@ yet). It asks Linux to SIGKILL it when the grader's thread that started it dies
 (``PR_SET_PDEATHSIG`` survives ``exec``, so the sandbox dies with the grader), joins the job's
 cgroups (``CONFIG["cgroups"]``), sets hard limits (soft = hard, so the kernel cannot raise them),
 hands bubblewrap a descriptor of ``CONFIG["info"]`` in place of ``{info_fd}``, writes what it
-applied to ``CONFIG["report"]`` and ``execvp``s COMMAND. A limit or cgroup it cannot apply is
+applied to ``CONFIG["report"]``, becomes ``CONFIG["run_as"]`` (uid, gid; given the files of
+``CONFIG["hand_over"]``) if set, and ``execvp``s COMMAND. A limit or cgroup it cannot apply is
 reported, not fatal: the grader decides what is required.
 """
 
@@ -79,19 +80,28 @@ def main(argv: list[str]) -> int:
             report.setdefault("cgroup_errors", []).append(f"{procs}: {exc.strerror}")
     for name, value in cfg.get("limits", {}).items():
         hard_limit(name, int(value), report)
+    uid, gid = cfg.get("run_as") or (os.geteuid(), os.getegid())
     margin = int(cfg.get("nproc_margin", 0))
     if margin:
-        if os.geteuid() == 0:
+        if uid == 0:
             report["processes"] = "not limited: RLIMIT_NPROC does not apply to root"
         else:
-            hard_limit("processes", tasks_of_user(os.getuid()) + margin, report)
+            hard_limit("processes", tasks_of_user(uid) + margin, report)
     if cfg.get("info"):
         fd = os.open(cfg["info"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.set_inheritable(fd, True)
         cmd = [str(fd) if arg == "{info_fd}" else arg for arg in cmd]
+    if cfg.get("run_as"):  # root without namespaces: the kernel runs as an unprivileged user
+        for path in cfg.get("hand_over", []):
+            os.chown(path, uid, gid)
+        report["user"] = uid
     if cfg.get("report"):
         with open(cfg["report"], "w", encoding="utf-8") as fh:
             json.dump(report, fh)
+    if cfg.get("run_as"):
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
     os.execvp(cmd[0], cmd)
     return 127  # pragma: no cover - execvp does not return
 

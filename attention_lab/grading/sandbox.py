@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -38,10 +39,13 @@ class ProcessSandbox(Sandbox):
     """Without isolation: hard limits and a session of its own; TCP on 127.0.0.1.
 
     The kill stops the kernel's process group and its descendants; a process that leaves both
-    (``setsid`` and a double fork) escapes it.
+    (``setsid`` and a double fork) escapes it. A grader running as root (Gradescope's container,
+    which may refuse namespaces) starts its kernels as ``nobody``, who owns only the job's
+    ``work/`` and ``home/``: a kernel, or what it leaves behind, cannot write the grader's files.
     """
 
-    REPORT_KEYS = ("isolation", "memory_bytes", "file_size_bytes", "cpu_seconds", "processes")
+    REPORT_KEYS = ("isolation", "user", "memory_bytes", "file_size_bytes", "cpu_seconds",
+                   "processes")
 
     def __init__(self, folders: JobFolders, limits, problem: str = "") -> None:
         super().__init__(folders, limits)
@@ -49,7 +53,25 @@ class ProcessSandbox(Sandbox):
         self.pid: int | None = None
 
     def wrap(self, kernel_cmd, *, attempt, connection_file):
-        return self.launcher(attempt, {"nproc_margin": 512}, kernel_cmd)
+        config: dict = {"nproc_margin": 512}
+        ids = unprivileged_ids() if os.geteuid() == 0 else None
+        if ids:
+            self._hand_over(ids)
+            config.update(run_as=ids, hand_over=[str(connection_file)])
+        return self.launcher(attempt, config, kernel_cmd)
+
+    def _hand_over(self, ids: tuple[int, int]) -> None:
+        """Give ``ids`` the job's ``work/`` and ``home/`` and a way (no listing) through the job's
+        folder, its scratch root and ``in/`` to them."""
+        f = self.folders
+        for folder in (f.work.parent, f.inp, *[p for p in f.work.parents[1:2]
+                                               if p.name.startswith(SCRATCH_PREFIX)]):
+            folder.chmod(0o711)
+        f.out.chmod(0o700)
+        for top in (f.work, f.home):
+            for folder, _, files in os.walk(top):
+                for path in (folder, *(os.path.join(folder, n) for n in files)):
+                    os.chown(path, *ids, follow_symlinks=False)
 
     def started(self, pid: int, ports: list[int]) -> str:
         self.pid = pid
@@ -57,6 +79,11 @@ class ProcessSandbox(Sandbox):
 
     def report(self, attempt: int) -> dict:
         report = super().report(attempt)
+        if "user" in report:
+            try:
+                report["user"] = f"{pwd.getpwuid(report['user']).pw_name} (uid {report['user']})"
+            except (KeyError, TypeError):
+                pass
         return {**report, "isolation": None, "isolation_problem": self.problem} if report else {}
 
     def refusal(self) -> str:
@@ -108,6 +135,25 @@ def isolation_problem(platform: str = sys.platform) -> str:
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     return _bwrap_trial(bwrap)
+
+
+@functools.cache
+def unprivileged_ids() -> tuple[int, int] | None:
+    """``nobody``'s (uid, gid), if a process of theirs can run this Python and import what a
+    kernel imports (``None`` where it cannot: a Python installed in root's home, say). Tried
+    once; only root needs it (:class:`ProcessSandbox`)."""
+    try:
+        user = pwd.getpwnam("nobody")
+        ids = user.pw_uid, user.pw_gid
+    except KeyError:
+        ids = 65534, 65534
+    try:
+        trial = subprocess.run([sys.executable, "-c", "import ipykernel, numpy, attention_lab"],
+                               user=ids[0], group=ids[1], extra_groups=[], cwd="/",
+                               capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return ids if trial.returncode == 0 else None
 
 
 def for_job(folders: JobFolders, limits) -> Sandbox:
@@ -171,4 +217,4 @@ def clean_stale(tmp: Path | None = None) -> list[Path]:
 
 
 __all__ = ["JobFolders", "Sandbox", "ProcessSandbox", "for_job", "isolation_problem",
-           "ScratchRoot", "clean_stale"]
+           "unprivileged_ids", "ScratchRoot", "clean_stale"]

@@ -28,14 +28,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import nbformat
+import psutil
 import pytest
 
 import _docs
@@ -57,6 +60,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NB = ROOT / "notebooks" / "exercises"
 SOL2 = NB / "solutions" / "02_mechanics_exercises_solutions.ipynb"
 STU2 = NB / "02_mechanics_exercises.ipynb"
+BWRAP = shutil.which("bwrap")
 TOKEN = f"iso{os.getpid()}x{int(time.time())}"
 SECRET = "SECRET-" + TOKEN[::-1]  # only in decoy files and honest answers, never in hostile code
 MARK = "603.25"  # the argument of every `sleep` a hostile notebook starts
@@ -645,6 +649,72 @@ def test_without_isolation_the_grader_says_so_once_records_it_and_can_refuse(tmp
     assert report["grader"]["isolation"] == {"sandbox": None, "problem": problem}
     for s in report["submissions"]:
         assert s["sandbox"]["isolation"] is None and s["exercises"]["2.1"]["status"] == "pass"
+
+
+def _as_in_a_container(cmd: list[str]) -> list[str]:
+    """``cmd`` where this Python's folders are open to every user, as a container's system
+    Python is (this machine's may live in root's home, closed to ``nobody``): run by bubblewrap
+    as root, without namespaces of users or processes."""
+    prefix = Path(sys.base_prefix)
+    closed = [p for p in prefix.parents if p != Path("/") and not p.stat().st_mode & 0o001]
+    if not closed:
+        return cmd
+    top = closed[-1]
+    opened = [a for p in reversed([*prefix.relative_to(top).parents][:-1])
+              for a in ("--perms", "0755", "--dir", str(top / p))]
+    return [BWRAP, "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", str(top), *opened,
+            "--ro-bind", str(prefix), str(prefix), "--", *cmd]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not BWRAP, reason="needs a grader running as root")
+def test_without_isolation_a_root_graders_kernels_cannot_touch_its_files(tmp_path):
+    """Gradescope runs the autograder as root in a container whose seccomp profile may refuse
+    bubblewrap's namespaces. A kernel started as root there rewrote results.json and the
+    autograder's code, and left a process behind that rewrote the grade after the grading.
+    Without isolation, a root grader now starts its kernels as ``nobody``: they still get
+    graded, and cannot write the grader's files, now or later."""
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "bwrap"  # as in such a container
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    results = Path(tempfile.mkdtemp(prefix="results-"))  # as /autograder/results: root's, 0755
+    results.chmod(0o755)
+    grade, code = results / "results.json", results / "run_autograder"
+    grade.write_text("honest")
+    code.write_text("#!/bin/sh\n")  # the autograder's code (and the lab's: root's files alike)
+    late = (f"import os, time\nos.setsid()\nos.fork() and os._exit(0)\ntime.sleep(1)\n"
+            f"open({str(grade)!r}, 'w').write('late')\nopen({str(results / 'late')!r}, 'w')")
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        f"import os, subprocess, sys\n"
+        f"def dot_scores(query, keys):\n    return keys @ query\n"
+        f"for path in [{str(grade)!r}, {str(results / 'new')!r}, {str(code)!r}]:\n"
+        f"    try:\n        open(path, 'a').write('forged')\n"
+        f"    except OSError:\n        pass\n"
+        f"subprocess.Popen([sys.executable, '-c', {late!r}])")]
+    nbformat.write(nb, str(sub / "a.ipynb"))
+    try:
+        done = subprocess.run(_as_in_a_container(
+            [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out",
+             str(tmp_path / "out"), "--quiet"]), capture_output=True, text=True, timeout=300,
+            cwd=ROOT, env={**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"})
+        assert done.returncode == 0, done.stderr
+        deadline = time.monotonic() + 30  # the process left behind: until it has given up
+        while time.monotonic() < deadline and any(
+                str(results) in " ".join(p.info["cmdline"] or ())
+                for p in psutil.process_iter(["cmdline"])):
+            time.sleep(0.2)
+        assert (grade.read_text(), code.read_text()) == ("honest", "#!/bin/sh\n")
+        assert sorted(p.name for p in results.iterdir()) == ["results.json", "run_autograder"]
+        assert "can read what nobody can read" in done.stderr, done.stderr
+        (s,) = json.loads((tmp_path / "out" / "grades.json").read_text())["submissions"]
+        assert s["exercises"]["2.1"]["status"] == "pass", s["exercises"]["2.1"]
+        assert s["sandbox"]["user"] == "nobody (uid 65534)", s["sandbox"]
+    finally:
+        shutil.rmtree(results, ignore_errors=True)
 
 
 def test_every_test_the_threat_model_names_exists():
