@@ -77,7 +77,7 @@ def folder_id(name: str) -> str | None:
     module's note on near-duplicates), or None when it is empty, too long or holds control
     characters."""
     if not name.strip() or len(name) > MAX_ID or any(
-            unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
+            unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in name):
         return None
     return name
 

@@ -104,7 +104,7 @@ def no_notebook(path: Path, root: Path, held: list[str]) -> "Submission":
     else:
         problem = f"not a notebook (*{SUFFIXES[0]} or *{SUFFIXES[1]}) but {path.suffix or 'a file'}"
     times = [os.lstat(path / name).st_mtime for name in held] if path.is_dir() else []
-    return Submission(path, str(path.relative_to(root.resolve())), None, None,
+    return Submission(path, as_text(path.relative_to(root.resolve())), None, None,
                       problem + ": the notebook itself must be handed in",
                       mtime=max(times, default=os.lstat(path).st_mtime),  # (a zip dates files)
                       held=list(held), is_folder=path.is_dir())
@@ -164,8 +164,14 @@ def json_items(data: bytes | str) -> int:
 def read_submissions(files: list[Path], root: Path) -> list[Submission]:
     """Read and hash every file once (at most ``MAX_FILE_BYTES`` each), never through a link."""
     root = root.resolve()
-    return [_read(p, str(p.relative_to(root)) if p.is_relative_to(root) else str(p))
+    return [_read(p, as_text(p.relative_to(root) if p.is_relative_to(root) else p))
             for p in files]
+
+
+def as_text(path: Path) -> str:
+    """``path`` as the report shows it (and keys it by): a name that is not UTF-8 with its bytes
+    escaped (``\\xff``), never as the lone surrogates Python reads it as (no file takes them)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _read(p: Path, rel: str) -> Submission:

@@ -1,0 +1,115 @@
+"""The grader against a fourth hostile student: text that is not Unicode, from every place a
+student controls, in one grading (``python -m attention_lab grade``, in a subprocess).
+
+Linux hands a file name that is not UTF-8 to Python as lone surrogates (``b"\\xff"`` is
+``"\\udcff"``), and JSON's ``\\ud800`` escape makes one from the bytes of a notebook or of a
+kernel's message. A lone surrogate cannot be written as UTF-8: one such string anywhere in the
+report stopped the whole batch with a traceback before ``grades.csv`` was written (no grade for
+anyone). Each attack below must cost at most its own row, and the instructor's round trip
+(``written.csv`` filled in and merged) must still work for everyone.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from attention_lab.grading import sandbox as S
+
+from _notebook_edits import insert_after, load, replace_answer
+
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                 reason="the grader's sandbox is Linux-only"),
+              pytest.mark.skipif(bool(S.isolation_problem()),
+                                 reason=f"no isolation here: {S.isolation_problem()}")]
+
+ROOT = Path(__file__).resolve().parents[2]
+SOL2 = ROOT / "notebooks" / "exercises" / "solutions" / "02_mechanics_exercises_solutions.ipynb"
+SEED = 17
+
+#: a written answer and an exception message holding lone surrogates (made in the kernel)
+UNICODE_ANSWERS = '''
+shift_invariance = {"derivation": "x" + chr(0xD800) + " " + "word " * 12,
+                    "consequence": "y" + chr(0xDCFF) + " " + "word " * 12}
+'''
+RAISES = 'def dot_scores(query, keys):\n    raise ValueError("no" + chr(0xDCFF))'
+CELL_RAISES = 'raise KeyError("cell" + chr(0xD800))'
+
+
+def _write_ascii(nb, path: Path) -> None:
+    """``nb`` as JSON with ``\\uXXXX`` escapes (a lone surrogate stays one when read back)."""
+    path.write_text(json.dumps(nb), encoding="ascii")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hostile4")
+    sub, out = tmp / "subs", tmp / "out"
+    sub.mkdir()
+    raw = os.fsencode(sub)
+    nbformat.write(load(SOL2), str(sub / "honest.ipynb"))
+    shutil.copy(SOL2, raw + b"/name_\xff\xfe.ipynb")  # a file name that is not UTF-8
+    os.mkdir(raw + b"/folder_\xff")  # a student folder whose name is not UTF-8
+    shutil.copy(SOL2, raw + b"/folder_\xff/nb.ipynb")
+    meta = load(SOL2)
+    meta.metadata.setdefault("attention_lab", {})["student"] = "al\ud800ice"
+    _write_ascii(meta, sub / "metadata_id.ipynb")
+    kernel = insert_after(replace_answer(load(SOL2), "dot_scores", RAISES), "shift_invariance",
+                          UNICODE_ANSWERS, CELL_RAISES)
+    nbformat.write(kernel, str(sub / "kernel_text.ipynb"))
+    (Path(os.fsdecode(raw + b"/notes_\xff.txt"))).write_text("not a notebook")  # skipped
+    upload = Path(os.fsdecode(raw + b"/Jane Doe_12345_assignsubmission_file_"))
+    upload.mkdir()
+    Path(os.fsdecode(os.fsencode(upload) + b"/essay_\xff.pdf")).write_bytes(b"%PDF")
+    done = subprocess.run(
+        [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out", str(out),
+         "--jobs", "2", "--cell-timeout", "20", "--timeout", "120", "--seed", str(SEED)],
+        env={**os.environ, "HOME": str(tmp), "TMPDIR": str(tmp)},
+        capture_output=True, timeout=600, cwd=tmp)
+    yield {"code": done.returncode, "stdout": done.stdout, "stderr": done.stderr, "out": out,
+           "tmp": tmp}
+
+
+def test_text_that_is_not_unicode_costs_at_most_its_own_row(graded):
+    assert graded["code"] == 0, graded["stderr"].decode("utf-8", "replace")[-3000:]
+    out = graded["out"]
+    for path in [*out.glob("*.csv"), *out.glob("*.json"), *out.rglob("*.html")]:
+        path.read_bytes().decode("utf-8")  # every file the grader wrote is UTF-8 text
+    rows = {r["file"]: r for r in csv.DictReader(io.StringIO((out / "grades.csv").read_text()))}
+    assert len(rows) == 6, sorted(rows)
+    for file, row in rows.items():
+        if file == "Jane Doe_12345_assignsubmission_file_":
+            assert row["status"] == "no_notebook", row
+        elif file != "kernel_text.ipynb":  # honest notebooks under odd names and ids
+            assert (row["status"], row["total"]) == ("graded", row["out_of"]), row
+    assert rows["kernel_text.ipynb"]["2.1"] == "error"
+    assert rows["kernel_text.ipynb"]["2.3"] == "needs_instructor"
+
+
+def test_the_written_answers_of_such_a_class_still_merge(graded):
+    out = graded["out"]
+    text = (out / "written.csv").read_text(encoding="utf-8")
+    table = list(csv.reader(io.StringIO(text)))
+    header = table[0]
+    for row in table[1:]:
+        row[header.index("score")] = "1"
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(table)
+    filled = graded["tmp"] / "filled.csv"
+    filled.write_text(buf.getvalue(), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "attention_lab", "merge", str(out), str(filled)],
+                          capture_output=True, text=True, errors="replace", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((out / "grades.json").read_text(encoding="utf-8"))
+    hand = [e["status"] for s in report["submissions"] for e in s["exercises"].values()
+            if e["status"] in ("hand_graded", "needs_instructor")]
+    assert hand and set(hand) == {"hand_graded"}, hand
