@@ -40,25 +40,25 @@ def discover(folder: Path, exclude: Path | None = None) -> tuple[list[Path], lis
     found: list[Path] = []
     skipped: list[Path] = []
 
-    def walk(here: Path, depth: int) -> None:
+    folders = [(folder, 0)]  # (a stack, not recursion: a student's folders may nest deeply)
+    while folders:
+        here, depth = folders.pop()
         try:
-            entries = sorted(os.scandir(here), key=lambda e: e.name)
+            entries = list(os.scandir(here))
         except OSError:
-            return
+            continue
         for e in entries:
             p = here / e.name
             if e.name.startswith(".") or (exclude is not None and p == exclude):
                 continue
             if e.is_dir(follow_symlinks=False):
                 if e.name not in SKIPPED_FOLDERS:
-                    walk(p, depth + 1)
+                    folders.append((p, depth + 1))
             elif e.name.endswith(SUFFIXES) or (depth == 0 and e.is_symlink()):
                 found.append(p)
             elif not e.is_symlink():
                 skipped.append(p)
-
-    walk(folder, 0)
-    return found, skipped
+    return sorted(found), sorted(skipped)
 
 
 def without_notebook(folder: Path, found: list[Path], skipped: list[Path],

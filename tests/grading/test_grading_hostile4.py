@@ -113,3 +113,32 @@ def test_the_written_answers_of_such_a_class_still_merge(graded):
     hand = [e["status"] for s in report["submissions"] for e in s["exercises"].values()
             if e["status"] in ("hand_graded", "needs_instructor")]
     assert hand and set(hand) == {"hand_graded"}, hand
+
+
+def test_a_folder_nested_deeper_than_python_recurses_is_a_row_of_its_own(tmp_path):
+    """A student folder holding 1,500 nested folders (with a notebook at the bottom) beside an
+    honest notebook: the old grader's walk of the folder recursed once per level and stopped the
+    batch with a RecursionError before grading anything."""
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    nbformat.write(load(SOL2), str(sub / "honest.ipynb"))
+    deep = Path("bob", *["d"] * 1500)
+    levels = [sub / Path(*deep.parts[:n]) for n in range(1, len(deep.parts) + 1)]
+    for level in levels:  # (os.makedirs recurses, and so does shutil.rmtree before Python 3.12:
+        level.mkdir()      # the tree is removed here, or pytest's clean-up of old runs fails)
+    (sub / deep / "nb.ipynb").write_text("{}")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out",
+             str(tmp_path / "out"), "--cell-timeout", "20", "--timeout", "120", "--quiet"],
+            env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
+            capture_output=True, text=True, timeout=600)
+    finally:
+        (sub / deep / "nb.ipynb").unlink()
+        for level in reversed(levels):
+            level.rmdir()
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {r["file"]: r for r in csv.DictReader(io.StringIO(
+        (tmp_path / "out" / "grades.csv").read_text()))}
+    assert rows["honest.ipynb"]["total"] == rows["honest.ipynb"]["out_of"]
+    assert rows[str(deep / "nb.ipynb")]["status"] == "unreadable"
