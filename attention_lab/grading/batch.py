@@ -263,7 +263,7 @@ def identify(subs: list[Submission], assignment: str | None = None, roster=None,
     for sub in subs:
         seen = peek(sub.path.name, sub.data)
         found, source, note = assignments.detect(seen["metadata"], sub.path.name,
-                                                 str(seen["notebook_name"] or ""))
+                                                 str(seen["notebook_name"] or "")[:255])
         if assignment is not None:
             note = (f"graded as {assignment} (--assignment); the notebook looks like {found.id} "
                     f"({source})" if found is not None and found.id != assignment else "")

@@ -142,3 +142,26 @@ def test_a_folder_nested_deeper_than_python_recurses_is_a_row_of_its_own(tmp_pat
         (tmp_path / "out" / "grades.csv").read_text()))}
     assert rows["honest.ipynb"]["total"] == rows["honest.ipynb"]["out_of"]
     assert rows[str(deep / "nb.ipynb")]["status"] == "unreadable"
+
+
+def test_a_submission_files_notebook_name_puts_no_megabytes_into_the_report(tmp_path):
+    """A ``.submission.json`` names its notebook (``notebook_name``, written by ``submit``, a file
+    name of at most 255 bytes); a forged one of 40 MB naming two assignments was quoted whole in
+    the row's note: 40 MB in grades.json per such file (and 0.9 GB of the grader's memory)."""
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    nb = load(SOL2)
+    nb.metadata.pop("attention_lab", None)  # (so that the file names say the assignment)
+    forged = {"format": "attention-lab-submission", "notebook": nbformat.writes(nb),
+              "notebook_name": "02_mechanics 03_maths_and_code " * 1_300_000}
+    (sub / "x.submission.json").write_text(json.dumps(forged))
+    done = subprocess.run(
+        [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out", str(tmp_path / "out"),
+         "--cell-timeout", "20", "--timeout", "120", "--quiet"],
+        env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = tmp_path / "out" / "grades.json"
+    (row,) = json.loads(report.read_text())["submissions"]
+    assert "names several assignments" in row["meta"]["assignment_note"]
+    assert report.stat().st_size < 2 ** 20
