@@ -169,8 +169,9 @@ def _safe(sid: str) -> str:
 
 def path_names(ids) -> dict[str, str]:
     """A folder name per student id: the id itself when it is already a safe name (letters,
-    digits, ``-_.@``), else its safe form plus a short hash of the id; names that would clash
-    on a case-insensitive file system all get the hash."""
+    digits, ``-_.@``), else its safe form, ``~`` and a hash of the id (never a safe name, which
+    a student could claim as an id); names that would clash on a case-insensitive file system
+    all get the hash."""
     names = {sid: sid if sid and _safe(sid) == sid and sid.lower() not in _RESERVED
              else _hashed(sid) for sid in sorted(set(ids))}
     folded = Counter(name.casefold() for name in names.values())
@@ -179,7 +180,7 @@ def path_names(ids) -> dict[str, str]:
 
 
 def _hashed(sid: str) -> str:
-    return f"{_safe(sid) or 'student'}-{hashlib.sha256(sid.encode('utf-8')).hexdigest()[:8]}"
+    return f"{_safe(sid) or 'student'}~{hashlib.sha256(sid.encode('utf-8')).hexdigest()[:16]}"
 
 
 __all__ = ["FOLDER", "METADATA", "FILE_NAME", "ROSTER", "LMS_ID", "clean_id", "check_id",

@@ -165,3 +165,37 @@ def test_a_submission_files_notebook_name_puts_no_megabytes_into_the_report(tmp_
     (row,) = json.loads(report.read_text())["submissions"]
     assert "names several assignments" in row["meta"]["assignment_note"]
     assert report.stat().st_size < 2 ** 20
+
+
+def test_no_student_id_can_take_another_students_feedback_folder(tmp_path):
+    """Without a roster the id a notebook stores is the student's, so a student picks ids. With
+    two notebooks, one claiming ``bob`` and one the folder name that ``Bob`` (the victim) gets
+    once his id clashes with ``bob`` (``Bob-`` and 8 hex digits of its hash), the old grader gave
+    the victim and the second id one feedback folder: index.csv sent both the page written last,
+    the victim's grade and written answers to the student who claimed it."""
+    import hashlib
+
+    from attention_lab.grading.students import path_names
+
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    claims = {"victim": "Bob", "a1": "bob", "a2": "Bob-" + hashlib.sha256(b"Bob").hexdigest()[:8]}
+    for file, sid in claims.items():
+        nb = load(SOL2)
+        nb.metadata.setdefault("attention_lab", {})["student"] = sid
+        nbformat.write(nb, str(sub / f"{file}.ipynb"))
+    done = subprocess.run(
+        [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out", str(tmp_path / "out"),
+         "--cell-timeout", "20", "--timeout", "120", "--quiet"],
+        env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    feedback = tmp_path / "out" / "feedback"
+    index = list(csv.DictReader(io.StringIO((feedback / "index.csv").read_text())))
+    assert sorted(r["student"] for r in index) == sorted(claims.values())
+    assert len({r["page"].casefold() for r in index}) == len(index), index
+    for r in index:
+        assert f"for student <strong>{r['student']}</strong>" in (feedback / r["page"]).read_text()
+    # a name a student must find by brute force (a hash's prefix) costs 2 ** 64 tries, not 2 ** 32
+    hashed = path_names(["Bob Smith"])["Bob Smith"]
+    assert len(hashed) - hashed.rindex("Bob_Smith") - len("Bob_Smith") >= 17, hashed
