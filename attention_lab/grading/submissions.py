@@ -266,7 +266,7 @@ def _within_bounds(cells: list) -> None:
     code = 0
     for cell in cells:
         src = cell.get("source", "") if isinstance(cell, dict) else ""
-        code += sum(map(len, src)) if isinstance(src, list) else len(str(src))
+        code += sum(map(len, map(str, src))) if isinstance(src, list) else len(str(src))
     if code > MAX_SOURCE_BYTES:
         raise TooLarge(f"{code:,} characters of cell source, more than the "
                        f"{MAX_SOURCE_BYTES:,} the grader reads: too large to grade")
@@ -289,6 +289,8 @@ def parse_submission(name: str, data: bytes):
             from None
     except RecursionError:
         raise Unreadable("not valid JSON (nested too deeply)") from None
+    except ValueError:  # (JSON sets no limit; Python reads numbers of at most 4,300 digits)
+        raise Unreadable("not valid JSON (a number of thousands of digits)") from None
     notes = []
     if name.endswith(".submission.json"):
         if not isinstance(obj, dict) or obj.get("format") != SUBMISSION_FORMAT:
@@ -310,7 +312,7 @@ def parse_submission(name: str, data: bytes):
                          "submitting?)")
         try:
             obj = json.loads(nb_text)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             raise Unreadable("the notebook inside the submission file is not valid JSON") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("cells"), list):
         raise Unreadable("valid JSON but not a notebook (no list of 'cells')")

@@ -47,6 +47,10 @@ def test_submission_file_contents_and_tamper_evidence(tmp_path):
     (b'{"cells": [{"cell_type": "code", "source": 3}], "nbformat": 4, "nbformat_minor": 5, '
      b'"metadata": {}}', "not a readable notebook"),
     (b"[" * 100000, "nested too deeply"),
+    # (these two were 'internal grader error' rows: a ValueError, a TypeError)
+    (b'{"cells": [], "n": ' + b"9" * 5000 + b"}", "not valid JSON"),
+    (b'{"cells": [{"cell_type": "code", "source": [1]}], "nbformat": 4, "nbformat_minor": 5, '
+     b'"metadata": {}}', "not a readable notebook"),
 ])
 def test_parse_submission_rejects_clearly(data, fragment):
     with pytest.raises(S.Unreadable, match=fragment):
