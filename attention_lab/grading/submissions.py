@@ -326,7 +326,8 @@ def parse_submission(name: str, data: bytes):
         if isinstance(cell, dict) and "outputs" in cell:
             cell["outputs"] = []
     try:
-        nb = nbformat.reads(json.dumps(obj), as_version=4)
+        valid = json.dumps(obj, ensure_ascii=False).encode("utf-8", "replace").decode()
+        nb = nbformat.reads(valid, as_version=4)  # (a lone surrogate, JSON's \ud800, is now ?)
     except Exception as exc:
         raise Unreadable(f"not a readable notebook: {type(exc).__name__}: {str(exc)[:200]}") \
             from None

@@ -5,7 +5,8 @@ Linux hands a file name that is not UTF-8 to Python as lone surrogates (``b"\\xf
 ``"\\udcff"``), and JSON's ``\\ud800`` escape makes one from the bytes of a notebook or of a
 kernel's message. A lone surrogate cannot be written as UTF-8: one such string anywhere in the
 report stopped the whole batch with a traceback before ``grades.csv`` was written (no grade for
-anyone). Each attack below must cost at most its own row, and the instructor's round trip
+anyone); one in a cell's source made the job an 'error' (jupyter_client cannot send it to the
+kernel). Each attack below must cost at most its own row, and the instructor's round trip
 (``written.csv`` filled in and merged) must still work for everyone.
 """
 
@@ -60,7 +61,7 @@ def graded(tmp_path_factory):
     shutil.copy(SOL2, raw + b"/name_\xff\xfe.ipynb")  # a file name that is not UTF-8
     os.mkdir(raw + b"/folder_\xff")  # a student folder whose name is not UTF-8
     shutil.copy(SOL2, raw + b"/folder_\xff/nb.ipynb")
-    meta = load(SOL2)
+    meta = insert_after(load(SOL2), "dot_scores", "# a character pasted in halves: \ud800")
     meta.metadata.setdefault("attention_lab", {})["student"] = "al\ud800ice"
     _write_ascii(meta, sub / "metadata_id.ipynb")
     kernel = insert_after(replace_answer(load(SOL2), "dot_scores", RAISES), "shift_invariance",
