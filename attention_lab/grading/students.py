@@ -119,6 +119,7 @@ def identify(rel: str, metadata, lms_name=None, roster=None,
 def submitted_at(mtime: float) -> tuple[str, str]:
     """(UTC ISO time, source) of a submission: the file's time as the LMS's download set it.
     Never the ``created`` field a ``.submission.json`` holds: the student wrote that."""
+    mtime = min(max(mtime, -62135596800), 253402300799)  # years 1-9999 (tmpfs keeps any time)
     t = _dt.datetime.fromtimestamp(mtime, _dt.timezone.utc)
     return t.isoformat(timespec="seconds"), "file time (as the download set it)"
 

@@ -200,3 +200,34 @@ def test_no_student_id_can_take_another_students_feedback_folder(tmp_path):
     # a name a student must find by brute force (a hash's prefix) costs 2 ** 64 tries, not 2 ** 32
     hashed = path_names(["Bob Smith"])["Bob Smith"]
     assert len(hashed) - hashed.rindex("Bob_Smith") - len("Bob_Smith") >= 17, hashed
+
+
+def test_a_file_time_past_the_year_9999_is_a_row_of_its_own(tmp_path):
+    """A student who hands in a folder sets its files' times (``touch``; a copy that keeps them,
+    as nbgrader's exchange and ``cp -a`` do, brings them along); ext4 stops at 2446, but tmpfs
+    and btrfs keep any 64-bit time. A notebook dated 2^40 seconds after 1970 (the year 36812)
+    stopped the old grader with 'ValueError: year 36812 is out of range' before any grade."""
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no tmpfs at /dev/shm")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        sub = Path(shm) / "subs"
+        (sub / "mallory").mkdir(parents=True)
+        (sub / "alice").mkdir()
+        nbformat.write(load(SOL2), str(sub / "alice" / "nb.ipynb"))
+        nbformat.write(load(SOL2), str(sub / "mallory" / "nb.ipynb"))
+        os.utime(sub / "mallory" / "nb.ipynb", (2 ** 40, 2 ** 40))
+        if os.stat(sub / "mallory" / "nb.ipynb").st_mtime < 2 ** 40:
+            pytest.skip("this tmpfs does not keep such a time")
+        done = subprocess.run(
+            [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out",
+             str(tmp_path / "out"), "--cell-timeout", "20", "--timeout", "120", "--quiet",
+             "--deadline", "2030-01-01"],
+            env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
+            capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(
+        (tmp_path / "out" / "grades.csv").read_text()))}
+    assert rows["alice"]["total"] == rows["alice"]["out_of"] and rows["alice"]["late_by"] == ""
+    assert rows["mallory"]["status"] == "graded" and rows["mallory"]["late_by"]
