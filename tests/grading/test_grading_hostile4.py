@@ -231,3 +231,44 @@ def test_a_file_time_past_the_year_9999_is_a_row_of_its_own(tmp_path):
         (tmp_path / "out" / "grades.csv").read_text()))}
     assert rows["alice"]["total"] == rows["alice"]["out_of"] and rows["alice"]["late_by"] == ""
     assert rows["mallory"]["status"] == "graded" and rows["mallory"]["late_by"]
+
+
+BLOCKS_SIGNALS = '''
+import signal
+def dot_scores(query, keys):
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGINT, signal.SIGTERM})
+    while True:
+        pass
+'''
+IGNORES_SIGNALS = '''
+import signal
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
+    signal.signal(s, signal.SIG_IGN)
+while True:
+    pass
+'''
+
+
+def test_a_kernel_deaf_to_signals_costs_only_its_own_answers(tmp_path):
+    """The harness stops a slow answer with SIGALRM and nbclient a slow cell with SIGINT: an
+    answer that blocks both and loops, and a cell that ignores them and loops, must still end
+    within the limits (the grader replaces the kernel) with a time-out for that answer only,
+    beside an honest notebook graded as alone."""
+    sub = tmp_path / "subs"
+    sub.mkdir()
+    nbformat.write(load(SOL2), str(sub / "honest.ipynb"))
+    deaf = insert_after(replace_answer(load(SOL2), "dot_scores", BLOCKS_SIGNALS), "dot_scores",
+                        IGNORES_SIGNALS)
+    nbformat.write(deaf, str(sub / "deaf.ipynb"))
+    done = subprocess.run(
+        [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out", str(tmp_path / "out"),
+         "--jobs", "2", "--cell-timeout", "8", "--timeout", "120", "--quiet"],
+        env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
+        capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {r["file"]: r for r in csv.DictReader(io.StringIO(
+        (tmp_path / "out" / "grades.csv").read_text()))}
+    assert rows["honest.ipynb"]["total"] == rows["honest.ipynb"]["out_of"]
+    deaf_row = rows["deaf.ipynb"]
+    assert deaf_row["2.1"] == "timeout", deaf_row
+    assert all(deaf_row[i] == "pass" for i in ("2.2", "2.4", "2.5", "2.6", "2.7")), deaf_row
