@@ -248,17 +248,42 @@ while True:
     pass
 '''
 
+#: outputs that hang the harness as it records them: an ndarray subclass whose every way out is an
+#: endless loop (its values are right), and an object whose finaliser never returns
+STUCK_OUTPUTS = ("softmax_temperature", '''
+import numpy as np
+_right = softmax_temperature
+class Endless(np.ndarray):
+    def tolist(self):
+        while True:
+            pass
+    copy = __array__ = __reduce__ = tolist
+def softmax_temperature(scores, temperature):
+    return _right(scores, temperature).view(Endless)
+'''), ("padding_mask", '''
+_right_mask = padding_mask
+class Haunted:
+    def __del__(self):
+        while True:
+            pass
+def padding_mask(lengths, S):
+    keep = Haunted()
+    return _right_mask(lengths, S)
+''')
 
-def test_a_kernel_deaf_to_signals_costs_only_its_own_answers(tmp_path):
+
+def test_a_kernel_deaf_to_signals_or_stuck_in_its_outputs_costs_only_its_own_answers(tmp_path):
     """The harness stops a slow answer with SIGALRM and nbclient a slow cell with SIGINT: an
-    answer that blocks both and loops, and a cell that ignores them and loops, must still end
-    within the limits (the grader replaces the kernel) with a time-out for that answer only,
-    beside an honest notebook graded as alone."""
+    answer that blocks both and loops, a cell that ignores them and loops, and outputs that loop
+    when the harness records them must still end within the limits (the grader replaces the
+    kernel), costing only their own answers, beside an honest notebook graded as alone."""
     sub = tmp_path / "subs"
     sub.mkdir()
     nbformat.write(load(SOL2), str(sub / "honest.ipynb"))
     deaf = insert_after(replace_answer(load(SOL2), "dot_scores", BLOCKS_SIGNALS), "dot_scores",
                         IGNORES_SIGNALS)
+    for name, source in STUCK_OUTPUTS:
+        insert_after(deaf, name, source)
     nbformat.write(deaf, str(sub / "deaf.ipynb"))
     done = subprocess.run(
         [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out", str(tmp_path / "out"),
@@ -270,5 +295,5 @@ def test_a_kernel_deaf_to_signals_costs_only_its_own_answers(tmp_path):
         (tmp_path / "out" / "grades.csv").read_text()))}
     assert rows["honest.ipynb"]["total"] == rows["honest.ipynb"]["out_of"]
     deaf_row = rows["deaf.ipynb"]
-    assert deaf_row["2.1"] == "timeout", deaf_row
-    assert all(deaf_row[i] == "pass" for i in ("2.2", "2.4", "2.5", "2.6", "2.7")), deaf_row
+    assert (deaf_row["2.1"], deaf_row["2.5"]) == ("timeout", "timeout"), deaf_row
+    assert all(deaf_row[i] == "pass" for i in ("2.2", "2.4", "2.6", "2.7")), deaf_row
