@@ -1,13 +1,18 @@
-"""The grader against a fourth hostile student: text that is not Unicode, from every place a
-student controls, in one grading (``python -m attention_lab grade``, in a subprocess).
+"""The grader against a fourth hostile student: what a student controls besides the kernel (the
+names, times and nesting of files and folders, the text of a notebook and of a submission file,
+the student id it claims) and a kernel deaf to signals, each in a grading of its own
+(``python -m attention_lab grade``, in a subprocess). Each attack must cost at most its own row.
 
-Linux hands a file name that is not UTF-8 to Python as lone surrogates (``b"\\xff"`` is
-``"\\udcff"``), and JSON's ``\\ud800`` escape makes one from the bytes of a notebook or of a
-kernel's message. A lone surrogate cannot be written as UTF-8: one such string anywhere in the
-report stopped the whole batch with a traceback before ``grades.csv`` was written (no grade for
-anyone); one in a cell's source made the job an 'error' (jupyter_client cannot send it to the
-kernel). Each attack below must cost at most its own row, and the instructor's round trip
-(``written.csv`` filled in and merged) must still work for everyone.
+* Text that is not Unicode: Linux hands a file name that is not UTF-8 to Python as lone
+  surrogates (``b"\\xff"`` is ``"\\udcff"``), and JSON's ``\\ud800`` escape makes one from the
+  bytes of a notebook or of a kernel's message. A lone surrogate cannot be written as UTF-8: one
+  such string anywhere in the report stopped the whole batch with a traceback before
+  ``grades.csv`` was written (no grade for anyone); one in a cell's source made the job an
+  'error' (jupyter_client cannot send it to the kernel). The instructor's round trip
+  (``written.csv`` filled in and merged) must still work for everyone.
+* A folder nested deeper than Python recurses, a file time past the year 9999, a 40 MB
+  ``notebook_name``, and two claimed ids aimed at another student's feedback folder.
+* An answer and a cell deaf to the signals that stop them, and outputs that hang the harness.
 """
 
 from __future__ import annotations
