@@ -13,6 +13,9 @@ import io
 from pathlib import Path
 
 _ESCAPED = ("=", "+", "-", "@", "\t", "\r", "'")
+#: how every file the grader writes shows text that UTF-8 cannot hold (a lone surrogate: a file
+#: name that is not UTF-8, a JSON ``\ud800`` from a notebook or a kernel): as the text ``\udcff``
+NOT_UNICODE = "backslashreplace"
 
 
 def csv_text(rows) -> str:

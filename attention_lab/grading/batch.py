@@ -48,8 +48,8 @@ from .report import (UNREADABLE, ExerciseGrade, Report, SubmissionGrade, counts,
                      summary_table)
 from .runner import Limits, names_defined, run_notebook, skip_slow_optional_imports
 from .sandbox import JobFolders, ScratchRoot, for_job, isolation_problem, unprivileged_ids
-from .submissions import (Submission, TooLarge, Unreadable, discover, no_notebook, parse_submission,
-                          peek, read_submissions, unchanged, without_notebook)
+from .submissions import (Submission, TooLarge, Unreadable, as_text, discover, no_notebook,
+                          parse_submission, peek, read_submissions, unchanged, without_notebook)
 
 
 # ====================================================================== judging
@@ -263,7 +263,7 @@ def identify(subs: list[Submission], assignment: str | None = None, roster=None,
     for sub in subs:
         seen = peek(sub.path.name, sub.data)
         found, source, note = assignments.detect(seen["metadata"], sub.path.name,
-                                                 str(seen["notebook_name"] or ""))
+                                                 str(seen["notebook_name"] or "")[:255])
         if assignment is not None:
             note = (f"graded as {assignment} (--assignment); the notebook looks like {found.id} "
                     f"({source})" if found is not None and found.id != assignment else "")
@@ -481,8 +481,8 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
         if res is not None:       # the previous report's stays as it was, for written.carry)
             results[i] = dataclasses.replace(res, meta=dict(subs[i].meta))
     empty_rel = {sub.rel for sub in subs if sub.held is not None}
-    skipped = [str(p.relative_to(root)) for p in skipped_paths
-               if p.relative_to(root).parts[0] not in empty_rel]
+    skipped = [as_text(p.relative_to(root)) for p in skipped_paths
+               if as_text(p.relative_to(root).parts[0]) not in empty_rel]
     graded = [r for r in results if r is not None] + extra
     fresh = {id(results[i]) for i in todo if results[i] is not None}
     report = Report(str(root), graded, skipped, changed, seed, limits, started,

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..exercises.student import LABELS
-from ._csv import csv_text, points_text
+from ._csv import NOT_UNICODE, csv_text, points_text
 from .assignments import ASSIGNMENTS, points
 from .report import Report, SubmissionGrade
 from .students import path_names
@@ -106,9 +106,9 @@ def write_feedback(report: Report, out: Path) -> Path:
     for s in sorted(counted, key=lambda s: (names[s.student], s.assignment)):
         page = folder / names[s.student] / f"{s.assignment}.html"
         page.parent.mkdir(exist_ok=True)
-        page.write_text(render(s), encoding="utf-8")
+        page.write_text(render(s), encoding="utf-8", errors=NOT_UNICODE)
         index.append([s.student, s.assignment, page.relative_to(folder).as_posix()])
-    (folder / "index.csv").write_text(csv_text(index), encoding="utf-8")
+    (folder / "index.csv").write_text(csv_text(index), encoding="utf-8", errors=NOT_UNICODE)
     return folder
 
 

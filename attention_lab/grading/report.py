@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .._cli import shown
 from ..exercises.registry import EXERCISES, IDS
-from ._csv import csv_text, points_text
+from ._csv import NOT_UNICODE, csv_text, points_text
 from .assignments import ASSIGNMENTS, points
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def write_grades_csv(report: Report, out: Path) -> Path:
 
 def write_csv(path: Path, rows) -> Path:
     """Write ``rows`` to ``path`` as the grader writes CSV (:func:`._csv.csv_text`)."""
-    path.write_text(csv_text(rows), encoding="utf-8")
+    path.write_text(csv_text(rows), encoding="utf-8", errors=NOT_UNICODE)
     return path
 
 
@@ -270,7 +270,7 @@ def write_grades_json(report: Report, out: Path) -> Path:
     """``grades.json``: everything in :meth:`Report.as_dict`."""
     path = out / "grades.json"
     path.write_text(json.dumps(report.as_dict(), indent=1, ensure_ascii=False, default=str)
-                    + "\n", encoding="utf-8")
+                    + "\n", encoding="utf-8", errors=NOT_UNICODE)
     return path
 
 

@@ -77,7 +77,7 @@ def folder_id(name: str) -> str | None:
     module's note on near-duplicates), or None when it is empty, too long or holds control
     characters."""
     if not name.strip() or len(name) > MAX_ID or any(
-            unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in name):
+            unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in name):
         return None
     return name
 
@@ -119,6 +119,7 @@ def identify(rel: str, metadata, lms_name=None, roster=None,
 def submitted_at(mtime: float) -> tuple[str, str]:
     """(UTC ISO time, source) of a submission: the file's time as the LMS's download set it.
     Never the ``created`` field a ``.submission.json`` holds: the student wrote that."""
+    mtime = min(max(mtime, -62135596800), 253402300799)  # years 1-9999 (tmpfs keeps any time)
     t = _dt.datetime.fromtimestamp(mtime, _dt.timezone.utc)
     return t.isoformat(timespec="seconds"), "file time (as the download set it)"
 
@@ -169,8 +170,9 @@ def _safe(sid: str) -> str:
 
 def path_names(ids) -> dict[str, str]:
     """A folder name per student id: the id itself when it is already a safe name (letters,
-    digits, ``-_.@``), else its safe form plus a short hash of the id; names that would clash
-    on a case-insensitive file system all get the hash."""
+    digits, ``-_.@``), else its safe form, ``~`` and a hash of the id (never a safe name, which
+    a student could claim as an id); names that would clash on a case-insensitive file system
+    all get the hash."""
     names = {sid: sid if sid and _safe(sid) == sid and sid.lower() not in _RESERVED
              else _hashed(sid) for sid in sorted(set(ids))}
     folded = Counter(name.casefold() for name in names.values())
@@ -179,7 +181,7 @@ def path_names(ids) -> dict[str, str]:
 
 
 def _hashed(sid: str) -> str:
-    return f"{_safe(sid) or 'student'}-{hashlib.sha256(sid.encode('utf-8')).hexdigest()[:8]}"
+    return f"{_safe(sid) or 'student'}~{hashlib.sha256(sid.encode('utf-8')).hexdigest()[:16]}"
 
 
 __all__ = ["FOLDER", "METADATA", "FILE_NAME", "ROSTER", "LMS_ID", "clean_id", "check_id",

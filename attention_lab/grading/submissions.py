@@ -40,25 +40,25 @@ def discover(folder: Path, exclude: Path | None = None) -> tuple[list[Path], lis
     found: list[Path] = []
     skipped: list[Path] = []
 
-    def walk(here: Path, depth: int) -> None:
+    folders = [(folder, 0)]  # (a stack, not recursion: a student's folders may nest deeply)
+    while folders:
+        here, depth = folders.pop()
         try:
-            entries = sorted(os.scandir(here), key=lambda e: e.name)
+            entries = list(os.scandir(here))
         except OSError:
-            return
+            continue
         for e in entries:
             p = here / e.name
             if e.name.startswith(".") or (exclude is not None and p == exclude):
                 continue
             if e.is_dir(follow_symlinks=False):
                 if e.name not in SKIPPED_FOLDERS:
-                    walk(p, depth + 1)
+                    folders.append((p, depth + 1))
             elif e.name.endswith(SUFFIXES) or (depth == 0 and e.is_symlink()):
                 found.append(p)
             elif not e.is_symlink():
                 skipped.append(p)
-
-    walk(folder, 0)
-    return found, skipped
+    return sorted(found), sorted(skipped)
 
 
 def without_notebook(folder: Path, found: list[Path], skipped: list[Path],
@@ -104,7 +104,7 @@ def no_notebook(path: Path, root: Path, held: list[str]) -> "Submission":
     else:
         problem = f"not a notebook (*{SUFFIXES[0]} or *{SUFFIXES[1]}) but {path.suffix or 'a file'}"
     times = [os.lstat(path / name).st_mtime for name in held] if path.is_dir() else []
-    return Submission(path, str(path.relative_to(root.resolve())), None, None,
+    return Submission(path, as_text(path.relative_to(root.resolve())), None, None,
                       problem + ": the notebook itself must be handed in",
                       mtime=max(times, default=os.lstat(path).st_mtime),  # (a zip dates files)
                       held=list(held), is_folder=path.is_dir())
@@ -164,8 +164,14 @@ def json_items(data: bytes | str) -> int:
 def read_submissions(files: list[Path], root: Path) -> list[Submission]:
     """Read and hash every file once (at most ``MAX_FILE_BYTES`` each), never through a link."""
     root = root.resolve()
-    return [_read(p, str(p.relative_to(root)) if p.is_relative_to(root) else str(p))
+    return [_read(p, as_text(p.relative_to(root) if p.is_relative_to(root) else p))
             for p in files]
+
+
+def as_text(path: Path) -> str:
+    """``path`` as the report shows it (and keys it by): a name that is not UTF-8 with its bytes
+    escaped (``\\xff``), never as the lone surrogates Python reads it as (no file takes them)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _read(p: Path, rel: str) -> Submission:
@@ -260,7 +266,7 @@ def _within_bounds(cells: list) -> None:
     code = 0
     for cell in cells:
         src = cell.get("source", "") if isinstance(cell, dict) else ""
-        code += sum(map(len, src)) if isinstance(src, list) else len(str(src))
+        code += sum(map(len, map(str, src))) if isinstance(src, list) else len(str(src))
     if code > MAX_SOURCE_BYTES:
         raise TooLarge(f"{code:,} characters of cell source, more than the "
                        f"{MAX_SOURCE_BYTES:,} the grader reads: too large to grade")
@@ -283,6 +289,8 @@ def parse_submission(name: str, data: bytes):
             from None
     except RecursionError:
         raise Unreadable("not valid JSON (nested too deeply)") from None
+    except ValueError:  # (JSON sets no limit; Python reads numbers of at most 4,300 digits)
+        raise Unreadable("not valid JSON (a number of thousands of digits)") from None
     notes = []
     if name.endswith(".submission.json"):
         if not isinstance(obj, dict) or obj.get("format") != SUBMISSION_FORMAT:
@@ -294,7 +302,8 @@ def parse_submission(name: str, data: bytes):
         if json_items(nb_text) > MAX_JSON_ITEMS:  # (its escapes, as \u002c, are commas now)
             raise TooLarge(f"its notebook holds more than {MAX_JSON_ITEMS:,} JSON values: too "
                            f"large to grade (clear the notebook's outputs and hand it in again)")
-        if hashlib.sha256(nb_text.encode("utf-8")).hexdigest() != obj.get("notebook_sha256"):
+        if hashlib.sha256(nb_text.encode("utf-8", "surrogatepass")).hexdigest() != obj.get(
+                "notebook_sha256"):  # (submit never writes a lone surrogate: no match then)
             notes.append("the notebook inside the submission file does not match its recorded "
                          "hash (edited after submitting?)")
         body = {k: obj.get(k) for k in ("notebook", "notebook_name", "created", "results",
@@ -304,7 +313,7 @@ def parse_submission(name: str, data: bytes):
                          "submitting?)")
         try:
             obj = json.loads(nb_text)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             raise Unreadable("the notebook inside the submission file is not valid JSON") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("cells"), list):
         raise Unreadable("valid JSON but not a notebook (no list of 'cells')")
@@ -318,7 +327,8 @@ def parse_submission(name: str, data: bytes):
         if isinstance(cell, dict) and "outputs" in cell:
             cell["outputs"] = []
     try:
-        nb = nbformat.reads(json.dumps(obj), as_version=4)
+        valid = json.dumps(obj, ensure_ascii=False).encode("utf-8", "replace").decode()
+        nb = nbformat.reads(valid, as_version=4)  # (a lone surrogate, JSON's \ud800, is now ?)
     except Exception as exc:
         raise Unreadable(f"not a readable notebook: {type(exc).__name__}: {str(exc)[:200]}") \
             from None

@@ -17,6 +17,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from ._csv import NOT_UNICODE
 from .assignments import ASSIGNMENTS
 from .feedback import html_template
 from .report import Report
@@ -71,7 +72,7 @@ def render(report: Report) -> str:
 def write_summary(report: Report, folder: Path) -> Path:
     """Write ``folder/summary.html`` (``folder``: OUT_DIR)."""
     path = Path(folder) / "summary.html"
-    path.write_text(render(report), encoding="utf-8")
+    path.write_text(render(report), encoding="utf-8", errors=NOT_UNICODE)
     return path
 
 

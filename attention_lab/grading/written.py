@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exercises.registry import EXERCISES
-from ._csv import csv_value, points_text, read_rows
+from ._csv import NOT_UNICODE, csv_value, points_text, read_rows
 from .assignments import points
 from .report import Report, write_csv
 
@@ -49,8 +49,10 @@ def answer_text(ex, answer: dict | None) -> str:
 
 
 def _same_text(a: str, b: str) -> bool:
-    """Equal up to what a spreadsheet may do to a cell: line endings and trailing spaces."""
+    """Equal up to what a spreadsheet may do to a cell (line endings, trailing spaces) and what
+    written.csv made of text that is not Unicode (:data:`._csv.NOT_UNICODE`)."""
     def norm(t):
+        t = t.encode("utf-8", NOT_UNICODE).decode("utf-8")
         return "\n".join(ln.rstrip() for ln in t.splitlines()).strip()
     return norm(a) == norm(b)
 

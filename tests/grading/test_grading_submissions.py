@@ -47,6 +47,10 @@ def test_submission_file_contents_and_tamper_evidence(tmp_path):
     (b'{"cells": [{"cell_type": "code", "source": 3}], "nbformat": 4, "nbformat_minor": 5, '
      b'"metadata": {}}', "not a readable notebook"),
     (b"[" * 100000, "nested too deeply"),
+    # (these two were 'internal grader error' rows: a ValueError, a TypeError)
+    (b'{"cells": [], "n": ' + b"9" * 5000 + b"}", "not valid JSON"),
+    (b'{"cells": [{"cell_type": "code", "source": [1]}], "nbformat": 4, "nbformat_minor": 5, '
+     b'"metadata": {}}', "not a readable notebook"),
 ])
 def test_parse_submission_rejects_clearly(data, fragment):
     with pytest.raises(S.Unreadable, match=fragment):
@@ -138,3 +142,16 @@ def test_submit_warns_about_a_notebook_that_names_no_assignment(tmp_path, capsys
     out = capsys.readouterr().out
     assert "no assignment id in the notebook's metadata and none in its file name" in out
     assert "the exercise notebook you were given" in out
+
+
+def test_a_submission_file_whose_notebook_holds_a_lone_surrogate_is_read():
+    """``\\ud800`` in the submission file's JSON makes the notebook text hold a lone surrogate,
+    which UTF-8 cannot encode: hashing it was an 'internal grader error' row; it is read (and
+    does not match the hash ``submit`` recorded, which it could never have made)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1  # \ud800")])
+    text = json.dumps(nb)
+    data = json.dumps({"format": S.SUBMISSION_FORMAT, "notebook": text[:-1] + ' ,"x": "\ud800"}',
+                       "notebook_sha256": "0"}).encode()
+    parsed, notes = S.parse_submission("x.submission.json", data)
+    assert parsed.cells[0].source == "x = 1  # ?"
+    assert any("does not match its recorded hash" in n for n in notes)
