@@ -251,6 +251,24 @@ class Batch:
 
 
 # ====================================================================== the folder
+#: earlier files of one student's assignment graded besides the one that counts: each may take
+#: up to --timeout, and a student handing in hundreds must not hold the class's grades up
+EARLIER_GRADED = 2
+
+
+def not_graded(subs: list[Submission]) -> set[int]:
+    """The submissions left ungraded: a student's earlier files of one assignment beyond the
+    latest :data:`EARLIER_GRADED` (the file that counts lists them, ``meta["not_graded"]``)."""
+    index = {sub.rel: i for i, sub in enumerate(subs)}
+    left: set[int] = set()
+    for sub in subs:
+        older = sub.meta.get("replaces", [])[:-EARLIER_GRADED]  # oldest first
+        if older:
+            sub.meta["not_graded"] = older
+            left.update(index[rel] for rel in older)
+    return left
+
+
 def identify(subs: list[Submission], assignment: str | None = None, roster=None,
              deadline=None, policy: late.Policy | None = None) -> None:
     """Fill each submission's ``meta``: its assignment and student, where each came from (and
@@ -436,6 +454,7 @@ def grade_folder(folder, out=None, *, jobs: int = 1, limits: Limits | None = Non
             f"{previous.seed}), which grading {folder} there would replace; nothing was graded "
             f"or written: to add to it, grade with --only ID (a student or an assignment), "
             f"else give another --out")
+    kept.update({i: None for i in not_graded(subs)})
     todo = [i for i in range(len(subs)) if i not in kept]
     scratch = ScratchRoot()
     batch = Batch(limits, seed, scratch.path)

@@ -338,6 +338,9 @@ def course_warnings(report: Report) -> list[str]:
         ([s for s in subs if s.meta.get("replaces_on_metadata")],
          "WARNING: {n} submission(s) replace another on notebook metadata alone (a notebook can "
          "name any student; see the flags column)"),
+        ([s for s in subs if s.meta.get("not_graded")],
+         "WARNING: {n} submission(s) replace more earlier files than are graded (only the "
+         "latest earlier ones are; grades.json lists the others under not_graded)"),
         ([s for s in subs if s.meta.get("superseded_by")],
          "note: {n} earlier submission(s) superseded by a later one of the same student and "
          "assignment (graded, not counted)"),

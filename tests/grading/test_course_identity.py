@@ -268,3 +268,32 @@ def test_a_replacement_resting_on_notebook_metadata_alone_is_flagged(tmp_path):
     (first, later), warnings = graded("alice/a.ipynb", "alice/b.ipynb")
     assert first.meta["superseded_by"] == "alice/b.ipynb" and flags(later) == ""
     assert not any("metadata alone" in w for w in warnings)
+
+
+def test_a_student_who_hands_in_many_files_holds_up_no_one(tmp_path):
+    """Each file of a batch may take up to --timeout, and every superseded file was run: one
+    student handing in hundreds of copies of an assignment (Canvas takes any number of
+    attachments) held the class's grades up for hours. Besides the file that counts, only the
+    latest earlier ones (batch.EARLIER_GRADED) are graded; the counting row lists the others,
+    and the summary warns."""
+    import os
+
+    import nbformat
+
+    from attention_lab.grading.report import course_warnings
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("def dot_scores(query, keys):\n    return keys @ query")]
+    names = [f"mallory/02_mechanics_exercises_{i:02d}.ipynb" for i in range(12)]
+    for i, name in enumerate([*names, "alice/02_mechanics_exercises.ipynb"]):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        nbformat.write(nb, str(tmp_path / name))
+        os.utime(tmp_path / name, (1_000_000 + i, 1_000_000 + i))
+    report = batch.grade_folder(tmp_path, jobs=1, progress=False, seed=1)
+    rows = {g.file: g for g in report.submissions}
+    earlier = names[-1 - batch.EARLIER_GRADED:-1]
+    assert sorted(rows) == sorted([*earlier, names[-1], "alice/02_mechanics_exercises.ipynb"])
+    assert all(rows[n].meta["superseded_by"] == names[-1] for n in earlier)
+    assert rows[names[-1]].meta["not_graded"] == names[:-1 - batch.EARLIER_GRADED]
+    assert any(w.startswith("WARNING: 1 submission(s) replace more earlier files than are "
+                            "graded") and w.endswith(names[-1]) for w in course_warnings(report))
