@@ -152,12 +152,12 @@ def execute(py: Path | str, *, timeout: int = 600) -> Path:
                             resources={"metadata": {"path": str(py.parent)}},
                             record_timing=False, store_widget_state=False, allow_errors=False)
     drawn_with = drawing_hash()  # the code the figures are drawn by, read before they are
+    started = [0]  # the cells given to the kernel, in order (nbclient's hook)
+    client.on_cell_execute = lambda cell, cell_index: started.append(cell_index)
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
-        # the cell that failed: the last one the kernel began (it numbers each as it starts it)
-        i = max((i for i, c in enumerate(nb.cells) if c.get("execution_count") is not None),
-                default=0)
+        i = started[-1]
         what = (f"ran longer than {timeout} s" if isinstance(exc, CellTimeoutError) else
                 "stopped the kernel (it died)" if isinstance(exc, DeadKernelError) else
                 f"raised {exc.ename}: {exc.evalue}")

@@ -110,6 +110,7 @@ RUNNERS = {
     "browser/test_browser_hub.py": "the release bundle's student copies, on three students' "
                                    "servers side by side",
     "test_stale_figures.py": "a notebook written in tmp_path",
+    "test_docs_commands.py": "notebooks written in tmp_path (cells that hang or kill the kernel)",
 }
 EXECUTES = re.compile(r"\.run_all\(|\.start_run\(|NotebookClient|ExecutePreprocessor"
                       r"|nbtools\.execute\(|--nbval|[\"']-m[\"'],\s*[\"']pytest")
