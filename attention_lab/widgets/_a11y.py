@@ -7,7 +7,10 @@ element around it) and, whenever that explorer's DOM changes:
 * makes the text readout (``.al-readout``) a polite live region (``role="status"``,
   ``aria-live="polite"``), so a screen reader announces the new numbers after a change;
 * gives the figure (``.al-figure``, the ipympl canvas or the inline image) ``role="img"`` and an
-  accessible name, :attr:`Accessibility.label` (a canvas has none of its own);
+  accessible name, :attr:`Accessibility.label` (a canvas has none of its own), and takes it out
+  of the Tab order: ipympl's canvas is a Tab stop that keeps every key for matplotlib, Tab
+  included, so a keyboard user who tabbed into it could not leave (Tab now leaves it also after
+  a click);
 * names every slider handle after its slider's description (noUiSlider handles are focusable
   and keyboard-driven but unnamed), every group of toggle buttons after its description, and every
   button with a tooltip but only a short caption (the mask's "1" ... "5") after its tooltip.
@@ -34,7 +37,11 @@ function name(root, label) {
   if (figure && figure.getAttribute('aria-label') !== label) {
     figure.setAttribute('role', 'img');
     figure.setAttribute('aria-label', label);
+    // ipympl's canvas takes every key it gets, Tab included: no Tab stop, and Tab leaves it
+    figure.addEventListener('keydown', (e) => { if (e.key === 'Tab') e.stopPropagation(); }, true);
   }
+  for (const stop of (figure ? figure.querySelectorAll('[tabindex="0"]') : []))
+    stop.setAttribute('tabindex', '-1');
   for (const row of root.querySelectorAll('.widget-slider')) {
     const text = (row.querySelector('.widget-label') || {}).textContent;
     for (const handle of row.querySelectorAll('.noUi-handle')) {

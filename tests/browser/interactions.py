@@ -148,6 +148,22 @@ def core_check(name: str):
     return lambda twin: check_explorer(name, twin)
 
 
+#: focus the first element of an explorer that Tab can reach
+_FOCUS_FIRST_JS = """(root) => [...root.querySelectorAll('select, input, button, [tabindex]')]
+  .find(e => e.tabIndex >= 0 && !e.disabled && e.getClientRects().length).focus()"""
+#: where the keyboard focus is: in which explorer control, in the figure, on the reset button
+_FOCUSED_JS = """() => {
+  const e = document.activeElement, box = e.getBoundingClientRect(), style = getComputedStyle(e);
+  const control = [...(e.closest('[class*="al-control-"]') || {classList: []}).classList]
+    .find(c => c.startsWith('al-control-'));
+  return {tag: e.tagName, text: (e.getAttribute('aria-label') || e.textContent).trim().slice(0, 40),
+          control: control ? control.slice('al-control-'.length) : null,
+          inside: !!e.closest('.al-explorer'), figure: !!e.closest('.al-figure'),
+          reset: e.classList.contains('al-reset-explorer'),
+          visible: box.width > 0 && box.height > 0 && style.visibility !== 'hidden'};
+}"""
+
+
 class Driver:
     """The explorer under ``root`` (its ``.al-explorer-<name>`` box) and its ``twin``; ``check``
     (see :func:`core_check`) confirms after every action that the twin holds the core's numbers,
@@ -197,6 +213,30 @@ class Driver:
                                r"(:|$|\s*\[)", line)]
         assert not unnamed, f"{self.title}: controls without an accessible name: {unnamed}"
         assert re.search(r'- slider "[^"]+"', tree), f"{self.title}: no named slider:\n{tree}"
+        self.check_tab_order()
+
+    def check_tab_order(self, limit: int = 60) -> None:
+        """Tab, from the explorer's first control, stops at every control and then at the reset
+        button, each stop visible and none in the figure (ipympl's canvas keeps every key it gets,
+        Tab included: a keyboard user who tabbed into it could not leave); after a click on the
+        figure, Tab leaves it."""
+        self.root.evaluate(_FOCUS_FIRST_JS)
+        stops = []
+        for _ in range(limit):
+            stops.append(self.page.evaluate(_FOCUSED_JS))
+            if stops[-1]["reset"] or not stops[-1]["inside"]:
+                break
+            self.page.keyboard.press("Tab")
+        trapped = [s for s in stops if s["figure"]]
+        assert not trapped, f"{self.title}: Tab stopped in the figure: {trapped[:2]}"
+        assert stops[-1]["reset"], f"{self.title}: Tab did not reach the reset button: {stops}"
+        assert all(s["visible"] for s in stops), f"{self.title}: a stop is hidden: {stops}"
+        reached = {s["control"] for s in stops}
+        missing = [k for k in self.twin.controls if k not in reached]
+        assert not missing, f"{self.title}: Tab never reached {missing}: {stops}"
+        self.root.locator(".al-figure").first.click(position={"x": 4, "y": 4})  # a mouse user
+        self.page.keyboard.press("Tab")
+        assert not self.page.evaluate(_FOCUSED_JS)["figure"], f"{self.title}: Tab stays in the figure"
 
     def check_readout(self, timeout: float = 15.0) -> None:
         """The page's readout shows the twin's numbers (polls until it does)."""
