@@ -13,7 +13,10 @@ element around it) and, whenever that explorer's DOM changes:
   a click);
 * names every slider handle after its slider's description (noUiSlider handles are focusable
   and keyboard-driven but unnamed), every group of toggle buttons after its description, and every
-  button with a tooltip but only a short caption (the mask's "1" ... "5") after its tooltip.
+  button with a tooltip but only a short caption (the mask's "1" ... "5") after its tooltip;
+* says of every toggle button whether it is pressed (``aria-pressed``, kept in step with the
+  ``mod-active`` class that shades it): which score function, dtype or softmax is chosen, and
+  which mask positions are kept, was told by the shade alone.
 
 Nothing here computes or draws; it only names what is on the page.
 """
@@ -56,6 +59,10 @@ function name(root, label) {
       group.setAttribute('aria-label', text.trim());
     }
   }
+  for (const button of root.querySelectorAll('.widget-toggle-button')) {
+    const pressed = String(button.classList.contains('mod-active'));
+    if (button.getAttribute('aria-pressed') !== pressed) button.setAttribute('aria-pressed', pressed);
+  }
   for (const button of root.querySelectorAll('button[title]')) {
     const tip = button.getAttribute('title');
     if (tip && button.textContent.trim().length <= 2 && button.getAttribute('aria-label') !== tip)
@@ -77,7 +84,8 @@ export default {
       apply();
       if (root && !had) {
         observer.disconnect();
-        observer.observe(root, { childList: true, subtree: true, characterData: true });
+        observer.observe(root, { childList: true, subtree: true, characterData: true,
+                                 attributes: true, attributeFilter: ['class'] });
       }
     });
     observer.observe(document.body, { childList: true, subtree: true });

@@ -213,7 +213,25 @@ class Driver:
                                r"(:|$|\s*\[)", line)]
         assert not unnamed, f"{self.title}: controls without an accessible name: {unnamed}"
         assert re.search(r'- slider "[^"]+"', tree), f"{self.title}: no named slider:\n{tree}"
+        self.check_pressed()
         self.check_tab_order()
+
+    def check_pressed(self, timeout: float = 10.0) -> None:
+        """Each toggle button tells a screen reader whether it is pressed (not by its shade
+        alone): the pressed buttons in Chromium's accessibility tree are the twin's choices."""
+        want = []
+        for c in self.twin.controls.values():
+            if isinstance(c, W.ToggleButtons):
+                want.append(dict(zip(c._options_values, c._options_labels))[c.value])
+            elif isinstance(c, W.ToggleButton) and c.value:
+                want.append(c.description)
+        pressed = self.root.get_by_role("button", pressed=True)
+        deadline = time.monotonic() + timeout
+        while (got := sorted(t.strip() for t in pressed.all_inner_texts())) != sorted(want):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.title}: pressed buttons in the page {got}, "
+                                     f"expected {sorted(want)}")
+            self.page.wait_for_timeout(100)
 
     def check_tab_order(self, limit: int = 60) -> None:
         """Tab, from the explorer's first control, stops at every control and then at the reset
@@ -264,6 +282,7 @@ class Driver:
     # acting: each action is done in the page and on the twin, then checked
     def _after(self, before: dict, what: str) -> dict:
         self.check_readout()
+        self.check_pressed()
         after = wait_figure_change(self.root, before)
         self.steps(f"{self.title}: {what}")
         return after
