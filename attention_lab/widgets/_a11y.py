@@ -18,7 +18,13 @@ element around it) and, whenever that explorer's DOM changes:
   ``mod-active`` class that shades it): which score function, dtype or softmax is chosen, and
   which mask positions are kept, was told by the shade alone.
 
-Nothing here computes or draws; it only names what is on the page.
+Its stylesheet (:data:`_CSS`) lets an explorer reflow in a notebook narrower than its figure (a
+laptop's JupyterLab with the file browser open, 200 % browser zoom): the figure shrinks to the
+width there is (its canvases keep their aspect ratio; nothing is redrawn) and a wide readout table
+scrolls, where both were cut off at the notebook's right edge; a toggle button is as wide as its
+label needs (the axis explorer's "keys (dim=-1, right)" lost its end to an ellipsis).
+
+Nothing here computes or draws; it only names what is on the page and fits it to the page.
 """
 
 from __future__ import annotations
@@ -97,11 +103,28 @@ export default {
 """
 
 
+_CSS = """
+.al-explorer .al-figure, .al-explorer .jupyter-matplotlib-figure,
+.al-explorer .jupyter-matplotlib-canvas-container, .al-explorer .jupyter-matplotlib-canvas-div {
+  max-width: 100%; }
+.al-explorer .jupyter-matplotlib-canvas-div { height: auto !important; }
+.al-explorer .jupyter-matplotlib-canvas-div canvas { width: 100% !important;
+  height: 100% !important; }
+.al-explorer .jupyter-matplotlib-canvas-div canvas:first-child { position: static !important;
+  height: auto !important; }
+.al-explorer img.al-figure { height: auto; }
+.al-explorer .al-readout, .al-explorer .al-readout .widget-html-content { max-width: 100%;
+  overflow-x: auto; }
+.al-explorer .widget-toggle-buttons .widget-toggle-button { width: auto;
+  min-width: var(--jp-widgets-inline-width-short, 148px); }
+"""
+
+
 class Accessibility(anywidget.AnyWidget):
     """Names an explorer's figure, readout and controls in the page (see the module docstring).
 
     ``label``: the figure's accessible name, one sentence saying what it shows.
     """
 
-    _esm = _ESM
+    _esm, _css = _ESM, _CSS
     label = traitlets.Unicode("").tag(sync=True)
