@@ -160,8 +160,17 @@ _FOCUSED_JS = """() => {
           control: control ? control.slice('al-control-'.length) : null,
           inside: !!e.closest('.al-explorer'), figure: !!e.closest('.al-figure'),
           reset: e.classList.contains('al-reset-explorer'),
-          visible: box.width > 0 && box.height > 0 && style.visibility !== 'hidden'};
+          visible: box.width > 0 && box.height > 0 && style.visibility !== 'hidden',
+          ring: [style.outlineStyle, parseFloat(style.outlineWidth), style.outlineColor]};
 }"""
+
+
+def contrast_on_white(css_colour: str) -> float:
+    """The WCAG contrast of a CSS ``rgb(...)``/``rgba(...)`` colour with white (1 to 21)."""
+    r, g, b = (float(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3])
+    lum = sum(w * (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+              for w, c in zip((0.2126, 0.7152, 0.0722), (r, g, b)))
+    return 1.05 / (lum + 0.05)
 
 
 class Driver:
@@ -235,7 +244,7 @@ class Driver:
 
     def check_tab_order(self, limit: int = 60) -> None:
         """Tab, from the explorer's first control, stops at every control and then at the reset
-        button, each stop visible and none in the figure (ipympl's canvas keeps every key it gets,
+        button, each stop visible with a clear focus ring and none in the figure (ipympl's canvas keeps every key it gets,
         Tab included: a keyboard user who tabbed into it could not leave); after a click on the
         figure, Tab leaves it."""
         self.root.evaluate(_FOCUS_FIRST_JS)
@@ -249,6 +258,9 @@ class Driver:
         assert not trapped, f"{self.title}: Tab stopped in the figure: {trapped[:2]}"
         assert stops[-1]["reset"], f"{self.title}: Tab did not reach the reset button: {stops}"
         assert all(s["visible"] for s in stops), f"{self.title}: a stop is hidden: {stops}"
+        faint = [(s["text"], s["ring"]) for s in stops[1:] if s["ring"][0] in ("none", "hidden")
+                 or s["ring"][1] < 2 or contrast_on_white(s["ring"][2]) < 3]
+        assert not faint, f"{self.title}: no clear focus ring (2 px, 3:1 on white): {faint}"
         reached = {s["control"] for s in stops}
         missing = [k for k in self.twin.controls if k not in reached]
         assert not missing, f"{self.title}: Tab never reached {missing}: {stops}"
