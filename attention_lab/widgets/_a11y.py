@@ -12,7 +12,8 @@ element around it) and, whenever that explorer's DOM changes:
   included, so a keyboard user who tabbed into it could not leave (Tab now leaves it also after
   a click);
 * names every slider handle after its slider's description (noUiSlider handles are focusable
-  and keyboard-driven but unnamed), every group of toggle buttons after its description, and every
+  and keyboard-driven but unnamed) and the field beside it, where a value can be typed (a Tab
+  stop a screen reader read as a bare number, "0.80"), every group of toggle buttons after its description, and every
   button with a tooltip but only a short caption (the mask's "1" ... "5") after its tooltip;
 * says of every toggle button whether it is pressed (``aria-pressed``, kept in step with the
   ``mod-active`` class that shades it): which score function, dtype or softmax is chosen, and
@@ -58,6 +59,11 @@ function name(root, label) {
     for (const handle of row.querySelectorAll('.noUi-handle')) {
       if (text && handle.getAttribute('aria-label') !== text.trim())
         handle.setAttribute('aria-label', text.trim());
+    }
+    const field = row.querySelector('.widget-readout');  // a value can be typed in here too
+    if (text && field && field.getAttribute('aria-label') !== `${text.trim()}, typed value`) {
+      field.setAttribute('role', 'textbox');
+      field.setAttribute('aria-label', `${text.trim()}, typed value`);
     }
   }
   for (const group of root.querySelectorAll('.widget-toggle-buttons')) {

@@ -222,6 +222,9 @@ class Driver:
                                r"(:|$|\s*\[)", line)]
         assert not unnamed, f"{self.title}: controls without an accessible name: {unnamed}"
         assert re.search(r'- slider "[^"]+"', tree), f"{self.title}: no named slider:\n{tree}"
+        sliders = re.findall(r'- slider "([^"]+)"', tree)  # each has a field to type a value in
+        fields = re.findall(r'- textbox "([^"]+)"', tree)
+        assert [f"{s}, typed value" for s in sliders] == fields, (sliders, fields)
         self.check_pressed()
         self.check_tab_order()
 
