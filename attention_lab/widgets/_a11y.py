@@ -4,8 +4,9 @@
 placed inside an explorer's box. In the browser it finds its explorer (the ``.al-explorer``
 element around it) and, whenever that explorer's DOM changes:
 
-* makes the text readout (``.al-readout``) a polite live region (``role="status"``,
-  ``aria-live="polite"``), so a screen reader announces the new numbers after a change;
+* makes the text readout (``.al-readout``) and the tasks (``.al-tasks``) polite live regions
+  (``role="status"``, ``aria-live="polite"``), so a screen reader announces the new numbers after
+  a change, and a task's tick and the next task when one is reached;
 * gives the figure (``.al-figure``, the ipympl canvas or the inline image) ``role="img"`` and an
   accessible name, :attr:`Accessibility.label` (a canvas has none of its own), and takes it out
   of the Tab order: ipympl's canvas is a Tab stop that keeps every key for matplotlib, Tab
@@ -39,11 +40,12 @@ __all__ = ["Accessibility"]
 
 _ESM = r"""
 function name(root, label) {
-  const readout = root.querySelector('.al-readout .widget-html-content')
-    || root.querySelector('.al-readout');
-  if (readout && readout.getAttribute('aria-live') !== 'polite') {
-    readout.setAttribute('role', 'status');
-    readout.setAttribute('aria-live', 'polite');
+  for (const part of ['.al-readout', '.al-tasks']) {
+    const live = root.querySelector(`${part} .widget-html-content`) || root.querySelector(part);
+    if (live && live.getAttribute('aria-live') !== 'polite') {
+      live.setAttribute('role', 'status');
+      live.setAttribute('aria-live', 'polite');
+    }
   }
   const figure = root.querySelector('.al-figure');
   if (figure && figure.getAttribute('aria-label') !== label) {

@@ -208,11 +208,15 @@ class Driver:
         assert got == want, f"{self.title}: tasks in the page: {got!r}, expected {want!r}"
 
     def check_accessible(self, timeout: float = 15.0) -> None:
-        """The readout is a polite live region, the figure an image named by the explorer, and
-        every control in Chromium's accessibility tree has a name."""
+        """The readout and the tasks are polite live regions, the figure an image named by the
+        explorer, and every control in Chromium's accessibility tree has a name."""
         readout = self.root.locator(".al-readout .widget-html-content").first
         expect(readout).to_have_attribute("aria-live", "polite", timeout=timeout * 1000)
         expect(readout).to_have_attribute("role", "status")
+        if self.twin.show_tasks and self.twin.tasks:  # a task's tick is announced too
+            tasks = self.root.locator(".al-tasks .widget-html-content").first
+            expect(tasks).to_have_attribute("aria-live", "polite", timeout=timeout * 1000)
+            expect(tasks).to_have_attribute("role", "status")
         figure = self.root.locator(".al-figure").first
         expect(figure).to_have_attribute("role", "img")
         expect(figure).to_have_attribute("aria-label", self.twin.accessible_label)
