@@ -218,11 +218,11 @@ class OverviewDiagram:
         self.xs = [0.25 + i * step for i in range(S)]
         bw = step * 0.8
 
-        def box(x, y, w, h, color, label=None, fontsize=fs):
+        def box(x, y, w, h, color, label=None, fontsize=fs, ink="white"):
             ax.add_patch(Rectangle((x, y), w, h, facecolor=color, edgecolor="white"))
             if label:
                 ax.text(x + w / 2, y + h / 2, label, ha="center", va="center",
-                        fontsize=fontsize, color="white")
+                        fontsize=fontsize, color=ink)
 
         def arrow(start, end, scale=10, color=grey, **kw):
             ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", color=color, lw=style.lw,
@@ -248,10 +248,11 @@ class OverviewDiagram:
         self.arrows = LineCollection(arrows, colors=PALETTE["weight"], alpha=0.85,
                                      capstyle="round")
         ax.add_collection(self.arrows, autolim=False)
-        box(7.55, 2.45, 2.1, 0.65, PALETTE["query"], "decoder query q")
+        # black on the query's pink and the context's vermillion (white: 3.1:1 and 3.9:1)
+        box(7.55, 2.45, 2.1, 0.65, PALETTE["query"], "decoder query q", ink="black")
         for x in self.xs:
             arrow((7.5, 2.7), (x + bw / 2 + 0.15, 2.52), 9, PALETTE["query"], alpha=0.55)
-        box(7.55, 0.3, 2.1, 0.65, PALETTE["context"], "context c")
+        box(7.55, 0.3, 2.1, 0.65, PALETTE["context"], "context c", ink="black")
         ax.text(0.05, 2.25, "scores e", ha="left", va="center", fontsize=small, rotation=90)
         ax.text(0.05, 1.05, "weights α", ha="left", va="center", fontsize=small, rotation=90)
         ax.text(7.0, 1.65, "softmax: weights ≥ 0, sum 1\nc = Σ αᵢ vᵢ (width of line ∝ αᵢ)",
@@ -411,12 +412,12 @@ class TemperaturePlot(LivePlot):
         ax_c.minorticks_off()
         ax_c.plot(grid, grid_max_weight, color=PALETTE["weight"], lw=2 * st.lw,
                   label="largest weight (left axis)")
-        ax_c.set_ylabel("largest weight", fontsize=st.fs, color=PALETTE["weight"])
+        ax_c.set_ylabel("largest weight", fontsize=st.fs)  # the legend tells the curves apart
         ax_k = ax_c.twinx()
         ax_k.set_ylim(0.9, S + 0.1)
         ax_k.plot(grid, grid_effective_keys, color=PALETTE["source"], lw=2 * st.lw,
                   linestyle="--", label="effective keys (right axis)")
-        ax_k.set_ylabel("effective keys exp(H)", fontsize=st.fs, color=PALETTE["source"])
+        ax_k.set_ylabel("effective keys exp(H)", fontsize=st.fs)
         ax_k.tick_params(labelsize=st.small)
         ax_k.spines["top"].set_visible(False)
         h1, l1 = ax_c.get_legend_handles_labels()
@@ -652,7 +653,7 @@ class PrecisionPlot(LivePlot):
                              ylabel="weight" if x < 0.5 else None)
             bars = self._bars(ax, S, color)
             flags = [self._text(ax, i, 0.05, "", ha="center", va="bottom", fontsize=st.fs,
-                                color=PALETTE["context"], fontweight="bold") for i in range(S)]
+                                fontweight="bold") for i in range(S)]
             title = self._title(ax, 1.08)
             self.panels.append(dict(ax=ax, bars=bars, flags=flags, title=title))
         self._crosses([p["ax"] for p in self.panels])
@@ -775,8 +776,8 @@ class GeometryPlot(LivePlot):
                                      mutation_scale=14 * st.scale, color=PALETTE["query"],
                                      lw=2.4 * st.lw, zorder=6)
         ax.add_patch(self.arrow)
-        self.q_label = self._text(ax, 0, 0, "q", fontsize=st.fs, color=PALETTE["query"],
-                                  ha="center", va="center", zorder=7)
+        self.q_label = self._text(ax, 0, 0, "q", fontsize=st.fs, ha="center", va="center",
+                                  zorder=7)  # black: the query's pink is 3.1:1 on white
         self._dyn(self.drops, self.arrow)
         self.plane = ax
 

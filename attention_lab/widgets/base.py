@@ -383,6 +383,10 @@ class Explorer:
         except Exception as exc:  # shown in the figure, kept for tests; never printed
             self.last_error = exc
             self.plot.message("error", f"unexpected error: {type(exc).__name__}: {exc}"[:200])
+            self.readout.value = ""  # its numbers are no longer those of the controls
+        # what the figure says in words, also in the readout (for a student who cannot see it)
+        self.readout.value += "".join(f"<p>{html.escape(' '.join(text.split()))}</p>"
+                                      for text in self.plot.messages().values())
         if draw:
             self.view.refresh()
 

@@ -148,6 +148,31 @@ def core_check(name: str):
     return lambda twin: check_explorer(name, twin)
 
 
+#: focus the first element of an explorer that Tab can reach
+_FOCUS_FIRST_JS = """(root) => [...root.querySelectorAll('select, input, button, [tabindex]')]
+  .find(e => e.tabIndex >= 0 && !e.disabled && e.getClientRects().length).focus()"""
+#: where the keyboard focus is: in which explorer control, in the figure, on the reset button
+_FOCUSED_JS = """() => {
+  const e = document.activeElement, box = e.getBoundingClientRect(), style = getComputedStyle(e);
+  const control = [...(e.closest('[class*="al-control-"]') || {classList: []}).classList]
+    .find(c => c.startsWith('al-control-'));
+  return {tag: e.tagName, text: (e.getAttribute('aria-label') || e.textContent).trim().slice(0, 40),
+          control: control ? control.slice('al-control-'.length) : null,
+          inside: !!e.closest('.al-explorer'), figure: !!e.closest('.al-figure'),
+          reset: e.classList.contains('al-reset-explorer'),
+          visible: box.width > 0 && box.height > 0 && style.visibility !== 'hidden',
+          ring: [style.outlineStyle, parseFloat(style.outlineWidth), style.outlineColor]};
+}"""
+
+
+def contrast_on_white(css_colour: str) -> float:
+    """The WCAG contrast of a CSS ``rgb(...)``/``rgba(...)`` colour with white (1 to 21)."""
+    r, g, b = (float(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3])
+    lum = sum(w * (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+              for w, c in zip((0.2126, 0.7152, 0.0722), (r, g, b)))
+    return 1.05 / (lum + 0.05)
+
+
 class Driver:
     """The explorer under ``root`` (its ``.al-explorer-<name>`` box) and its ``twin``; ``check``
     (see :func:`core_check`) confirms after every action that the twin holds the core's numbers,
@@ -183,11 +208,15 @@ class Driver:
         assert got == want, f"{self.title}: tasks in the page: {got!r}, expected {want!r}"
 
     def check_accessible(self, timeout: float = 15.0) -> None:
-        """The readout is a polite live region, the figure an image named by the explorer, and
-        every control in Chromium's accessibility tree has a name."""
+        """The readout and the tasks are polite live regions, the figure an image named by the
+        explorer, and every control in Chromium's accessibility tree has a name."""
         readout = self.root.locator(".al-readout .widget-html-content").first
         expect(readout).to_have_attribute("aria-live", "polite", timeout=timeout * 1000)
         expect(readout).to_have_attribute("role", "status")
+        if self.twin.show_tasks and self.twin.tasks:  # a task's tick is announced too
+            tasks = self.root.locator(".al-tasks .widget-html-content").first
+            expect(tasks).to_have_attribute("aria-live", "polite", timeout=timeout * 1000)
+            expect(tasks).to_have_attribute("role", "status")
         figure = self.root.locator(".al-figure").first
         expect(figure).to_have_attribute("role", "img")
         expect(figure).to_have_attribute("aria-label", self.twin.accessible_label)
@@ -197,6 +226,54 @@ class Driver:
                                r"(:|$|\s*\[)", line)]
         assert not unnamed, f"{self.title}: controls without an accessible name: {unnamed}"
         assert re.search(r'- slider "[^"]+"', tree), f"{self.title}: no named slider:\n{tree}"
+        sliders = re.findall(r'- slider "([^"]+)"', tree)  # each has a field to type a value in
+        fields = re.findall(r'- textbox "([^"]+)"', tree)
+        assert [f"{s}, typed value" for s in sliders] == fields, (sliders, fields)
+        self.check_pressed()
+        self.check_tab_order()
+
+    def check_pressed(self, timeout: float = 10.0) -> None:
+        """Each toggle button tells a screen reader whether it is pressed (not by its shade
+        alone): the pressed buttons in Chromium's accessibility tree are the twin's choices."""
+        want = []
+        for c in self.twin.controls.values():
+            if isinstance(c, W.ToggleButtons):
+                want.append(dict(zip(c._options_values, c._options_labels))[c.value])
+            elif isinstance(c, W.ToggleButton) and c.value:
+                want.append(c.description)
+        pressed = self.root.get_by_role("button", pressed=True)
+        deadline = time.monotonic() + timeout
+        while (got := sorted(t.strip() for t in pressed.all_inner_texts())) != sorted(want):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.title}: pressed buttons in the page {got}, "
+                                     f"expected {sorted(want)}")
+            self.page.wait_for_timeout(100)
+
+    def check_tab_order(self, limit: int = 60) -> None:
+        """Tab, from the explorer's first control, stops at every control and then at the reset
+        button, each stop visible with a clear focus ring and none in the figure (ipympl's canvas keeps every key it gets,
+        Tab included: a keyboard user who tabbed into it could not leave); after a click on the
+        figure, Tab leaves it."""
+        self.root.evaluate(_FOCUS_FIRST_JS)
+        stops = []
+        for _ in range(limit):
+            stops.append(self.page.evaluate(_FOCUSED_JS))
+            if stops[-1]["reset"] or not stops[-1]["inside"]:
+                break
+            self.page.keyboard.press("Tab")
+        trapped = [s for s in stops if s["figure"]]
+        assert not trapped, f"{self.title}: Tab stopped in the figure: {trapped[:2]}"
+        assert stops[-1]["reset"], f"{self.title}: Tab did not reach the reset button: {stops}"
+        assert all(s["visible"] for s in stops), f"{self.title}: a stop is hidden: {stops}"
+        faint = [(s["text"], s["ring"]) for s in stops[1:] if s["ring"][0] in ("none", "hidden")
+                 or s["ring"][1] < 2 or contrast_on_white(s["ring"][2]) < 3]
+        assert not faint, f"{self.title}: no clear focus ring (2 px, 3:1 on white): {faint}"
+        reached = {s["control"] for s in stops}
+        missing = [k for k in self.twin.controls if k not in reached]
+        assert not missing, f"{self.title}: Tab never reached {missing}: {stops}"
+        self.root.locator(".al-figure").first.click(position={"x": 4, "y": 4})  # a mouse user
+        self.page.keyboard.press("Tab")
+        assert not self.page.evaluate(_FOCUSED_JS)["figure"], f"{self.title}: Tab stays in the figure"
 
     def check_readout(self, timeout: float = 15.0) -> None:
         """The page's readout shows the twin's numbers (polls until it does)."""
@@ -224,6 +301,7 @@ class Driver:
     # acting: each action is done in the page and on the twin, then checked
     def _after(self, before: dict, what: str) -> dict:
         self.check_readout()
+        self.check_pressed()
         after = wait_figure_change(self.root, before)
         self.steps(f"{self.title}: {what}")
         return after

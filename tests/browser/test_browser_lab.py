@@ -3,8 +3,9 @@ kernels and one thread, shows the outputs stored in it (what nbval compares); in
 the explorers' controls drive their figures (keyboard, mouse, toggle buttons), their readouts show
 the core's numbers, three tasks are reached with the keyboard alone, and every explorer is
 accessible (live readout, named figure, named controls), and the local-p explorer's tasks are
-reached; in the intuition notebook, the geometry explorer's three; the project's JupyterLab
-defaults (from the README's command) keep the news question away."""
+reached; in the intuition notebook, the geometry explorer's three; no explorer is cut off on a
+laptop's screen or at 200 % zoom; the project's JupyterLab defaults (from the README's command)
+keep the news question away."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from _outputs import differences
 if H.browser_unavailable_reason() and not H.browser_required():
     pytest.skip(H.browser_unavailable_reason(), allow_module_level=True)
 
-from interactions import Driver, core_check  # noqa: E402  (needs Playwright)
+from interactions import Driver, core_check, wait_drawn  # noqa: E402  (needs Playwright)
 
 #: run and then driven by test_explorers_in_the_mechanics_notebook (runs it once, not twice)
 INTERACTIVE = Path("02_mechanics.ipynb")
@@ -157,6 +158,57 @@ def test_geometry_explorer_in_the_intuition_notebook(lab_app, lab_steps):
         reached(geometry, 2)
         assert lab_steps.page_errors == [], f"uncaught errors: {lab_steps.page_errors}"
     finally:
+        nb.close()
+
+
+#: what sticks out of an explorer's output area, or is cut off inside it (a box that clips its
+#: content; a box that scrolls it, as a wide readout table does, is fine)
+CUT_OFF_JS = """(root) => {
+  const area = root.closest('.jp-OutputArea-output').getBoundingClientRect(), found = [];
+  const scrolled = (e) => { for (let p = e.parentElement; p && p !== root; p = p.parentElement)
+    if (['auto', 'scroll'].includes(getComputedStyle(p).overflowX)) return true; return false; };
+  for (const e of root.querySelectorAll('*')) {
+    const style = getComputedStyle(e);
+    if (!e.getClientRects().length || style.visibility === 'hidden') continue;
+    const what = `${e.tagName} ${e.className} ${(e.textContent || '').trim().slice(0, 30)}`;
+    if (e.getBoundingClientRect().right > area.right + 1 && !scrolled(e))
+      found.push(`sticks out: ${what}`);
+    else if (['hidden', 'clip'].includes(style.overflowX) && e.scrollWidth > e.clientWidth + 1)
+      found.push(`cut off: ${what}`);
+  }
+  return found;
+}"""
+
+
+def test_no_explorer_is_cut_off_on_a_laptop_or_at_200_percent_zoom(lab_app, lab_steps):
+    """Every explorer at 1280 x 720 with JupyterLab's file browser open, and at 200 % browser
+    zoom (640 x 360 CSS pixels, the side panel closed): nothing sticks out of the notebook or is
+    cut off (its figure shrinks to the width there is; a wide readout table may scroll)."""
+    from attention_lab import widgets
+
+    page = lab_app.page
+    nb = lab_app.open(f"{H.FIXTURE_FOLDER}/explorers.ipynb")
+    shell = "window.jupyterapp.shell"
+    try:
+        assert nb.run_all()["errors"] == 0
+        for size, side_panel in (((1280, 720), True), ((640, 360), False)):
+            page.set_viewport_size({"width": size[0], "height": size[1]})
+            page.evaluate(f"(open) => open ? {shell}.expandLeft() : {shell}.collapseLeft()",
+                          side_panel)
+            for name in widgets.EXPLORERS:
+                root = page.locator(f".al-explorer-{name}").first
+                root.scroll_into_view_if_needed()
+                wait_drawn(root)
+                for _ in range(50):  # the notebook may still be laying out after the resize
+                    found = root.evaluate(CUT_OFF_JS)
+                    if not found:
+                        break
+                    page.wait_for_timeout(100)
+                lab_steps(f"{name} at {size[0]} x {size[1]}")
+                assert not found, f"{name} at {size[0]} x {size[1]}: {found[:5]}"
+    finally:
+        page.set_viewport_size(H.VIEWPORT)
+        page.evaluate(f"{shell}.expandLeft()")
         nb.close()
 
 

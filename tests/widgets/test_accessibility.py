@@ -32,3 +32,38 @@ def test_presentation_mode_keeps_accessibility():
     big = widgets.QueryExplorer(backend="agg", presentation=True)
     side, _figure = big.widget.children[1].children
     assert big.accessibility in side.children
+
+
+def test_what_the_figure_says_in_words_the_readout_says_too():
+    """A student who cannot see the figure reads its messages (an all-masked row's policy, an
+    empty window, why the kernel returned NaN ...) in the readout, a live region, in every state
+    the tasks lead to and those below."""
+    from test_tasks import SOLUTIONS, on_grid
+
+    more = {"hull": {"w1": 0.0, "w2": 0.0, "w3": 0.0}, "localp": {"half_width": 0.0, "logit": 0.1}}
+    said = set()
+    for name, cls in widgets.EXPLORERS.items():
+        e = cls(backend="agg")
+        for values in [{}, more.get(name, {})] + [v for (n, _), pair in SOLUTIONS.items()
+                                                  if n == name for v in pair]:
+            e.set(**on_grid(e, values))
+            readout = " ".join(text_of(e.readout.value).split())
+            for message in e.plot.messages().values():
+                assert " ".join(message.split()) in readout, (name, values, message, readout)
+                said.add(name)
+    assert said == {"mask", "window", "localp", "axis", "precision", "hull"}, said
+
+
+def test_an_unexpected_error_is_in_the_readout_not_the_old_numbers(monkeypatch):
+    e = widgets.TemperatureExplorer(backend="agg")
+    monkeypatch.setattr(e, "_compute", lambda: 1 / 0)
+    e.set(temperature=0.5)
+    assert text_of(e.readout.value).strip() == e.plot.messages()["error"]
+    assert "ZeroDivisionError" in e.readout.value and "0.361" not in e.readout.value
+
+
+def text_of(html_text: str) -> str:
+    import html
+    import re
+
+    return html.unescape(re.sub(r"<[^>]+>", " ", html_text))

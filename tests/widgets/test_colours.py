@@ -12,8 +12,10 @@ import itertools
 import numpy as np
 import pytest
 from matplotlib.colors import to_rgb
+from matplotlib.patches import Rectangle
 
 from attention_lab import plots, widgets
+from attention_lab.plots._render import Bars
 
 #: Machado et al. (2009), severity 1.0, on linear RGB
 MACHADO = {
@@ -141,3 +143,56 @@ def test_the_overview_boxes_use_the_weight_scale_and_readable_labels():
 def test_descriptions_give_the_scale_one_meaning():
     text = plots.two_query_heatmap(np.array([[0.1, 0.9]]), ["a"]).description
     assert "darker cells are larger weights" in text and "smaller" not in text
+
+
+def contrast(fg, bg) -> float:
+    """WCAG 2 contrast ratio of two colours (1 to 21)."""
+    lum = [float(_linear(to_rgb(c)) @ [0.2126, 0.7152, 0.0722]) for c in (fg, bg)]
+    return (max(lum) + 0.05) / (min(lum) + 0.05)
+
+
+def behind(text, figure):
+    """The colour behind a label: its own box, else the topmost box under its anchor (a
+    Rectangle, such as the overview diagram's, or a bar of a Bars), else the white figure."""
+    box = getattr(text, "_box", None) or (  # a FastText's box, or a Text's bbox patch
+        (text.get_bbox_patch().get_facecolor(),) if getattr(text, "get_bbox_patch", None)
+        and text.get_bbox_patch() is not None else None)
+    if box:
+        return box[0]
+    x, y = (text.get_transform().transform(text.get_position()) if hasattr(text, "_box")
+            else text.get_window_extent().get_points().mean(axis=0))
+    under = [(p.zorder, p.get_facecolor()) for p in (text.axes or figure).patches
+             if isinstance(p, Rectangle) and p.get_visible() and p.get_fill()
+             and p.zorder <= text.zorder and p.contains_point((x, y))]
+    under += [(bars.zorder, colour) for bars in getattr(text.axes, "collections", [])
+              if isinstance(bars, Bars) and bars.get_visible() and bars.zorder <= text.zorder
+              for path, colour in zip(bars.get_paths(), itertools.cycle(bars.get_facecolor()))
+              if path.contains_point((x, y), transform=bars.get_transform())]
+    return max(under, key=lambda u: u[0])[1] if under else "white"
+
+
+def _bold(text) -> bool:
+    return str(getattr(text, "_weight", None) or text.get_fontweight()) in ("bold", "700")
+
+
+@pytest.mark.parametrize("presentation", [False, True], ids=["notebook", "projector"])
+@pytest.mark.parametrize("name", list(widgets.EXPLORERS))
+def test_every_label_of_an_explorer_figure_has_the_contrast_text_needs(name, presentation):
+    """WCAG 1.4.3: 4.5:1, or 3:1 for large text (18 pt, or 14 pt bold), in every state the
+    tasks lead to (their solutions in test_tasks.py), the flags and messages that appear
+    included."""
+    from test_tasks import SOLUTIONS, on_grid
+
+    e = widgets.EXPLORERS[name](backend="agg", presentation=presentation)
+    low = []
+    for values in [{}] + [v for (n, _), pair in SOLUTIONS.items() if n == name for v in pair]:
+        e.set(**on_grid(e, values))
+        e.figure.canvas.draw()
+        for t in e.figure.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_color")):
+            if not (t.get_visible() and t.get_text().strip()):
+                continue
+            large = t.get_fontsize() >= 18 or (_bold(t) and t.get_fontsize() >= 14)
+            ratio = contrast(t.get_color(), behind(t, e.figure))
+            if ratio < (3.0 if large else 4.5):
+                low.append((t.get_text()[:30], round(ratio, 2)))
+    assert not low, f"{name}: labels below the contrast text needs: {sorted(set(low))}"
