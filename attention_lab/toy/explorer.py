@@ -192,8 +192,7 @@ class ModelExplorer(Explorer):
         bounds = None if s.window is None else (s.window_bounds[0] - 1, s.window_bounds[1] - 1)
         self.plot.update(weights=s.weights, source=s.source, output=s.output,
                          expected=s.expected, truth=s.truth, correct=s.correct,
-                         window_bounds=bounds,
-                         title=s.title, error=bool(s.error))
+                         window_bounds=bounds, title=s.title)
         self.readout.value = self._readout_html(s)
 
     def _readout_html(self, s: ModelState) -> str:

@@ -13,8 +13,9 @@ screen readers and for students who read before they look). A description shows 
 round-off, so a stored output is the same on every machine.
 
 Colours: the package's one weight scale for weights (:data:`attention_lab.plots.CMAP`, 0 to 1,
-darker = larger, colour-blind safe); the alignment marks and wrong outputs in orange, right outputs
-in dark blue; wrong outputs also get a cross, so colour is never the only cue.
+darker = larger, colour-blind safe); the alignment marks in orange; right outputs in dark blue,
+wrong ones in bold black with a cross (orange text is too faint to read), so colour is never the
+only cue.
 """
 
 from __future__ import annotations
@@ -87,21 +88,20 @@ class ModelFigure(LivePlot):
     def _make_figure(self, cache: bool) -> LayeredFigure:
         return _figure(self._sizes["figsize"], LayeredFigure, dpi=100, cache=cache)
 
-    def update(self, *, weights, source, output, expected, truth, correct, window_bounds, title,
-               error=False):
+    def update(self, *, weights, source, output, expected, truth, correct, window_bounds, title):
         """Show one decoding (T output steps over S source positions, T = S here).
 
         weights (T, S): the attention of each output step, as the heatmap (cells beyond S and T
             stay blank).
         source (str), output (str), expected (str): the source symbols (x tick labels), the
-            decoded and the expected output (y tick labels, wrong steps bold orange with a cross).
+            decoded and the expected output (y tick labels, wrong steps bold with a cross).
         truth (T,): the true alignment, column S-1-t of row t (positions are labelled 1..S),
             marked with orange squares.
         correct (T,) bool: per step, whether the decoded symbol is right.
         window_bounds (first, last) or None: the first and last eligible column (0-based) of a
             local window (first > last: an empty window), shading what lies outside; None: no
             window.
-        title (str): up to three lines above the axes, orange when ``error`` is true.
+        title (str): up to three lines above the axes.
         """
         w = np.asarray(weights)
         T, S = w.shape
@@ -122,7 +122,7 @@ class ModelFigure(LivePlot):
                        enumerate(zip(output, expected, correct), 1)]
             ax.set_yticks(range(T), ylabels, fontsize=self.tick_size)
             for tick, ok in zip(ax.get_yticklabels(), correct):
-                tick.set_color(BLUE if ok else ORANGE)
+                tick.set_color(BLUE if ok else "black")  # orange text: 3.2:1, too faint
                 tick.set_fontweight("normal" if ok else "bold")
             self.figure.invalidate_static()
         self.truth.set_data(np.asarray(truth), np.arange(T))
@@ -132,7 +132,6 @@ class ModelFigure(LivePlot):
         self.left.set_visible(lo > 0)
         self.right.set_visible(hi < S - 1)
         self.title.set_text(title)
-        self.title.set_color(ORANGE if error else "black")
         self.figure.stale = True
 
 

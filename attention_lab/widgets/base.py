@@ -293,8 +293,9 @@ class Explorer:
     def accessible_label(self) -> str:
         """The figure's accessible name: the title, what the figure shows, where the numbers are."""
         what = f" {self.figure_label}" if self.figure_label else ""
-        return (f"Figure of the {self.title or type(self).__name__}.{what} The numbers are in the "
-                f"table below the figure.")
+        title = self.title or type(self).__name__
+        return (f"Figure of the {title}{'' if title.endswith(('?', '!', '.')) else '.'}{what} "
+                f"The numbers are written out below the figure.")
 
     @property
     def css_name(self) -> str:

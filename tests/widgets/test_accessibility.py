@@ -16,7 +16,8 @@ def test_every_explorer_carries_its_accessibility_widget(explorers, name):
     found = [w for w in box.children if isinstance(w, Accessibility)]
     assert len(found) == 1 and found[0] is e.accessibility
     assert e.accessibility.label == e.accessible_label
-    assert e.accessible_label.startswith(f"Figure of the {e.title}. {e.figure_label}")
+    assert e.accessible_label.startswith(f"Figure of the {e.title}") and e.figure_label in \
+        e.accessible_label
     assert len(e.figure_label) > 40
     assert "al-figure" in e.view.widget._dom_classes and "al-readout" in e.readout._dom_classes
 
@@ -67,3 +68,14 @@ def text_of(html_text: str) -> str:
     import re
 
     return html.unescape(re.sub(r"<[^>]+>", " ", html_text))
+
+
+def test_the_figures_name_says_where_its_numbers_are_as_they_are_shown():
+    """The figure's accessible name told a screen reader the numbers were in a table below it
+    (most readouts are paragraphs), and read "...normalise?." after a title ending in a question."""
+    from attention_lab.toy.explorer import ModelExplorer
+
+    for e in [*(cls(backend="agg") for cls in widgets.EXPLORERS.values()),
+              ModelExplorer(backend="agg")]:
+        assert ("table" in e.accessible_label) <= ("<table" in e.readout.value), type(e).__name__
+        assert e.accessible_label.endswith("below the figure.") and "?." not in e.accessible_label

@@ -196,3 +196,24 @@ def test_every_label_of_an_explorer_figure_has_the_contrast_text_needs(name, pre
             if ratio < (3.0 if large else 4.5):
                 low.append((t.get_text()[:30], round(ratio, 2)))
     assert not low, f"{name}: labels below the contrast text needs: {sorted(set(low))}"
+
+
+@pytest.mark.parametrize("presentation", [False, True], ids=["notebook", "projector"])
+def test_every_label_of_the_model_explorers_figure_has_the_contrast_text_needs(presentation):
+    """The trained model's explorer too, with wrong steps (a window away from the true
+    positions) and an error title (a source the model cannot read)."""
+    from attention_lab.toy.explorer import ModelExplorer
+
+    e = ModelExplorer(backend="agg", presentation=presentation)
+    low, seen = [], []
+    for values in ({}, {"window": True, "centre": 1, "half_width": 0}, {"source": "abc1"}):
+        e.set(**values)
+        e.figure.canvas.draw()
+        for t in e.figure.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_color")):
+            if t.get_visible() and t.get_text().strip():
+                seen.append(t.get_text())
+                large = t.get_fontsize() >= 18 or (_bold(t) and t.get_fontsize() >= 14)
+                if contrast(t.get_color(), behind(t, e.figure)) < (3.0 if large else 4.5):
+                    low.append(t.get_text()[:30])
+    assert any(t.endswith("\u2717") for t in seen) and any("cannot decode" in t for t in seen)
+    assert not low, f"labels below the contrast text needs: {sorted(set(low))}"
