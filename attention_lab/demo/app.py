@@ -50,18 +50,11 @@ PRESENTATION_CSS = """
 .al-demo input[type="checkbox"] { width: 20px; height: 20px; }
 .al-demo .al-readout .widget-html-content { font-size: 17px; }
 .al-demo .al-readout td, .al-demo .al-readout th { font-size: 16px; padding: 1px 4px !important; }
-/* a screen narrower than a figure (a laptop, a tablet, a phone): the figure shrinks to the width
-   there is (its canvases keep their aspect ratio) and no control is wider than the screen */
-.al-demo .al-figure, .al-demo .jupyter-matplotlib-figure, .al-demo .widget-inline-hbox,
-.al-demo .jupyter-matplotlib-canvas-container, .al-demo .jupyter-matplotlib-canvas-div {
-  max-width: 100%; }
-.al-demo .jupyter-matplotlib-canvas-div { height: auto !important; }
-.al-demo .jupyter-matplotlib-canvas-div canvas { width: 100% !important; height: 100% !important; }
-.al-demo .jupyter-matplotlib-canvas-div canvas:first-child { position: static !important;
-  height: auto !important; }
+/* a screen narrower than a figure (a laptop, a tablet, a phone): no control is wider than the
+   screen (the figure shrinks by the explorer's own rules, widgets/_a11y.py) */
+.al-demo .widget-inline-hbox { max-width: 100%; }
 .al-demo .al-header, .al-demo .lm-TabBar-content { flex-wrap: wrap; }
 .al-demo .al-header .al-reset { flex: 0 0 auto; }
-.al-demo .al-readout { max-width: 100%; overflow-x: auto; }
 @media (max-width: 700px) {  /* a phone: each control's name above it, the slider full width */
   .al-demo .widget-inline-hbox { flex-wrap: wrap; height: auto; }
   .al-demo .widget-inline-hbox > .widget-label { width: 100% !important; text-align: left; }
