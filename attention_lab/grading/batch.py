@@ -251,14 +251,16 @@ class Batch:
 
 
 # ====================================================================== the folder
-#: earlier files of one student's assignment graded besides the one that counts: each may take
-#: up to --timeout, and a student handing in hundreds must not hold the class's grades up
+#: earlier files of one student's assignment (or of one LMS user's) graded besides the latest:
+#: each may take up to --timeout, and a student handing in hundreds must not hold the class up
 EARLIER_GRADED = 2
 
 
 def not_graded(subs: list[Submission]) -> set[int]:
     """The submissions left ungraded: a student's earlier files of one assignment beyond the
-    latest :data:`EARLIER_GRADED` (the file that counts lists them, ``meta["not_graded"]``)."""
+    latest :data:`EARLIER_GRADED` (the file that counts lists them, ``meta["not_graded"]``), and
+    as many of one LMS user's files of an assignment, whatever students their notebooks claim
+    (the user's latest file lists them)."""
     index = {sub.rel: i for i, sub in enumerate(subs)}
     left: set[int] = set()
     for sub in subs:
@@ -266,6 +268,17 @@ def not_graded(subs: list[Submission]) -> set[int]:
         if older:
             sub.meta["not_graded"] = older
             left.update(index[rel] for rel in older)
+    users: dict[tuple, list[int]] = {}
+    for i, m in enumerate(s.meta for s in subs):
+        if m.get("lms_id") and i not in left:
+            users.setdefault((m["lms"], m["lms_id"], m.get("assignment")), []).append(i)
+    for files in users.values():
+        files.sort(key=lambda i: (subs[i].meta.get("submitted", ""),
+                                  subs[i].meta.get("lms_attachment", 0), subs[i].rel))
+        older = files[:-1 - EARLIER_GRADED]
+        if older:
+            subs[files[-1]].meta.setdefault("not_graded", []).extend(subs[i].rel for i in older)
+            left.update(older)
     return left
 
 

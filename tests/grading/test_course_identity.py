@@ -297,3 +297,23 @@ def test_a_student_who_hands_in_many_files_holds_up_no_one(tmp_path):
     assert rows[names[-1]].meta["not_graded"] == names[:-1 - batch.EARLIER_GRADED]
     assert any(w.startswith("WARNING: 1 submission(s) replace more earlier files than are "
                             "graded") and w.endswith(names[-1]) for w in course_warnings(report))
+
+
+def test_one_lms_user_claiming_many_students_holds_up_no_one(tmp_path):
+    """In an LMS download a notebook's stored student id wins over the LMS's, so one Canvas user
+    whose many files each claimed another id was many students, every file graded. Each LMS
+    user's files of an assignment are bounded like one student's: the latest are graded, the
+    user's latest row lists the others."""
+    import nbformat
+
+    names = []
+    for i in range(8):
+        nb = nbformat.v4.new_notebook(metadata={"attention_lab": {"student": f"s{i:02d}"}})
+        nb.cells = [nbformat.v4.new_code_cell("def dot_scores(query, keys):\n"
+                                              "    return keys @ query")]
+        names.append(f"mallory_42_{1000 + i}_02_mechanics_exercises.ipynb")
+        nbformat.write(nb, str(tmp_path / names[-1]))
+    report = batch.grade_folder(tmp_path, jobs=1, progress=False, seed=1)
+    rows = {g.file: g for g in report.submissions}
+    assert sorted(rows) == names[-1 - batch.EARLIER_GRADED:]
+    assert rows[names[-1]].meta["not_graded"] == names[:-1 - batch.EARLIER_GRADED]
