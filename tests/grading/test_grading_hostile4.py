@@ -51,6 +51,16 @@ RAISES = 'def dot_scores(query, keys):\n    raise ValueError("no" + chr(0xDCFF))
 CELL_RAISES = 'raise KeyError("cell" + chr(0xD800))'
 
 
+def _grade(sub: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    """``python -m attention_lab grade sub --out tmp_path/out`` (quiet, short limits), its
+    scratch in ``tmp_path``."""
+    return subprocess.run(
+        [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out", str(tmp_path / "out"),
+         "--cell-timeout", "20", "--timeout", "120", "--quiet", *extra],
+        env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
+        capture_output=True, text=True, timeout=600)
+
+
 def _write_ascii(nb, path: Path) -> None:
     """``nb`` as JSON with ``\\uXXXX`` escapes (a lone surrogate stays one when read back)."""
     path.write_text(json.dumps(nb), encoding="ascii")
@@ -134,11 +144,7 @@ def test_a_folder_nested_deeper_than_python_recurses_is_a_row_of_its_own(tmp_pat
         level.mkdir()      # the tree is removed here, or pytest's clean-up of old runs fails)
     (sub / deep / "nb.ipynb").write_text("{}")
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out",
-             str(tmp_path / "out"), "--cell-timeout", "20", "--timeout", "120", "--quiet"],
-            env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
-            capture_output=True, text=True, timeout=600)
+        done = _grade(sub, tmp_path)
     finally:
         (sub / deep / "nb.ipynb").unlink()
         for level in reversed(levels):
@@ -161,11 +167,7 @@ def test_a_submission_files_notebook_name_puts_no_megabytes_into_the_report(tmp_
     forged = {"format": "attention-lab-submission", "notebook": nbformat.writes(nb),
               "notebook_name": "02_mechanics 03_maths_and_code " * 1_300_000}
     (sub / "x.submission.json").write_text(json.dumps(forged))
-    done = subprocess.run(
-        [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out", str(tmp_path / "out"),
-         "--cell-timeout", "20", "--timeout", "120", "--quiet"],
-        env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
-        capture_output=True, text=True, timeout=600)
+    done = _grade(sub, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     report = tmp_path / "out" / "grades.json"
     (row,) = json.loads(report.read_text())["submissions"]
@@ -190,11 +192,7 @@ def test_no_student_id_can_take_another_students_feedback_folder(tmp_path):
         nb = load(SOL2)
         nb.metadata.setdefault("attention_lab", {})["student"] = sid
         nbformat.write(nb, str(sub / f"{file}.ipynb"))
-    done = subprocess.run(
-        [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out", str(tmp_path / "out"),
-         "--cell-timeout", "20", "--timeout", "120", "--quiet"],
-        env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
-        capture_output=True, text=True, timeout=600)
+    done = _grade(sub, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     feedback = tmp_path / "out" / "feedback"
     index = list(csv.DictReader(io.StringIO((feedback / "index.csv").read_text())))
@@ -225,12 +223,7 @@ def test_a_file_time_past_the_year_9999_is_a_row_of_its_own(tmp_path):
         os.utime(sub / "mallory" / "nb.ipynb", (2 ** 40, 2 ** 40))
         if os.stat(sub / "mallory" / "nb.ipynb").st_mtime < 2 ** 40:
             pytest.skip("this tmpfs does not keep such a time")
-        done = subprocess.run(
-            [sys.executable, "-m", "attention_lab", "grade", str(sub), "--out",
-             str(tmp_path / "out"), "--cell-timeout", "20", "--timeout", "120", "--quiet",
-             "--deadline", "2030-01-01"],
-            env={**os.environ, "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
-            capture_output=True, text=True, timeout=600)
+        done = _grade(sub, tmp_path, "--deadline", "2030-01-01")
     assert done.returncode == 0, done.stderr[-2000:]
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO(
         (tmp_path / "out" / "grades.csv").read_text()))}
