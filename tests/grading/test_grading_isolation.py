@@ -652,18 +652,25 @@ def test_without_isolation_the_grader_says_so_once_records_it_and_can_refuse(tmp
 
 
 def _as_in_a_container(cmd: list[str]) -> list[str]:
-    """``cmd`` where this Python's folders are open to every user, as a container's system
-    Python is (this machine's may live in root's home, closed to ``nobody``): run by bubblewrap
-    as root, without namespaces of users or processes."""
-    prefix = Path(sys.base_prefix)
-    closed = [p for p in prefix.parents if p != Path("/") and not p.stat().st_mode & 0o001]
-    if not closed:
-        return cmd
-    top = closed[-1]
-    opened = [a for p in reversed([*prefix.relative_to(top).parents][:-1])
-              for a in ("--perms", "0755", "--dir", str(top / p))]
-    return [BWRAP, "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", str(top), *opened,
-            "--ro-bind", str(prefix), str(prefix), "--", *cmd]
+    """``cmd`` where this Python, its venv and the checkout are open to every user, as in a
+    container (here they may lie in a folder closed to ``nobody``: root's home, a ``mktemp -d``
+    clone): run by bubblewrap as root, without namespaces of users or processes, each closed
+    folder on their way replaced by an open one that shows only them."""
+    needed = sorted({Path(sys.base_prefix), Path(sys.prefix), ROOT})
+    needed = [p for p in needed if not any(q in p.parents for q in needed)]
+    opened: list[str] = []
+    made: set[Path] = set()
+    for path in needed:
+        closed = [p for p in path.parents if p != Path("/") and not p.stat().st_mode & 0o001]
+        if not closed:
+            continue
+        top = closed[-1]
+        for way in [top, *(top / p for p in reversed(path.relative_to(top).parents[:-1]))]:
+            if way not in made:
+                made.add(way)
+                opened += ["--perms", "0755", "--tmpfs" if way == top else "--dir", str(way)]
+        opened += ["--bind", str(path), str(path)]
+    return [BWRAP, "--dev-bind", "/", "/", *opened, "--", *cmd] if opened else cmd
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not BWRAP, reason="needs a grader running as root")
