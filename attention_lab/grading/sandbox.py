@@ -55,23 +55,27 @@ class ProcessSandbox(Sandbox):
     def wrap(self, kernel_cmd, *, attempt, connection_file):
         config: dict = {"nproc_margin": 512}
         ids = unprivileged_ids() if os.geteuid() == 0 else None
-        if ids:
-            self._hand_over(ids)
+        if ids and self._hand_over(ids):
             config.update(run_as=ids, hand_over=[str(connection_file)])
         return self.launcher(attempt, config, kernel_cmd)
 
-    def _hand_over(self, ids: tuple[int, int]) -> None:
+    def _hand_over(self, ids: tuple[int, int]) -> bool:
         """Give ``ids`` the job's ``work/`` and ``home/`` and a way (no listing) through the job's
-        folder, its scratch root and ``in/`` to them."""
+        folder, its scratch root and ``in/`` to them; ``False`` (nothing changed) where a folder
+        above those is closed to other users (a ``TMPDIR`` in root's home)."""
         f = self.folders
-        for folder in (f.work.parent, f.inp, *[p for p in f.work.parents[1:2]
-                                               if p.name.startswith(SCRATCH_PREFIX)]):
+        ways = [f.work.parent, f.inp, *[p for p in f.work.parents[1:2]
+                                        if p.name.startswith(SCRATCH_PREFIX)]]
+        if any(not p.stat().st_mode & 0o001 for p in f.work.parents if p not in ways):
+            return False
+        for folder in ways:
             folder.chmod(0o711)
         f.out.chmod(0o700)
         for top in (f.work, f.home):
             for folder, _, files in os.walk(top):
                 for path in (folder, *(os.path.join(folder, n) for n in files)):
                     os.chown(path, *ids, follow_symlinks=False)
+        return True
 
     def started(self, pid: int, ports: list[int]) -> str:
         self.pid = pid

@@ -294,3 +294,26 @@ def test_a_dead_graders_cgroups_are_removed(tmp_path):
         mine.remove()
         for f in folders:
             N._rmdir(f)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs a grader running as root")
+def test_a_root_grader_hands_kernels_to_nobody_only_where_nobody_can_reach_them(tmp_path,
+                                                                                monkeypatch):
+    """Without namespaces a root grader runs its kernels as nobody, in the job's folders handed
+    over to nobody; below a folder closed to other users (a TMPDIR in root's home) nobody could
+    not reach them and the kernel would never start: there it stays as it was, root's."""
+    monkeypatch.setattr(S, "unprivileged_ids", lambda: (65534, 65534))
+
+    def launched_as(scratch: Path):
+        folders = S.JobFolders(scratch / "job-0001" / "work")
+        folders.create()
+        sandbox = S.ProcessSandbox(folders, Limits(), "simulated")
+        cmd = sandbox.wrap(["true"], attempt=0, connection_file=folders.inp / "kernel-0.json")
+        config = json.loads(Path(cmd[cmd.index("--") - 1]).read_text())
+        return config.get("run_as"), folders.work.stat().st_uid, oct(folders.out.stat().st_mode)
+
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    assert launched_as(closed / f"{S.SCRATCH_PREFIX}x")[:2] == (None, 0)
+    with S.ScratchRoot() as scratch:  # in the system's temporary folder, open to all
+        assert launched_as(scratch.path) == ([65534, 65534], 65534, "0o40700")
