@@ -47,7 +47,7 @@ from .outputs import PARTIAL_WRITERS, write_report
 from .report import (UNREADABLE, ExerciseGrade, Report, SubmissionGrade, counts, read_report,
                      summary_table)
 from .runner import Limits, names_defined, run_notebook, skip_slow_optional_imports
-from .sandbox import JobFolders, ScratchRoot, for_job, isolation_problem, unprivileged_ids
+from .sandbox import JobFolders, ScratchRoot, for_job, isolation_problem, others_run_python
 from .submissions import (Submission, TooLarge, Unreadable, as_text, discover, no_notebook,
                           parse_submission, peek, read_submissions, unchanged, without_notebook)
 
@@ -698,9 +698,9 @@ def main(argv: list[str] | None = None) -> int:
     if problem and args.require_sandbox:
         return _cli.fail("grade", f"--require-sandbox: kernels cannot be isolated here: {problem}")
     if problem:
-        user = "this user" if os.geteuid() else (
-            "nobody" if unprivileged_ids() else "root (nobody cannot run this Python), so a "
-            "kernel can also change any file, its grade included,")
+        user = "this user" if os.geteuid() else "any user" if others_run_python() else (
+            "root (no other user can run this Python), so a kernel can also change any file, "
+            "its grade included,")
         print(f"note: kernels run without isolation ({problem}): each has hard time, memory and "
               f"file-size limits, but can read what {user} can read and reach the network; "
               f"--require-sandbox refuses to run in that case", file=sys.stderr)

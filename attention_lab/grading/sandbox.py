@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import itertools
 import os
-import pwd
 import shutil
 import subprocess
 import sys
@@ -32,6 +32,10 @@ else:  # the student bundle (release) leaves the namespace sandbox out
     namespaces = None
 
 SCRATCH_PREFIX = "attention-lab-batch-"
+#: the first of the user (and group) ids a root grader without namespaces gives its jobs, one
+#: each; no account's, far above the ranges of accounts and of user namespaces' subordinate ids
+JOB_IDS = 2_000_000_000
+_jobs = itertools.count()
 GRACE_SECONDS = 5.0
 
 
@@ -40,8 +44,9 @@ class ProcessSandbox(Sandbox):
 
     The kill stops the kernel's process group and its descendants; a process that leaves both
     (``setsid`` and a double fork) escapes it. A grader running as root (Gradescope's container,
-    which may refuse namespaces) starts its kernels as ``nobody``, who owns only the job's
-    ``work/`` and ``home/``: a kernel, or what it leaves behind, cannot write the grader's files.
+    which may refuse namespaces) starts each job's kernels as a user of their own
+    (:data:`JOB_IDS`), who owns only the job's ``work/`` and ``home/``: a kernel, or what it
+    leaves behind, cannot write the grader's files, nor signal, trace or write another job's.
     """
 
     REPORT_KEYS = ("isolation", "user", "memory_bytes", "file_size_bytes", "cpu_seconds",
@@ -51,12 +56,12 @@ class ProcessSandbox(Sandbox):
         super().__init__(folders, limits)
         self.problem = problem
         self.pid: int | None = None
+        self.ids = (JOB_IDS + next(_jobs),) * 2  # uid, gid: used by a root grader only
 
     def wrap(self, kernel_cmd, *, attempt, connection_file):
         config: dict = {"nproc_margin": 512}
-        ids = unprivileged_ids() if os.geteuid() == 0 else None
-        if ids and self._hand_over(ids):
-            config.update(run_as=ids, hand_over=[str(connection_file)])
+        if os.geteuid() == 0 and others_run_python() and self._hand_over(self.ids):
+            config.update(run_as=self.ids, hand_over=[str(connection_file)])
         return self.launcher(attempt, config, kernel_cmd)
 
     def _hand_over(self, ids: tuple[int, int]) -> bool:
@@ -84,10 +89,7 @@ class ProcessSandbox(Sandbox):
     def report(self, attempt: int) -> dict:
         report = super().report(attempt)
         if "user" in report:
-            try:
-                report["user"] = f"{pwd.getpwuid(report['user']).pw_name} (uid {report['user']})"
-            except (KeyError, TypeError):
-                pass
+            report["user"] = f"uid {report['user']} (this job's own, no login)"
         return {**report, "isolation": None, "isolation_problem": self.problem} if report else {}
 
     def refusal(self) -> str:
@@ -142,22 +144,17 @@ def isolation_problem(platform: str = sys.platform) -> str:
 
 
 @functools.cache
-def unprivileged_ids() -> tuple[int, int] | None:
-    """``nobody``'s (uid, gid), if a process of theirs can run this Python and import what a
-    kernel imports (``None`` where it cannot: a Python installed in root's home, say). Tried
+def others_run_python() -> bool:
+    """Whether a user with no rights of its own (a job's, :data:`JOB_IDS`) can run this Python
+    and import what a kernel imports (not where it is installed in root's home, say). Tried
     once; only root needs it (:class:`ProcessSandbox`)."""
     try:
-        user = pwd.getpwnam("nobody")
-        ids = user.pw_uid, user.pw_gid
-    except KeyError:
-        ids = 65534, 65534
-    try:
         trial = subprocess.run([sys.executable, "-c", "import ipykernel, numpy, attention_lab"],
-                               user=ids[0], group=ids[1], extra_groups=[], cwd="/",
+                               user=JOB_IDS - 1, group=JOB_IDS - 1, extra_groups=[], cwd="/",
                                capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
-        return None
-    return ids if trial.returncode == 0 else None
+        return False
+    return trial.returncode == 0
 
 
 def for_job(folders: JobFolders, limits) -> Sandbox:
@@ -221,4 +218,4 @@ def clean_stale(tmp: Path | None = None) -> list[Path]:
 
 
 __all__ = ["JobFolders", "Sandbox", "ProcessSandbox", "for_job", "isolation_problem",
-           "unprivileged_ids", "ScratchRoot", "clean_stale"]
+           "others_run_python", "ScratchRoot", "clean_stale"]

@@ -350,8 +350,8 @@ def test_where_the_container_refuses_the_sandbox_the_output_and_the_guide_say_so
                                                                                  tmp_path):
     """Docker's default seccomp profile refuses the namespaces bubblewrap needs, so in
     Gradescope's container the lab's sandbox may not run: the notebook's code then runs beside
-    the autograder without it (as root, it could rewrite results.json: as nobody where nobody
-    can run the grader's Python). The autograder still grades, its
+    the autograder without it (as root, it could rewrite results.json: as a user of its own
+    where others can run the grader's Python). The autograder still grades, its
     output (which students do not see) says the kernels ran without isolation, and the guide
     quotes that line and says what it means, so an instructor's first test upload tells."""
     work, _ = autograder

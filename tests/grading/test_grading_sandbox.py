@@ -297,12 +297,13 @@ def test_a_dead_graders_cgroups_are_removed(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs a grader running as root")
-def test_a_root_grader_hands_kernels_to_nobody_only_where_nobody_can_reach_them(tmp_path,
-                                                                                monkeypatch):
-    """Without namespaces a root grader runs its kernels as nobody, in the job's folders handed
-    over to nobody; below a folder closed to other users (a TMPDIR in root's home) nobody could
-    not reach them and the kernel would never start: there it stays as it was, root's."""
-    monkeypatch.setattr(S, "unprivileged_ids", lambda: (65534, 65534))
+def test_a_root_grader_gives_each_job_a_user_of_its_own_where_it_can_reach_its_folders(
+        tmp_path, monkeypatch):
+    """Without namespaces a root grader runs each job's kernels as a user of their own (no login),
+    in the job's folders handed over to it: one job's kernel cannot signal, trace or write
+    another's. Below a folder closed to other users (a TMPDIR in root's home) that user could not
+    reach them and the kernel would never start: there the job stays as it was, root's."""
+    monkeypatch.setattr(S, "others_run_python", lambda: True)
 
     def launched_as(scratch: Path):
         folders = S.JobFolders(scratch / "job-0001" / "work")
@@ -316,4 +317,7 @@ def test_a_root_grader_hands_kernels_to_nobody_only_where_nobody_can_reach_them(
     closed.mkdir(mode=0o700)
     assert launched_as(closed / f"{S.SCRATCH_PREFIX}x")[:2] == (None, 0)
     with S.ScratchRoot() as scratch:  # in the system's temporary folder, open to all
-        assert launched_as(scratch.path) == ([65534, 65534], 65534, "0o40700")
+        first = launched_as(scratch.path)
+        second = launched_as(scratch.path / "job-0002")
+    assert first[0] != second[0] and min(first[0] + second[0]) >= S.JOB_IDS
+    assert first[1:] == (first[0][0], "0o40700") and second[1] == second[0][0]
