@@ -60,14 +60,15 @@ class ProcessSandbox(Sandbox):
 
     def wrap(self, kernel_cmd, *, attempt, connection_file):
         config: dict = {"nproc_margin": 512}
-        if os.geteuid() == 0 and others_run_python() and self._hand_over(self.ids):
+        if os.geteuid() == 0 and others_run_python() and self._hand_over():
             config.update(run_as=self.ids, hand_over=[str(connection_file)])
         return self.launcher(attempt, config, kernel_cmd)
 
-    def _hand_over(self, ids: tuple[int, int]) -> bool:
-        """Give ``ids`` the job's ``work/`` and ``home/`` and a way (no listing) through the job's
-        folder, its scratch root and ``in/`` to them; ``False`` (nothing changed) where a folder
-        above those is closed to other users (a ``TMPDIR`` in root's home)."""
+    def _hand_over(self) -> bool:
+        """Give the job's user (:attr:`ids`) its ``work/`` and ``home/``, and a way (no listing)
+        through the job's folder, its scratch root and ``in/`` to them; ``False`` (nothing
+        changed) where a folder above those is closed to other users (a ``TMPDIR`` in root's
+        home)."""
         f = self.folders
         ways = [f.work.parent, f.inp, *[p for p in f.work.parents[1:2]
                                         if p.name.startswith(SCRATCH_PREFIX)]]
@@ -79,7 +80,7 @@ class ProcessSandbox(Sandbox):
         for top in (f.work, f.home):
             for folder, _, files in os.walk(top):
                 for path in (folder, *(os.path.join(folder, n) for n in files)):
-                    os.chown(path, *ids, follow_symlinks=False)
+                    os.chown(path, *self.ids, follow_symlinks=False)
         return True
 
     def started(self, pid: int, ports: list[int]) -> str:

@@ -14,8 +14,9 @@ element around it) and, whenever that explorer's DOM changes:
   a click);
 * names every slider handle after its slider's description (noUiSlider handles are focusable
   and keyboard-driven but unnamed) and the field beside it, where a value can be typed (a Tab
-  stop a screen reader read as a bare number, "0.80"), every group of toggle buttons after its description, and every
-  button with a tooltip but only a short caption (the mask's "1" ... "5") after its tooltip;
+  stop a screen reader read as a bare number, "0.80"), every group of toggle buttons after its
+  description, and every button with a tooltip but only a short caption (the mask's "1" ... "5")
+  after its tooltip;
 * says of every toggle button whether it is pressed (``aria-pressed``, kept in step with the
   ``mod-active`` class that shades it): which score function, dtype or softmax is chosen, and
   which mask positions are kept, was told by the shade alone.
@@ -77,7 +78,8 @@ function name(root, label) {
   }
   for (const button of root.querySelectorAll('.widget-toggle-button')) {
     const pressed = String(button.classList.contains('mod-active'));
-    if (button.getAttribute('aria-pressed') !== pressed) button.setAttribute('aria-pressed', pressed);
+    if (button.getAttribute('aria-pressed') !== pressed)
+      button.setAttribute('aria-pressed', pressed);
   }
   for (const button of root.querySelectorAll('button[title]')) {
     const tip = button.getAttribute('title');
